@@ -1,0 +1,44 @@
+# The two commands: `make up` starts the platform, `make test` runs every test.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# Packages that exist so far: mypy checks each of them.
+PACKAGES := $(wildcard common gateway auth_service geo_service route_service optimize_service launcher bench tests)
+STAMP := $(VENV)/.installed
+
+.PHONY: up test install lint unit integration bench import clean help
+
+help:
+	@echo "make up     - install, import the default map and start the platform on 127.0.0.1:8080"
+	@echo "make test   - install, lint (ruff, mypy) and run the whole test suite"
+	@echo "make bench  - run the benchmarks and write bench/RESULTS.md"
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@python_cmd="$$(scripts/find-python.sh)" || exit 1; \
+	  if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$python_cmd"; $$python_cmd -m venv $(VENV); fi
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $(STAMP)
+
+up: install
+	$(PY) -m launcher up
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy $(PACKAGES)
+
+test: install lint
+	$(PY) -m pytest
+
+unit: install
+	$(PY) -m pytest --ignore=tests/integration
+
+integration: install
+	$(PY) -m pytest tests/integration
+
+bench: install
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Shared library of the routing platform: errors, config, logging, Redis, service client."""

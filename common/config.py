@@ -1,0 +1,80 @@
+"""Configuration from environment variables, shared by every service.
+
+Each service has its own `config.py` with a dataclass built on `BaseConfig`; values come
+from the environment so a process can be started alone (`python -m route_service`) or by
+the launcher, docker compose or a test with different ports.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Self
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+DEFAULT_PORTS = {
+    "gateway": 8080,
+    "auth_service": 8081,
+    "geo_service": 8082,
+    "route_service": 8083,
+    "optimize_service": 8084,
+}
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6390/0"
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise SystemExit(f"configuration error: {name}={raw!r} is not an integer") from exc
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise SystemExit(f"configuration error: {name}={raw!r} is not a number") from exc
+
+
+def data_dir() -> Path:
+    """Where services keep their state (accounts, keys, map data); `var/` in the repo by default."""
+    return Path(os.environ.get("DATA_DIR", str(REPO_ROOT / "var"))).resolve()
+
+
+@dataclass
+class BaseConfig:
+    service: str = "service"
+    host: str = "127.0.0.1"
+    port: int = 0
+    redis_url: str = DEFAULT_REDIS_URL
+    log_level: str = "INFO"
+    data_dir: Path = field(default_factory=data_dir)
+    # Largest request body the service reads, in bytes.
+    max_body_bytes: int = 1 << 20
+
+    @classmethod
+    def from_env(cls, service: str, **overrides: Any) -> Self:
+        prefix = service.upper() + "_"
+        values: dict[str, Any] = {
+            "service": service,
+            "host": env_str(prefix + "HOST", "127.0.0.1"),
+            "port": env_int(prefix + "PORT", DEFAULT_PORTS.get(service, 0)),
+            "redis_url": env_str("REDIS_URL", DEFAULT_REDIS_URL),
+            "log_level": env_str("LOG_LEVEL", "INFO"),
+            "data_dir": data_dir(),
+        }
+        known = {f.name for f in fields(cls)}
+        values.update({k: v for k, v in overrides.items() if k in known})
+        return cls(**values)

@@ -1,0 +1,340 @@
+"""Typed API errors and their two wire formats (problem detail and legacy).
+
+Every service raises these; `common.middleware.error_middleware` renders them, so no
+handler formats an error body by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Mapping
+
+PROBLEM_JSON = "application/problem+json"
+LEGACY_JSON = "application/json"
+# Service-to-service calls ask for this variant so the caller can rebuild the typed error.
+INTERNAL_ERRORS_HEADER = "X-Internal-Errors"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken constraint: which parameter, what is wrong, and the stable code."""
+
+    parameter: str | None
+    message: str
+    code: str = "ERROR_INVALID_PARAMETER"
+    type: str = "/problems/general/invalid-parameter/"
+
+    def text(self) -> str:
+        return f"{self.parameter}: {self.message}" if self.parameter else self.message
+
+
+class ApiError(Exception):
+    """Base of every error that reaches a client. Subclasses fix status, type, title, code."""
+
+    status: int = 500
+    type: str = "/problems/general/internal-error"
+    title: str = "Internal server error"
+    code: str = "ERROR_INTERNAL"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        parameter: str | None = None,
+        violations: list[Violation] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if violations is None:
+            violations = [
+                Violation(parameter, message or self.title, self.code, self.type)
+            ]
+        self.violations = violations
+        self.headers = dict(headers or {})
+        super().__init__("; ".join(v.text() for v in violations))
+
+    @property
+    def detail(self) -> str:
+        return "; ".join(v.text() for v in self.violations)
+
+
+class InvalidParameter(ApiError):
+    status = 400
+    type = "/problems/general/invalid-parameter/"
+    title = "Some parameters have invalid values"
+    code = "ERROR_INVALID_PARAMETER"
+
+
+class MissingAddress(ApiError):
+    status = 400
+    type = "/problems/geocoder/missing-address"
+    title = "The address is missing"
+    code = "GEOCODER_ERROR_MISSING_ADDRESS"
+
+
+class InvalidFilename(ApiError):
+    status = 400
+    type = "/problems/detour/invalid-filename"
+    title = "The file name is invalid"
+    code = "DETOUR_ERROR_INVALID_FILENAME"
+
+
+class MalformedBody(ApiError):
+    status = 400
+    type = "/problems/general/malformed-body"
+    title = "The request body cannot be read"
+    code = "ERROR_MALFORMED_BODY"
+
+
+class Unauthorized(ApiError):
+    status = 401
+    type = "/problems/general/unauthorized"
+    title = "Authentication is required"
+    code = "ERROR_UNAUTHORIZED"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        headers = {"WWW-Authenticate": 'Bearer realm="api"', **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
+class InvalidCredentials(Unauthorized):
+    type = "/problems/auth/invalid-credentials"
+    title = "Invalid credentials"
+    code = "AUTH_ERROR_INVALID_CREDENTIALS"
+
+
+class Forbidden(ApiError):
+    status = 403
+    type = "/problems/general/forbidden"
+    title = "Access is forbidden"
+    code = "ERROR_FORBIDDEN"
+
+
+class NotFound(ApiError):
+    status = 404
+    type = "/problems/general/not-found"
+    title = "Resource not found"
+    code = "ERROR_NOT_FOUND"
+
+
+class MethodNotAllowed(ApiError):
+    status = 405
+    type = "/problems/general/method-not-allowed"
+    title = "Method not allowed"
+    code = "ERROR_METHOD_NOT_ALLOWED"
+
+    def __init__(self, method: str, allowed: list[str]) -> None:
+        allow = ", ".join(sorted(set(allowed)))
+        super().__init__(f"{method} is not allowed here; allowed: {allow}", headers={"Allow": allow})
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    type = "/problems/general/payload-too-large"
+    title = "The request body is too large"
+    code = "ERROR_PAYLOAD_TOO_LARGE"
+
+
+class DiameterTooLarge(ApiError):
+    status = 413
+    type = "/problems/optimize/diameter-too-large"
+    title = "The stops lie in a region that is too large"
+    code = "OPTIMIZE_ERROR_DIAMETER_TOO_LARGE"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    type = "/problems/general/unsupported-media-type"
+    title = "Unsupported media type"
+    code = "ERROR_UNSUPPORTED_MEDIA_TYPE"
+
+
+class TooManyRequests(ApiError):
+    status = 429
+    type = "/problems/general/too-many-requests"
+    title = "Too many requests"
+    code = "ERROR_TOO_MANY_REQUESTS"
+
+
+class InternalError(ApiError):
+    """The default 500: the details stay in the log, never in the body."""
+
+
+class BadGateway(ApiError):
+    status = 502
+    type = "/problems/general/bad-gateway"
+    title = "An upstream service answered badly"
+    code = "ERROR_BAD_GATEWAY"
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    type = "/problems/general/service-unavailable"
+    title = "The service is unavailable"
+    code = "ERROR_SERVICE_UNAVAILABLE"
+
+
+class GatewayTimeout(ApiError):
+    status = 504
+    type = "/problems/general/gateway-timeout"
+    title = "An upstream service did not answer in time"
+    code = "ERROR_GATEWAY_TIMEOUT"
+
+
+def all_error_classes() -> list[type[ApiError]]:
+    """Every error type the platform defines (for the docs and their test)."""
+    seen: list[type[ApiError]] = []
+    stack: list[type[ApiError]] = [ApiError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    return seen
+
+
+class ParameterErrors:
+    """Collects violations so one response can report every broken constraint."""
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+        self._first_error: type[ApiError] | None = None
+
+    def add(self, parameter: str | None, message: str, error: type[ApiError] = InvalidParameter) -> None:
+        self.violations.append(Violation(parameter, message, error.code, error.type))
+        if self._first_error is None:
+            self._first_error = error
+
+    def __bool__(self) -> bool:
+        return bool(self.violations)
+
+    def raise_if_any(self) -> None:
+        if self._first_error is not None:
+            raise self._first_error(violations=self.violations)
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def wants_legacy(accept: str | None) -> bool:
+    """Legacy format only for an Accept of `application/json` without problem+json."""
+    if not accept:
+        return False
+    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    return LEGACY_JSON in types and PROBLEM_JSON not in types
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class RenderedError:
+    status: int
+    content_type: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def problem_body(error: ApiError, instance: str) -> dict[str, Any]:
+    return {
+        "status": error.status,
+        "type": error.violations[0].type if error.violations else error.type,
+        "title": error.title,
+        "detail": error.detail,
+        "timestamp": now_iso(),
+        "instance": instance,
+    }
+
+
+def legacy_body(error: ApiError) -> dict[str, Any]:
+    return {
+        "status": error.status,
+        "details": [{"code": v.code, "message": v.text()} for v in error.violations],
+        "errors": [v.text() for v in error.violations],
+    }
+
+
+def internal_body(error: ApiError, instance: str) -> dict[str, Any]:
+    """Everything, so a calling service can rebuild the typed error."""
+    body = problem_body(error, instance)
+    body["code"] = error.code
+    body["violations"] = [
+        {"parameter": v.parameter, "message": v.message, "code": v.code, "type": v.type}
+        for v in error.violations
+    ]
+    return body
+
+
+def render_error(error: ApiError, *, accept: str | None, instance: str, internal: bool = False) -> RenderedError:
+    if internal:
+        return RenderedError(error.status, PROBLEM_JSON, internal_body(error, instance), error.headers)
+    if wants_legacy(accept):
+        return RenderedError(error.status, LEGACY_JSON, legacy_body(error), error.headers)
+    return RenderedError(error.status, PROBLEM_JSON, problem_body(error, instance), error.headers)
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: MalformedBody,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    429: TooManyRequests,
+    500: InternalError,
+    502: BadGateway,
+    503: ServiceUnavailable,
+    504: GatewayTimeout,
+}
+
+
+def error_for_status(status: int) -> type[ApiError]:
+    return _BY_STATUS.get(status, InternalError if status >= 500 else MalformedBody)
+
+
+class UpstreamError(ApiError):
+    """An error answered by another of our services, carried through unchanged."""
+
+    def __init__(self, status: int, title: str, violations: list[Violation]) -> None:
+        self.status = status
+        self.title = title
+        if violations:
+            self.type = violations[0].type
+            self.code = violations[0].code
+        super().__init__(violations=violations or None)
+
+    @classmethod
+    def from_internal_body(cls, body: Mapping[str, Any]) -> "UpstreamError":
+        violations = [
+            Violation(v.get("parameter"), str(v.get("message", "")), str(v.get("code", "")), str(v.get("type", "")))
+            for v in body.get("violations", [])
+        ]
+        return cls(int(body.get("status", 502)), str(body.get("title", "Upstream error")), violations)
+
+
+# ---------------------------------------------------------------- capability errors
+
+
+class PointNotRoutable(ApiError):
+    """A coordinate with no road for the vehicle within the snapping radius."""
+
+    status = 400
+    type = "/problems/route/point-not-routable"
+    title = "A point is too far from any road"
+    code = "ROUTE_ERROR_POINT_NOT_ROUTABLE"
+
+
+class NoRouteFound(ApiError):
+    """Both points are on roads, but no road connects them (different connected parts)."""
+
+    status = 400
+    type = "/problems/route/no-route"
+    title = "No route connects the points"
+    code = "ROUTE_ERROR_NO_ROUTE"
+
+
+class DatasetNotReady(ApiError):
+    status = 503
+    type = "/problems/route/dataset-not-ready"
+    title = "The map data is not loaded"
+    code = "ROUTE_ERROR_DATASET_NOT_READY"

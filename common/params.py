@@ -1,0 +1,75 @@
+"""Parsing of query parameters into typed values, collecting every violation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from common.errors import ParameterErrors
+
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class LatLon:
+    lat: float
+    lon: float
+
+
+def parse_int(
+    params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: int, minimum: int, maximum: int
+) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not text.lstrip("+-").isdigit() or len(text) > 12:
+        errors.add(name, f"must be an integer between {minimum} and {maximum}, got {raw[:40]!r}")
+        return default
+    value = int(text)
+    if not minimum <= value <= maximum:
+        errors.add(name, f"must be between {minimum} and {maximum}, got {value}")
+        return default
+    return value
+
+
+def parse_choice(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: str, choices: tuple[str, ...]) -> str:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        errors.add(name, f"must be one of {', '.join(choices)}, got {raw[:40]!r}")
+        return default
+    return value
+
+
+def parse_latlon_text(text: str) -> LatLon | str:
+    """A `<lat>,<lon>` pair, or the message saying why it is not one."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        return "must be '<lat>,<lon>' (two numbers separated by a comma)"
+    try:
+        lat, lon = float(parts[0]), float(parts[1])
+    except ValueError:
+        return "must be '<lat>,<lon>' with decimal numbers"
+    if not (math.isfinite(lat) and math.isfinite(lon)):
+        return "must be finite numbers"
+    if not -90 <= lat <= 90:
+        return f"latitude must be between -90 and 90, got {lat}"
+    if not -180 <= lon <= 180:
+        return f"longitude must be between -180 and 180, got {lon}"
+    return LatLon(lat, lon)
+
+
+def parse_latlon(params: Mapping[str, str], name: str, errors: ParameterErrors) -> LatLon | None:
+    raw = params.get(name)
+    if raw is None or not raw.strip():
+        errors.add(name, "is required, as '<lat>,<lon>'")
+        return None
+    parsed = parse_latlon_text(raw.strip())
+    if isinstance(parsed, str):
+        errors.add(name, parsed)
+        return None
+    return parsed

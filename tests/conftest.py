@@ -1,0 +1,36 @@
+"""Fixtures shared by every test: a real Redis server and the shared OSM extracts."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common.config import REPO_ROOT
+from launcher.redis_server import free_port, start_redis
+
+SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on a free loopback port; yields its URL."""
+    port = free_port()
+    process = start_redis(port, tmp_path_factory.mktemp("redis"), persist=False)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def shared_osm() -> Path:
+    if not SHARED_OSM.is_dir():
+        pytest.fail(f"the shared OSM extracts are missing: expected {SHARED_OSM}")
+    return SHARED_OSM
