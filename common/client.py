@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -21,7 +20,9 @@ from common.logging import request_id_var
 class ServiceClient:
     """Calls one of our services and turns its errors back into typed `ApiError`s."""
 
-    def __init__(self, name: str, base_url: str, *, timeout: float = 30.0, session: aiohttp.ClientSession | None = None) -> None:
+    def __init__(
+        self, name: str, base_url: str, *, timeout: float = 30.0, session: aiohttp.ClientSession | None = None
+    ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
@@ -44,17 +45,21 @@ class ServiceClient:
             headers["X-Request-ID"] = request_id
         return headers
 
-    async def request_json(self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None) -> Any:
+    async def request_json(
+        self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None
+    ) -> Any:
         url = self.base_url + path
         data = orjson.dumps(json) if json is not None else None
         headers = self.headers()
         if data is not None:
             headers["Content-Type"] = "application/json"
         try:
-            async with self.session.request(method, url, params=params, data=data, headers=headers, timeout=self.timeout) as resp:
+            async with self.session.request(
+                method, url, params=params, data=data, headers=headers, timeout=self.timeout
+            ) as resp:
                 body = await resp.read()
                 status = resp.status
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise GatewayTimeout(f"the {self.name} did not answer in time") from exc
         except aiohttp.ClientConnectionError as exc:
             raise ServiceUnavailable(f"the {self.name} is unavailable") from exc

@@ -6,9 +6,10 @@ handler formats an error body by hand.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Mapping
+from typing import Any
 
 PROBLEM_JSON = "application/problem+json"
 LEGACY_JSON = "application/json"
@@ -46,9 +47,7 @@ class ApiError(Exception):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         if violations is None:
-            violations = [
-                Violation(parameter, message or self.title, self.code, self.type)
-            ]
+            violations = [Violation(parameter, message or self.title, self.code, self.type)]
         self.violations = violations
         self.headers = dict(headers or {})
         super().__init__("; ".join(v.text() for v in violations))
@@ -259,8 +258,7 @@ def internal_body(error: ApiError, instance: str) -> dict[str, Any]:
     body = problem_body(error, instance)
     body["code"] = error.code
     body["violations"] = [
-        {"parameter": v.parameter, "message": v.message, "code": v.code, "type": v.type}
-        for v in error.violations
+        {"parameter": v.parameter, "message": v.message, "code": v.code, "type": v.type} for v in error.violations
     ]
     return body
 
@@ -304,7 +302,7 @@ class UpstreamError(ApiError):
         super().__init__(violations=violations or None)
 
     @classmethod
-    def from_internal_body(cls, body: Mapping[str, Any]) -> "UpstreamError":
+    def from_internal_body(cls, body: Mapping[str, Any]) -> UpstreamError:
         violations = [
             Violation(v.get("parameter"), str(v.get("message", "")), str(v.get("code", "")), str(v.get("type", "")))
             for v in body.get("violations", [])

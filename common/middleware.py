@@ -67,6 +67,11 @@ def from_http_exception(exc: web.HTTPException) -> ApiError:
     return error_cls(message)
 
 
+def _route_label(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else "unmatched"
+
+
 def make_middlewares(service: str) -> list[Callable[..., Awaitable[web.StreamResponse]]]:
     @web.middleware
     async def request_context(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -81,7 +86,7 @@ def make_middlewares(service: str) -> list[Callable[..., Awaitable[web.StreamRes
             response.headers[REQUEST_ID_HEADER] = request_id
             return response
         finally:
-            route = request.match_info.route.resource.canonical if request.match_info.route.resource else "unmatched"
+            route = request.get("route_label") or _route_label(request)
             REQUESTS.labels(service, route, request.method, str(status)).inc()
             LATENCY.labels(service, route).observe(time.perf_counter() - started)
             request_id_var.reset(token)
@@ -98,6 +103,8 @@ def make_middlewares(service: str) -> list[Callable[..., Awaitable[web.StreamRes
             return error_response(request, from_http_exception(exc))
         except Exception:
             log.exception("unhandled error on %s %s", request.method, request.path)
-            return error_response(request, InternalError("an internal error occurred; quote the X-Request-ID when reporting it"))
+            return error_response(
+                request, InternalError("an internal error occurred; quote the X-Request-ID when reporting it")
+            )
 
     return [request_context, errors]

@@ -34,7 +34,9 @@ def parse_int(
     return value
 
 
-def parse_choice(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: str, choices: tuple[str, ...]) -> str:
+def parse_choice(
+    params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: str, choices: tuple[str, ...]
+) -> str:
     raw = params.get(name)
     if raw is None:
         return default

@@ -58,8 +58,8 @@ class ResilientRedis:
 
     async def get(self, key: str) -> bytes | None:
         async def op(r: aioredis.Redis) -> bytes | None:
-            value: bytes | None = await r.get(key)
-            return value
+            value = await r.get(key)
+            return value if isinstance(value, bytes) or value is None else str(value).encode()
 
         return await self.call(op, None)
 

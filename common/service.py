@@ -56,13 +56,18 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-def base_app(config: BaseConfig, *, with_redis: bool = True) -> web.Application:
+def base_app(
+    config: BaseConfig,
+    *,
+    with_redis: bool = True,
+    health_handler: Callable[[web.Request], Awaitable[web.StreamResponse]] = health,
+) -> web.Application:
     app = web.Application(middlewares=make_middlewares(config.service), client_max_size=config.max_body_bytes)
     app[CONFIG_KEY] = config
     app[HEALTH_CHECKS_KEY] = []
     if with_redis:
         app.cleanup_ctx.append(_redis_context)
-    app.router.add_get("/health", health)
+    app.router.add_get("/health", health_handler)
     app.router.add_get("/metrics", metrics)
     return app
 

@@ -41,14 +41,22 @@ def start_redis(port: int, work_dir: Path, *, persist: bool = True) -> subproces
     work_dir.mkdir(parents=True, exist_ok=True)
     args = [
         redis_server_binary(),
-        "--bind", "127.0.0.1",
-        "--port", str(port),
-        "--dir", str(work_dir),
-        "--save", "60 1" if persist else "",
-        "--appendonly", "no",
-        "--protected-mode", "yes",
-        "--daemonize", "no",
-        "--loglevel", "warning",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(work_dir),
+        "--save",
+        "60 1" if persist else "",
+        "--appendonly",
+        "no",
+        "--protected-mode",
+        "yes",
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
     ]
     log = open(work_dir / "redis.log", "ab")  # noqa: SIM115 - handed to the child process
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

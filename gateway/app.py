@@ -1,0 +1,49 @@
+"""The gateway app factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from common.service import REDIS_KEY, base_app
+from gateway import docs, handlers
+from gateway.config import GatewayConfig
+from gateway.jwks import JwksRefresher
+from gateway.ratelimit import RateLimiter
+from gateway.revocation import RevocationChecker
+from gateway.state import GATEWAY_KEY, GatewayState
+from gateway.tokens import TokenVerifier
+
+
+def create_app(config: GatewayConfig) -> web.Application:
+    app = base_app(config, health_handler=handlers.health)
+
+    async def gateway_context(app: web.Application) -> AsyncIterator[None]:
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=512, ttl_dns_cache=300),
+            auto_decompress=False,
+        )
+        verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience)
+        jwks = JwksRefresher(config.jwks_url, verifier, session, refresh_seconds=config.jwks_refresh_seconds)
+        redis = app[REDIS_KEY]
+        app[GATEWAY_KEY] = GatewayState(
+            config=config,
+            session=session,
+            verifier=verifier,
+            jwks=jwks,
+            rate_limiter=RateLimiter(redis, config.rate_limits),
+            revocations=RevocationChecker(redis, config.revocation_cache_seconds),
+        )
+        await jwks.start()
+        yield
+        await jwks.stop()
+        await session.close()
+
+    app.cleanup_ctx.append(gateway_context)
+    app.router.add_get("/v1/openapi.json", docs.openapi_json)
+    app.router.add_get("/openapi.json", docs.openapi_json)
+    app.router.add_get("/docs", docs.docs_page)
+    app.router.add_route("*", "/{tail:.*}", handlers.proxy)
+    return app

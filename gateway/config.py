@@ -1,0 +1,72 @@
+"""Gateway settings, from the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from common.config import BaseConfig, env_float, env_int, env_str
+
+# service name -> env var holding its base URL; empty means "not deployed" (503).
+UPSTREAM_ENV = {
+    "auth_service": "AUTH_SERVICE_URL",
+    "geo_service": "GEO_SERVICE_URL",
+    "route_service": "ROUTE_SERVICE_URL",
+    "optimize_service": "OPTIMIZE_SERVICE_URL",
+}
+
+DEFAULT_RATE_LIMITS = "anonymous=5/20,demo=2/10,standard=50/100,unlimited=0/0"
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """GCRA: `rate` requests per second sustained, bursts of `burst`; rate 0 = unlimited."""
+
+    rate: float
+    burst: int
+
+    @property
+    def unlimited(self) -> bool:
+        return self.rate <= 0
+
+
+def parse_rate_limits(text: str) -> dict[str, RateLimit]:
+    limits: dict[str, RateLimit] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            tier, spec = item.split("=", 1)
+            rate, burst = spec.split("/", 1)
+            limits[tier.strip()] = RateLimit(float(rate), int(burst))
+        except ValueError as exc:
+            raise SystemExit(f"configuration error: RATE_LIMITS item {item!r} is not tier=rate/burst") from exc
+    return limits
+
+
+@dataclass
+class GatewayConfig(BaseConfig):
+    upstreams: dict[str, str] = field(default_factory=dict)
+    jwt_issuer: str = "routing-api"
+    jwt_audience: str = "routing-api"
+    jwks_url: str = ""
+    jwks_refresh_seconds: float = 300.0
+    revocation_cache_seconds: float = 5.0
+    rate_limits: dict[str, RateLimit] = field(default_factory=lambda: parse_rate_limits(DEFAULT_RATE_LIMITS))
+    upstream_timeout_seconds: float = 30.0
+    # The detour upload is the largest body; services enforce their own, smaller limits.
+    max_body_bytes: int = 16 << 20
+
+    @classmethod
+    def load(cls) -> GatewayConfig:
+        upstreams = {name: env_str(var, "").rstrip("/") for name, var in UPSTREAM_ENV.items()}
+        auth_url = upstreams.get("auth_service", "")
+        return cls.from_env(
+            "gateway",
+            upstreams={name: url for name, url in upstreams.items() if url},
+            jwt_issuer=env_str("JWT_ISSUER", "routing-api"),
+            jwt_audience=env_str("JWT_AUDIENCE", "routing-api"),
+            jwks_url=env_str("JWKS_URL", f"{auth_url}/.well-known/jwks.json" if auth_url else ""),
+            jwks_refresh_seconds=env_float("JWKS_REFRESH_SECONDS", 300.0),
+            revocation_cache_seconds=env_float("REVOCATION_CACHE_SECONDS", 5.0),
+            rate_limits=parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
+            upstream_timeout_seconds=env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
+            max_body_bytes=env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
+        )

@@ -1,0 +1,93 @@
+"""Gateway handlers: the proxy for /v1 paths, aggregated health, the spec and docs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from common.errors import MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
+from common.service import REDIS_KEY, json_response
+from gateway.proxy import forward
+from gateway.routes import PublicRoute, match_route, needs_token
+from gateway.state import GATEWAY_KEY, GatewayState
+from gateway.tokens import Identity, UnknownKey, bearer_token
+
+
+async def authenticate(state: GatewayState, request: web.Request) -> Identity:
+    token = bearer_token(request.headers.get("Authorization"))
+    try:
+        identity = state.verifier.verify(token)
+    except UnknownKey as exc:
+        # Perhaps a freshly rotated key: refresh once (rate-limited), then decide.
+        await state.jwks.refresh(min_interval=5.0)
+        try:
+            identity = state.verifier.verify(token)
+        except UnknownKey:
+            raise Unauthorized("the token was signed by an unknown key") from exc
+    if await state.revocations.is_revoked(identity):
+        raise Unauthorized("the token has been revoked")
+    return identity
+
+
+def resolve_route(request: web.Request) -> PublicRoute:
+    route = match_route(request.path)
+    if route is None:
+        raise NotFound(f"no operation at {request.path}; see /v1/openapi.json")
+    if request.method not in route.methods:
+        raise MethodNotAllowed(request.method, list(route.methods))
+    return route
+
+
+async def apply_rate_limit(state: GatewayState, request: web.Request, identity: Identity | None) -> dict[str, str]:
+    if identity is not None:
+        decision = await state.rate_limiter.check(f"sub:{identity.subject}", identity.tier)
+    else:
+        # Unauthenticated endpoints (login) are limited per client address against guessing.
+        decision = await state.rate_limiter.check(f"ip:{request.remote}", "anonymous")
+    if decision is None:
+        return {}
+    if not decision.allowed:
+        raise TooManyRequests(
+            f"rate limit of {decision.limit} requests exceeded; retry in {decision.retry_after_seconds} s",
+            headers=decision.headers(),
+        )
+    return decision.headers()
+
+
+async def proxy(request: web.Request) -> web.Response:
+    state = request.app[GATEWAY_KEY]
+    identity = await authenticate(state, request) if needs_token(request.path) else None
+    route = resolve_route(request)
+    request["route_label"] = route.path
+    limit_headers = await apply_rate_limit(state, request, identity)
+    response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
+    response.headers.update(limit_headers)
+    return response
+
+
+async def _service_health(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
+    try:
+        async with session.get(url + "/health", timeout=aiohttp.ClientTimeout(total=2)) as resp:
+            return {"status": "up" if resp.status == 200 else "unready", "httpStatus": resp.status}
+    except (aiohttp.ClientError, TimeoutError):
+        return {"status": "down"}
+
+
+async def health(request: web.Request) -> web.Response:
+    state = request.app[GATEWAY_KEY]
+    names = sorted(state.config.upstreams)
+    results = await asyncio.gather(*(_service_health(state.session, state.config.upstreams[n]) for n in names))
+    services = dict(zip(names, results, strict=True))
+    redis_up = await request.app[REDIS_KEY].ping()
+    ready = all(s["status"] == "up" for s in services.values()) and state.jwks.loaded
+    body = {
+        # Redis down degrades (no rate limits, caches or fresh revocations) but still serves.
+        "status": ("ok" if redis_up else "degraded") if ready else "unavailable",
+        "services": services,
+        "redis": "up" if redis_up else "down",
+        "signingKeys": len(state.verifier.key_ids),
+    }
+    return json_response(body, status=200 if ready else 503)

@@ -1,0 +1,97 @@
+"""Forwarding of a public request to the service that owns it."""
+
+from __future__ import annotations
+
+import logging
+
+import aiohttp
+from aiohttp import web
+from yarl import URL
+
+from common.errors import BadGateway, GatewayTimeout, PayloadTooLarge, ServiceUnavailable
+from common.middleware import REQUEST_ID_HEADER
+from gateway.routes import PublicRoute
+from gateway.tokens import Identity
+
+log = logging.getLogger("gateway.proxy")
+
+# Only these client headers reach a service: anything else (Authorization, cookies, a
+# forged X-Internal-*) is dropped here, so the internal identity headers are ours alone.
+FORWARDED_REQUEST_HEADERS = ("Accept", "Accept-Language", "Content-Type", "Content-Disposition", "User-Agent")
+FORWARDED_RESPONSE_HEADERS = (
+    "Content-Type",
+    "Content-Disposition",
+    "Cache-Control",
+    "Retry-After",
+    "Allow",
+    "WWW-Authenticate",
+)
+INTERNAL_SUBJECT = "X-Internal-Subject"
+INTERNAL_TIER = "X-Internal-Tier"
+INTERNAL_EMAIL = "X-Internal-Email"
+
+SERVICE_LABELS = {
+    "auth_service": "authentication service",
+    "geo_service": "geocoding service",
+    "route_service": "routing service",
+    "optimize_service": "optimization service",
+}
+
+
+def upstream_headers(request: web.Request, identity: Identity | None) -> dict[str, str]:
+    headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
+    headers[REQUEST_ID_HEADER] = request["request_id"]
+    headers["X-Forwarded-For"] = request.remote or ""
+    if identity is not None:
+        headers[INTERNAL_SUBJECT] = identity.subject
+        headers[INTERNAL_TIER] = identity.tier
+        if identity.email:
+            headers[INTERNAL_EMAIL] = identity.email
+    return headers
+
+
+async def read_limited_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"the body has {request.content_length} bytes; at most {limit} are accepted here")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"the body is larger than {limit} bytes, the limit here")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def forward(
+    request: web.Request,
+    route: PublicRoute,
+    base_url: str | None,
+    session: aiohttp.ClientSession,
+    identity: Identity | None,
+) -> web.Response:
+    label = SERVICE_LABELS.get(route.service, route.service)
+    if not base_url:
+        raise ServiceUnavailable(f"the {label} is not deployed")
+    body = await read_limited_body(request, route.max_body_bytes) if request.can_read_body else None
+    url = URL(base_url + request.raw_path, encoded=True)
+    try:
+        async with session.request(
+            request.method,
+            url,
+            data=body,
+            headers=upstream_headers(request, identity),
+            timeout=aiohttp.ClientTimeout(total=route.timeout_seconds),
+            allow_redirects=False,
+        ) as upstream:
+            payload = await upstream.read()
+            status = upstream.status
+            headers = {name: upstream.headers[name] for name in FORWARDED_RESPONSE_HEADERS if name in upstream.headers}
+    except TimeoutError as exc:
+        raise GatewayTimeout(f"the {label} did not answer within {route.timeout_seconds:g} s") from exc
+    except aiohttp.ClientConnectionError as exc:
+        log.warning("%s unreachable at %s: %s", route.service, base_url, exc)
+        raise ServiceUnavailable(f"the {label} is unavailable; try again shortly") from exc
+    if status >= 500 and "json" not in headers.get("Content-Type", ""):
+        raise BadGateway(f"the {label} failed")
+    return web.Response(status=status, body=payload, headers=headers)

@@ -1,0 +1,82 @@
+"""Per-account rate limiting in Redis with GCRA (one key per account, atomic Lua script)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from common.redis import ResilientRedis
+from gateway.config import RateLimit
+
+# GCRA: the key stores the theoretical arrival time (TAT, ms). Redis' clock is used so
+# that several gateway instances agree.
+_GCRA = """
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local tolerance = interval * burst
+local new_tat = tat + interval
+local allow_at = new_tat - tolerance
+if now < allow_at then
+  return {0, allow_at - now, 0, tat - now}
+end
+redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
+return {1, 0, math.floor((now + tolerance - new_tat) / interval), new_tat - now}
+"""
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+    retry_after_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_seconds),
+        }
+        if not self.allowed:
+            headers["Retry-After"] = str(self.retry_after_seconds)
+        return headers
+
+
+class RateLimiter:
+    def __init__(self, redis: ResilientRedis, limits: dict[str, RateLimit]) -> None:
+        self.redis = redis
+        self.limits = limits
+        self._script = redis.client.register_script(_GCRA)
+
+    def limit_for(self, tier: str) -> RateLimit:
+        return self.limits.get(tier) or self.limits.get("standard") or RateLimit(0, 0)
+
+    async def check(self, account: str, tier: str) -> Decision | None:
+        """The decision, or None when no limit applies or Redis is unreachable (fail open)."""
+        limit = self.limit_for(tier)
+        if limit.unlimited:
+            return None
+        interval_ms = 1000.0 / limit.rate
+
+        async def run(_: Redis) -> list[int]:
+            return list(await self._script(keys=[f"ratelimit:{account}"], args=[interval_ms, limit.burst]))
+
+        no_answer: list[int] = []
+        result = await self.redis.call(run, no_answer)
+        if not result:
+            return None
+        allowed, retry_ms, remaining, reset_ms = (float(x) for x in result)
+        return Decision(
+            allowed=bool(allowed),
+            limit=limit.burst,
+            remaining=max(0, int(remaining)),
+            reset_seconds=max(0, math.ceil(reset_ms / 1000)),
+            retry_after_seconds=max(1, math.ceil(retry_ms / 1000)),
+        )

@@ -1,0 +1,50 @@
+"""The public routing table: which service owns which /v1 path, and its limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True)
+class PublicRoute:
+    path: str
+    methods: tuple[str, ...]
+    service: str
+    requires_token: bool = True
+    max_body_bytes: int = 64 * KIB
+    timeout_seconds: float = 30.0
+
+
+PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
+    PublicRoute("/v1/authenticate", ("POST",), "auth_service", requires_token=False, timeout_seconds=10),
+    PublicRoute("/v1/authenticate/apikey", ("POST",), "auth_service", requires_token=False, timeout_seconds=10),
+    PublicRoute("/v1/geocoder", ("GET",), "geo_service", timeout_seconds=10),
+    PublicRoute("/v1/geocoder/reverse", ("GET",), "geo_service", timeout_seconds=10),
+    PublicRoute("/v1/route", ("GET",), "route_service"),
+    PublicRoute("/v1/providers", ("GET",), "route_service", timeout_seconds=10),
+    PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
+    PublicRoute("/v1/detour/file", ("POST",), "route_service", max_body_bytes=16 * MIB, timeout_seconds=120),
+)
+
+_BY_PATH = {route.path: route for route in PUBLIC_ROUTES}
+
+# Paths under /v1 that are documentation, not operations: served without a token.
+OPEN_PATHS = frozenset({"/v1/openapi.json"})
+
+
+def match_route(path: str) -> PublicRoute | None:
+    # A trailing slash names the same operation; clients add it often enough.
+    return _BY_PATH.get(path) or _BY_PATH.get(path.rstrip("/"))
+
+
+def needs_token(path: str) -> bool:
+    """Every /v1 path needs a token except the authentication endpoints and the spec.
+
+    Unknown /v1 paths need one too, so the answer does not reveal which paths exist."""
+    if not path.startswith("/v1") or path in OPEN_PATHS:
+        return False
+    route = match_route(path)
+    return route is None or route.requires_token
