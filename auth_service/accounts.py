@@ -1,0 +1,352 @@
+"""The accounts database (SQLite): users, API keys, signing keys and revocations.
+
+One `AccountStore` per process. SQLite in WAL mode lets the console write while the
+service reads. Every statement is a short indexed lookup, so the service calls it
+directly on the event loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from auth_service.config import TIERS
+
+API_KEY_PREFIX_LENGTH = 8
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+MAX_EMAIL_LENGTH = 254
+_KEY_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    email TEXT NOT NULL UNIQUE COLLATE NOCASE,
+    password_hash TEXT NOT NULL,
+    tier TEXT NOT NULL CHECK (tier IN ({", ".join(repr(t) for t in TIERS)})),
+    disabled INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id INTEGER NOT NULL REFERENCES users(id),
+    prefix TEXT NOT NULL,
+    key_hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys(prefix);
+CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
+CREATE TABLE IF NOT EXISTS signing_keys (
+    kid TEXT PRIMARY KEY,
+    private_key_pem TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    retired_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS revocations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK (kind IN ('sub', 'akid')),
+    subject TEXT NOT NULL,
+    revoked_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS revocations_time ON revocations(revoked_at);
+"""
+
+
+class AccountError(Exception):
+    """A console-level problem with an account operation (unknown user, duplicate, …)."""
+
+
+@dataclass(frozen=True)
+class User:
+    id: int
+    email: str
+    password_hash: str
+    tier: str
+    disabled: bool
+    created_at: int
+
+    @property
+    def subject(self) -> str:
+        """The JWT `sub` of this user's tokens."""
+        return f"user:{self.id}"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: int
+    user_id: int
+    prefix: str
+    key_hash: str
+    created_at: int
+    revoked_at: int | None
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    id: int
+    email: str
+    tier: str
+    disabled: bool
+    active_keys: int
+    created_at: int
+
+
+@dataclass(frozen=True)
+class Revocation:
+    kind: str  # "sub" or "akid"
+    subject: str
+    revoked_at: int
+
+    @property
+    def redis_key(self) -> str:
+        return f"revoked:{self.kind}:{self.subject}"
+
+
+@dataclass(frozen=True)
+class SigningKeyRow:
+    kid: str
+    private_key_pem: str
+    created_at: int
+    retired_at: int | None
+
+
+def hash_api_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_api_key() -> str:
+    return str(uuid.uuid4())
+
+
+def email_problem(email: str) -> str | None:
+    if len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email):
+        return f"{email!r} is not an e-mail address"
+    return None
+
+
+def now_seconds() -> int:
+    # Floor: every token issued before this moment has an `iat` <= this value.
+    return int(time.time())
+
+
+def _create_private_file(path: Path) -> None:
+    """Creates the directory (0700) and the file (0600) before SQLite opens it."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+
+
+def _restrict_sidecar_files(path: Path) -> None:
+    # The WAL holds recent pages (password hashes, private keys) too.
+    for suffix in ("-wal", "-shm"):
+        sidecar = path.with_name(path.name + suffix)
+        if sidecar.exists():
+            os.chmod(sidecar, 0o600)
+
+
+class AccountStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        _create_private_file(path)
+        # Autocommit; multi-statement changes use `transaction()`.
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA busy_timeout = 5000")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.db.executescript(SCHEMA)
+        _restrict_sidecar_files(path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        # IMMEDIATE takes the write lock up front, so check-then-insert cannot race another process.
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def ping(self) -> None:
+        self.db.execute("SELECT count(*) FROM users").fetchone()
+
+    # ------------------------------------------------------------ users
+
+    def add_user(self, email: str, password_hash: str, tier: str = "standard") -> User:
+        email = email.strip()
+        problem = email_problem(email)
+        if problem:
+            raise AccountError(problem)
+        if tier not in TIERS:
+            raise AccountError(f"the tier must be one of {', '.join(TIERS)}")
+        try:
+            cursor = self.db.execute(
+                "INSERT INTO users (email, password_hash, tier, disabled, created_at) VALUES (?, ?, ?, 0, ?)",
+                (email, password_hash, tier, now_seconds()),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise AccountError(f"a user with the e-mail {email} exists already") from exc
+        return self.user_by_id(int(cursor.lastrowid or 0))
+
+    def find_user(self, email: str) -> User | None:
+        row = self.db.execute("SELECT * FROM users WHERE email = ?", (email.strip(),)).fetchone()
+        return _user(row) if row else None
+
+    def user(self, email: str) -> User:
+        user = self.find_user(email)
+        if user is None:
+            raise AccountError(f"no user with the e-mail {email}")
+        return user
+
+    def user_by_id(self, user_id: int) -> User:
+        row = self.db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+        if row is None:
+            raise AccountError(f"no user with id {user_id}")
+        return _user(row)
+
+    def set_password_hash(self, user_id: int, password_hash: str) -> None:
+        self.db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+
+    def list_users(self) -> list[UserSummary]:
+        rows = self.db.execute(
+            """SELECT u.id, u.email, u.tier, u.disabled, u.created_at,
+                      count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
+               FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
+               GROUP BY u.id ORDER BY u.id"""
+        ).fetchall()
+        return [
+            UserSummary(r["id"], r["email"], r["tier"], bool(r["disabled"]), r["active_keys"], r["created_at"])
+            for r in rows
+        ]
+
+    def disable_user(self, email: str) -> Revocation:
+        """Disables the user and records the revocation of every token issued to them so far."""
+        with self.transaction() as db:
+            user = self.user(email)
+            db.execute("UPDATE users SET disabled = 1 WHERE id = ?", (user.id,))
+            return self._record_revocation("sub", user.subject)
+
+    def enable_user(self, email: str) -> User:
+        # Tokens revoked while disabled stay revoked: their `iat` is before the revocation.
+        user = self.user(email)
+        self.db.execute("UPDATE users SET disabled = 0 WHERE id = ?", (user.id,))
+        return self.user_by_id(user.id)
+
+    # ------------------------------------------------------------ API keys
+
+    def add_api_key(self, email: str) -> tuple[ApiKey, str]:
+        """Makes a key for the user; returns its row and the key itself (shown once, never stored)."""
+        user = self.user(email)
+        if user.disabled:
+            raise AccountError(f"the user {user.email} is disabled")
+        key = new_api_key()
+        cursor = self.db.execute(
+            "INSERT INTO api_keys (user_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?)",
+            (user.id, key[:API_KEY_PREFIX_LENGTH], hash_api_key(key), now_seconds()),
+        )
+        row = self.db.execute("SELECT * FROM api_keys WHERE id = ?", (cursor.lastrowid,)).fetchone()
+        return _api_key(row), key
+
+    def find_api_key(self, key: str) -> ApiKey | None:
+        """The stored key matching `key`, revoked or not; compares hashes in constant time."""
+        wanted = hash_api_key(key)
+        rows = self.db.execute(
+            "SELECT * FROM api_keys WHERE prefix = ?", (key[:API_KEY_PREFIX_LENGTH],)
+        ).fetchall()
+        found = None
+        for row in rows:
+            if hmac.compare_digest(row["key_hash"], wanted):
+                found = _api_key(row)
+        return found
+
+    def revoke_api_key(self, key_or_prefix: str) -> tuple[ApiKey, Revocation]:
+        """Revokes the one active key that starts with `key_or_prefix` (or is that whole key)."""
+        with self.transaction() as db:
+            rows = self._active_keys_matching(key_or_prefix.strip().lower())
+            if not rows:
+                raise AccountError(f"no active API key starts with {key_or_prefix!r}")
+            if len(rows) > 1:
+                ids = ", ".join(str(r["id"]) for r in rows)
+                raise AccountError(
+                    f"{len(rows)} active API keys start with {key_or_prefix!r} (ids {ids}); give more characters"
+                )
+            key = _api_key(rows[0])
+            revocation = self._record_revocation("akid", str(key.id))
+            db.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revocation.revoked_at, key.id))
+            return key, revocation
+
+    def _active_keys_matching(self, text: str) -> list[sqlite3.Row]:
+        if not _KEY_PREFIX.match(text):
+            raise AccountError(f"{text!r} is not the start of an API key (hexadecimal digits and dashes)")
+        if len(text) == len(new_api_key()):
+            return self.db.execute(
+                "SELECT * FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (hash_api_key(text),)
+            ).fetchall()
+        if len(text) > API_KEY_PREFIX_LENGTH:
+            raise AccountError(f"give the first {API_KEY_PREFIX_LENGTH} characters of the key or the whole key")
+        # Only hex digits and dashes reach here, so the pattern holds no LIKE wildcards.
+        return self.db.execute(
+            "SELECT * FROM api_keys WHERE prefix LIKE ? AND revoked_at IS NULL ORDER BY id", (text + "%",)
+        ).fetchall()
+
+    def api_keys_of(self, email: str) -> list[ApiKey]:
+        user = self.user(email)
+        rows = self.db.execute("SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user.id,)).fetchall()
+        return [_api_key(r) for r in rows]
+
+    # ------------------------------------------------------------ revocations
+
+    def _record_revocation(self, kind: str, subject: str) -> Revocation:
+        revocation = Revocation(kind, subject, now_seconds())
+        self.db.execute(
+            "INSERT INTO revocations (kind, subject, revoked_at) VALUES (?, ?, ?)",
+            (revocation.kind, revocation.subject, revocation.revoked_at),
+        )
+        return revocation
+
+    def revocations_since(self, since: int) -> list[Revocation]:
+        """The latest revocation of each subject made at or after `since`."""
+        rows = self.db.execute(
+            """SELECT kind, subject, max(revoked_at) AS revoked_at FROM revocations
+               WHERE revoked_at >= ? GROUP BY kind, subject""",
+            (since,),
+        ).fetchall()
+        return [Revocation(r["kind"], r["subject"], r["revoked_at"]) for r in rows]
+
+    # ------------------------------------------------------------ signing keys
+
+    def signing_keys(self, *, include_retired: bool = False) -> list[SigningKeyRow]:
+        where = "" if include_retired else "WHERE retired_at IS NULL"
+        rows = self.db.execute(f"SELECT * FROM signing_keys {where} ORDER BY created_at, rowid").fetchall()  # noqa: S608
+        return [SigningKeyRow(r["kid"], r["private_key_pem"], r["created_at"], r["retired_at"]) for r in rows]
+
+    def add_signing_key(self, kid: str, private_key_pem: str, created_at: int) -> None:
+        self.db.execute(
+            "INSERT INTO signing_keys (kid, private_key_pem, created_at) VALUES (?, ?, ?)",
+            (kid, private_key_pem, created_at),
+        )
+
+    def retire_signing_key(self, kid: str, retired_at: int) -> None:
+        self.db.execute("UPDATE signing_keys SET retired_at = ? WHERE kid = ?", (retired_at, kid))
+
+
+def _user(row: sqlite3.Row) -> User:
+    return User(row["id"], row["email"], row["password_hash"], row["tier"], bool(row["disabled"]), row["created_at"])
+
+
+def _api_key(row: sqlite3.Row) -> ApiKey:
+    return ApiKey(row["id"], row["user_id"], row["prefix"], row["key_hash"], row["created_at"], row["revoked_at"])

@@ -1,0 +1,107 @@
+"""The auth service's aiohttp application."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from aiohttp import web
+
+from auth_service.accounts import AccountStore
+from auth_service.authentication import Authenticator
+from auth_service.config import AuthConfig
+from auth_service.handlers import (
+    AUTHENTICATOR_KEY,
+    ISSUER_KEY,
+    KEYRING_KEY,
+    authenticate,
+    authenticate_apikey,
+    jwks,
+)
+from auth_service.keys import KeyRing, ensure_signing_key, retire_expired_keys
+from auth_service.passwords import Argon2Params, Passwords
+from auth_service.revocation import publish_revocations, recent_revocations
+from auth_service.tokens import TokenIssuer
+from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
+
+log = logging.getLogger("auth_service")
+CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
+STORE_KEY: web.AppKey[AccountStore] = web.AppKey("account_store", AccountStore)
+JWKS_PATH = "/.well-known/jwks.json"
+
+
+def passwords_for(config: AuthConfig) -> Passwords:
+    return Passwords(Argon2Params(config.argon2_time_cost, config.argon2_memory_kib, config.argon2_parallelism))
+
+
+def accounts_context(config: AuthConfig) -> CleanupContext:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        store = AccountStore(config.accounts_path)
+        ensure_signing_key(store)
+        retire_expired_keys(store)
+        keyring = KeyRing(store)
+        keyring.refresh()
+        passwords = passwords_for(config)
+        # Made now so the first login of an unknown user is not slower than the others.
+        await asyncio.to_thread(lambda: passwords.dummy_hash)
+        app[STORE_KEY] = store
+        app[KEYRING_KEY] = keyring
+        app[AUTHENTICATOR_KEY] = Authenticator(store, passwords)
+        app[ISSUER_KEY] = TokenIssuer(keyring, issuer=config.jwt_issuer, audience=config.jwt_audience)
+        log.info("accounts database %s open, signing key %s", config.accounts_path, keyring.active.kid)
+        yield
+        store.close()
+
+    return context
+
+
+async def sync_once(app: web.Application) -> None:
+    """Re-publishes recent revocations to Redis and retires keys whose tokens all expired."""
+    store = app[STORE_KEY]
+    revocations = recent_revocations(store)
+    if revocations:
+        await app[REDIS_KEY].call(lambda client: publish_revocations(client, revocations), fallback=0)
+    retire_expired_keys(store)
+
+
+def revocation_sync_context(config: AuthConfig) -> CleanupContext:
+    async def loop(app: web.Application) -> None:
+        while True:
+            try:
+                await sync_once(app)
+            except Exception:
+                log.exception("revocation sync failed; retrying in %s s", config.revocation_sync_seconds)
+            await asyncio.sleep(config.revocation_sync_seconds)
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(loop(app), name="revocation-sync")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return context
+
+
+async def accounts_health(app: web.Application) -> dict[str, Any]:
+    try:
+        app[STORE_KEY].ping()
+    except Exception as exc:
+        log.error("accounts database unreadable: %s", exc)
+        return {"accounts_db": "down", "ready": False}
+    return {"accounts_db": "up", "signing_key": app[KEYRING_KEY].active.kid}
+
+
+def create_app(config: AuthConfig) -> web.Application:
+    app = base_app(config)
+    app.cleanup_ctx.append(accounts_context(config))
+    app.cleanup_ctx.append(revocation_sync_context(config))
+    app[HEALTH_CHECKS_KEY].append(accounts_health)
+    app.router.add_post("/v1/authenticate", authenticate)
+    app.router.add_post("/v1/authenticate/apikey", authenticate_apikey)
+    app.router.add_get(JWKS_PATH, jwks)
+    return app

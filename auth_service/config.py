@@ -1,0 +1,65 @@
+"""Configuration of the auth service, from the environment (see `BaseConfig`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from common.config import BaseConfig, env_int, env_str
+
+# Fixed by the API contract: no token may live longer than 30 days.
+MAX_TOKEN_SECONDS = 2_592_000
+# Demo tokens are for trying the API, so they are kept short.
+MAX_DEMO_TOKEN_SECONDS = 86_400
+TIERS = ("demo", "standard", "unlimited")
+
+
+@dataclass
+class AuthConfig(BaseConfig):
+    # None: `<data_dir>/auth/accounts.sqlite3` (see `accounts_path`).
+    db_path: Path | None = None
+    jwt_issuer: str = "routing-api"
+    jwt_audience: str = "routing-api"
+    default_token_seconds: int = 3600
+    revocation_sync_seconds: int = 10
+    # argon2-cffi's defaults (RFC 9106's second recommendation); tests lower them.
+    argon2_time_cost: int = 3
+    argon2_memory_kib: int = 65_536
+    argon2_parallelism: int = 4
+
+    @property
+    def auth_dir(self) -> Path:
+        return self.data_dir / "auth"
+
+    @property
+    def accounts_path(self) -> Path:
+        return self.db_path if self.db_path is not None else self.auth_dir / "accounts.sqlite3"
+
+    @property
+    def demo_credentials_path(self) -> Path:
+        return self.auth_dir / "demo-credentials.txt"
+
+    @classmethod
+    def from_env(cls, service: str = "auth_service", **overrides: Any) -> Self:
+        db_path = env_str("AUTH_DB_PATH", "")
+        values: dict[str, Any] = {
+            "db_path": Path(db_path) if db_path else None,
+            "jwt_issuer": env_str("JWT_ISSUER", "routing-api"),
+            "jwt_audience": env_str("JWT_AUDIENCE", "routing-api"),
+            "default_token_seconds": env_int("DEFAULT_TOKEN_SECONDS", 3600),
+            "revocation_sync_seconds": env_int("REVOCATION_SYNC_SECONDS", 10),
+            "argon2_time_cost": env_int("ARGON2_TIME_COST", 3),
+            "argon2_memory_kib": env_int("ARGON2_MEMORY_KIB", 65_536),
+            "argon2_parallelism": env_int("ARGON2_PARALLELISM", 4),
+        }
+        values.update(overrides)
+        config = super().from_env(service, **values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if not 1 <= self.default_token_seconds <= MAX_TOKEN_SECONDS:
+            raise SystemExit(f"configuration error: DEFAULT_TOKEN_SECONDS must be between 1 and {MAX_TOKEN_SECONDS}")
+        if self.revocation_sync_seconds < 1:
+            raise SystemExit("configuration error: REVOCATION_SYNC_SECONDS must be at least 1")
