@@ -41,7 +41,9 @@ async def _redis_context(app: web.Application) -> AsyncIterator[None]:
 async def health(request: web.Request) -> web.Response:
     app = request.app
     config = app[CONFIG_KEY]
-    checks: dict[str, Any] = {"redis": "up" if await app[REDIS_KEY].ping() else "down"}
+    checks: dict[str, Any] = {}
+    if REDIS_KEY in app:
+        checks["redis"] = "up" if await app[REDIS_KEY].ping() else "down"
     ready = True
     for check in app[HEALTH_CHECKS_KEY]:
         result = await check(app)
