@@ -25,7 +25,7 @@ def create_app(config: GatewayConfig) -> web.Application:
             connector=aiohttp.TCPConnector(limit=512, ttl_dns_cache=300),
             auto_decompress=False,
         )
-        verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience)
+        verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience, leeway_seconds=config.jwt_leeway_seconds)
         jwks = JwksRefresher(config.jwks_url, verifier, session, refresh_seconds=config.jwks_refresh_seconds)
         redis = app[REDIS_KEY]
         app[GATEWAY_KEY] = GatewayState(

@@ -48,6 +48,8 @@ class GatewayConfig(BaseConfig):
     jwt_audience: str = "routing-api"
     jwks_url: str = ""
     jwks_refresh_seconds: float = 300.0
+    # Tolerated clock skew between the auth service and the gateway.
+    jwt_leeway_seconds: float = 5.0
     revocation_cache_seconds: float = 5.0
     rate_limits: dict[str, RateLimit] = field(default_factory=lambda: parse_rate_limits(DEFAULT_RATE_LIMITS))
     upstream_timeout_seconds: float = 30.0
@@ -65,6 +67,7 @@ class GatewayConfig(BaseConfig):
             jwt_audience=env_str("JWT_AUDIENCE", "routing-api"),
             jwks_url=env_str("JWKS_URL", f"{auth_url}/.well-known/jwks.json" if auth_url else ""),
             jwks_refresh_seconds=env_float("JWKS_REFRESH_SECONDS", 300.0),
+            jwt_leeway_seconds=env_float("JWT_LEEWAY_SECONDS", 5.0),
             revocation_cache_seconds=env_float("REVOCATION_CACHE_SECONDS", 5.0),
             rate_limits=parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
             upstream_timeout_seconds=env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),

@@ -37,7 +37,7 @@ class UnknownKey(Exception):
 
 
 class TokenVerifier:
-    def __init__(self, issuer: str, audience: str, *, leeway_seconds: int = 5, cache_size: int = 10_000) -> None:
+    def __init__(self, issuer: str, audience: str, *, leeway_seconds: float = 5, cache_size: int = 10_000) -> None:
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway_seconds

@@ -1,0 +1,65 @@
+"""The OpenAPI document stays true to the gateway's routing table and the error library."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+from openapi_spec_validator import validate
+
+from common.errors import ApiError, UpstreamError, all_error_classes
+from gateway.app import create_app
+from gateway.config import GatewayConfig
+from gateway.docs import openapi_spec
+from gateway.routes import PUBLIC_ROUTES
+
+
+def test_spec_is_valid_openapi_3_1() -> None:
+    spec = openapi_spec()
+    assert spec["openapi"].startswith("3.1")
+    validate(spec)
+
+
+def test_every_public_route_is_documented_with_its_methods_and_nothing_else() -> None:
+    documented = {(path, method.upper()) for path, item in openapi_spec()["paths"].items() for method in item}
+    routed = {(route.path, method) for route in PUBLIC_ROUTES for method in route.methods}
+    assert documented == routed
+
+
+def test_token_requirement_matches_the_routing_table() -> None:
+    spec = openapi_spec()
+    for route in PUBLIC_ROUTES:
+        for method in route.methods:
+            operation = spec["paths"][route.path][method.lower()]
+            open_operation = operation.get("security") == []
+            assert open_operation == (not route.requires_token), route.path
+            if route.requires_token:
+                assert "401" in operation["responses"], route.path
+
+
+def test_every_error_type_is_listed() -> None:
+    listed = {(e["code"], e["type"], e["status"]) for e in openapi_spec()["x-errors"]}
+    for cls in all_error_classes():
+        if cls in (ApiError, UpstreamError):
+            continue
+        assert (cls.code, cls.type, cls.status) in listed, cls.__name__
+
+
+def test_fixed_errors_of_the_contract_are_present() -> None:
+    by_code = {e["code"]: e for e in openapi_spec()["x-errors"]}
+    assert by_code["GEOCODER_ERROR_MISSING_ADDRESS"]["type"] == "/problems/geocoder/missing-address"
+    assert by_code["DETOUR_ERROR_INVALID_FILENAME"]["type"] == "/problems/detour/invalid-filename"
+    assert by_code["ERROR_INVALID_PARAMETER"]["type"] == "/problems/general/invalid-parameter/"
+    assert by_code["OPTIMIZE_ERROR_DIAMETER_TOO_LARGE"]["status"] == 413
+    assert by_code["ERROR_UNAUTHORIZED"]["type"] == "/problems/general/unauthorized"
+
+
+async def test_spec_and_docs_are_served_without_a_token(aiohttp_client: Any) -> None:
+    client: TestClient = await aiohttp_client(create_app(GatewayConfig(service="gateway", redis_url="redis://127.0.0.1:1/0")))
+    spec = await client.get("/v1/openapi.json")
+    assert spec.status == 200
+    assert (await spec.json())["info"]["title"]
+    docs = await client.get("/docs")
+    assert docs.status == 200
+    html = await docs.text()
+    assert "GET /v1/route" in html and "OPTIMIZE_ERROR_DIAMETER_TOO_LARGE" in html

@@ -1,0 +1,203 @@
+"""The gateway in front of a real upstream HTTP server: forwarding, header hygiene, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from gateway.app import create_app
+from gateway.config import GatewayConfig, RateLimit
+from tests.gateway.keys import TestKey, jwks
+
+LEGACY = {"Accept": "application/json"}
+PROBLEM = {"Accept": "application/json, application/problem+json"}
+
+
+def upstream_app(key: TestKey) -> web.Application:
+    """Stands in for a service: echoes what it received, or answers slowly / badly."""
+
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"path": request.path, "raw_path": request.raw_path, "headers": dict(request.headers), "body": (await request.read()).decode()}
+        )
+
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.json_response({})
+
+    async def broken(request: web.Request) -> web.Response:
+        return web.Response(status=500, text="<html>boom</html>", content_type="text/html")
+
+    async def jwks_handler(request: web.Request) -> web.Response:
+        return web.json_response(jwks(key))
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    app = web.Application()
+    app.router.add_get("/.well-known/jwks.json", jwks_handler)
+    app.router.add_get("/health", health)
+    app.router.add_route("*", "/v1/route", echo)
+    app.router.add_route("*", "/v1/authenticate", echo)
+    app.router.add_route("*", "/v1/optimize/stops", echo)
+    app.router.add_get("/v1/providers", broken)
+    app.router.add_get("/v1/geocoder", slow)
+    return app
+
+
+@pytest.fixture
+def key() -> TestKey:
+    return TestKey("k1")
+
+
+@pytest.fixture
+async def gateway(aiohttp_client: Any, key: TestKey, redis_server: str) -> AsyncIterator[TestClient]:
+    upstream = TestServer(upstream_app(key))
+    await upstream.start_server()
+    base = str(upstream.make_url("")).rstrip("/")
+    config = GatewayConfig(
+        service="gateway",
+        redis_url=redis_server,
+        upstreams={"auth_service": base, "route_service": base, "geo_service": base},
+        jwks_url=base + "/.well-known/jwks.json",
+        rate_limits={"standard": RateLimit(1000, 1000), "demo": RateLimit(1, 2), "anonymous": RateLimit(1000, 1000)},
+    )
+    client: TestClient = await aiohttp_client(create_app(config))
+    yield client
+    await upstream.close()
+
+
+async def test_request_is_forwarded_with_identity_and_without_credentials(gateway: TestClient, key: TestKey) -> None:
+    resp = await gateway.get(
+        "/v1/route?from=49.4%2C8.7&to=49.41%2C8.69",
+        headers={
+            "Authorization": f"Bearer {key.token(sub='user:9', tier='standard')}",
+            "X-Internal-Subject": "user:admin",
+            "X-Internal-Tier": "unlimited",
+            "Cookie": "session=secret",
+            "X-Request-ID": "trace-1",
+        },
+    )
+    assert resp.status == 200
+    echoed = await resp.json()
+    path, _, query = echoed["raw_path"].partition("?")
+    assert path == "/v1/route"
+    assert parse_qs(query) == {"from": ["49.4,8.7"], "to": ["49.41,8.69"]}
+    headers = echoed["headers"]
+    assert headers["X-Internal-Subject"] == "user:9"
+    assert headers["X-Internal-Tier"] == "standard"
+    assert "Authorization" not in headers and "Cookie" not in headers
+    assert headers["X-Request-ID"] == "trace-1"
+    assert resp.headers["X-Request-ID"] == "trace-1"
+    assert int(resp.headers["RateLimit-Remaining"]) >= 0
+
+
+async def test_authentication_path_needs_no_token_and_gets_no_identity(gateway: TestClient) -> None:
+    resp = await gateway.post("/v1/authenticate", json={"user": "a@b.c"}, headers={"X-Internal-Subject": "user:1"})
+    assert resp.status == 200
+    headers = (await resp.json())["headers"]
+    assert "X-Internal-Subject" not in headers
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer nonsense", "Basic dXNlcjpwdw=="])
+async def test_missing_or_bad_token_is_401_with_www_authenticate(gateway: TestClient, authorization: str | None) -> None:
+    headers = dict(LEGACY)
+    if authorization:
+        headers["Authorization"] = authorization
+    resp = await gateway.get("/v1/route", headers=headers)
+    assert resp.status == 401
+    assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+    body = await resp.json()
+    assert body["details"][0]["code"] == "ERROR_UNAUTHORIZED"
+
+
+async def test_unknown_v1_path_needs_a_token_then_is_404(gateway: TestClient, key: TestKey) -> None:
+    assert (await gateway.get("/v1/secret-admin")).status == 401
+    resp = await gateway.get("/v1/secret-admin", headers={"Authorization": f"Bearer {key.token()}", **PROBLEM})
+    assert resp.status == 404
+    assert (await resp.json(content_type=None))["type"] == "/problems/general/not-found"
+
+
+async def test_unknown_path_outside_v1_is_404(gateway: TestClient) -> None:
+    resp = await gateway.get("/nothing-here", headers=LEGACY)
+    assert resp.status == 404
+    assert (await resp.json())["details"][0]["code"] == "ERROR_NOT_FOUND"
+
+
+async def test_wrong_method_is_405_with_allow(gateway: TestClient, key: TestKey) -> None:
+    resp = await gateway.delete("/v1/route", headers={"Authorization": f"Bearer {key.token()}"})
+    assert resp.status == 405
+    assert resp.headers["Allow"] == "GET"
+    resp = await gateway.get("/v1/authenticate", headers=LEGACY)
+    assert resp.status == 405
+    assert resp.headers["Allow"] == "POST"
+    assert (await resp.json())["details"][0]["code"] == "ERROR_METHOD_NOT_ALLOWED"
+
+
+async def test_oversized_body_is_413_before_reaching_the_service(gateway: TestClient) -> None:
+    resp = await gateway.post("/v1/authenticate", data=b"x" * (200 * 1024), headers={**LEGACY, "Content-Type": "application/json"})
+    assert resp.status == 413
+    assert (await resp.json())["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"
+
+
+async def test_service_not_deployed_is_503(gateway: TestClient, key: TestKey) -> None:
+    resp = await gateway.post("/v1/optimize/stops", json=[], headers={"Authorization": f"Bearer {key.token()}", **PROBLEM})
+    assert resp.status == 503
+    body = await resp.json(content_type=None)
+    assert body["type"] == "/problems/general/service-unavailable"
+    assert "optimization service" in body["detail"]
+
+
+async def test_upstream_crash_without_our_format_is_502(gateway: TestClient, key: TestKey) -> None:
+    resp = await gateway.get("/v1/providers", headers={"Authorization": f"Bearer {key.token()}", **LEGACY})
+    assert resp.status == 502
+    assert "boom" not in await resp.text()
+
+
+async def test_slow_upstream_is_504(gateway: TestClient, key: TestKey, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    from gateway import routes
+
+    fast = dataclasses.replace(routes.match_route("/v1/geocoder"), timeout_seconds=0.3)  # type: ignore[type-var]
+    monkeypatch.setitem(routes._BY_PATH, "/v1/geocoder", fast)
+    resp = await gateway.get("/v1/geocoder?address=x", headers={"Authorization": f"Bearer {key.token()}", **PROBLEM})
+    assert resp.status == 504
+    assert (await resp.json(content_type=None))["type"] == "/problems/general/gateway-timeout"
+
+
+async def test_demo_tier_is_rate_limited_with_retry_after(gateway: TestClient, key: TestKey) -> None:
+    token = key.token(sub="demo:abc", tier="demo")
+    statuses = []
+    last = None
+    for _ in range(4):
+        last = await gateway.get("/v1/route", headers={"Authorization": f"Bearer {token}", **LEGACY})
+        statuses.append(last.status)
+    assert statuses[:2] == [200, 200]
+    assert 429 in statuses
+    assert last is not None and last.status == 429
+    assert int(last.headers["Retry-After"]) >= 1
+    assert last.headers["RateLimit-Remaining"] == "0"
+    assert (await last.json())["details"][0]["code"] == "ERROR_TOO_MANY_REQUESTS"
+
+
+async def test_health_aggregates_services_and_redis(gateway: TestClient) -> None:
+    resp = await gateway.get("/health")
+    body = await resp.json()
+    assert resp.status == 200
+    assert body["redis"] == "up"
+    assert set(body["services"]) == {"auth_service", "route_service", "geo_service"}
+    assert body["signingKeys"] == 1
+
+
+async def test_metrics_count_requests_by_public_route(gateway: TestClient, key: TestKey) -> None:
+    await gateway.get("/v1/route", headers={"Authorization": f"Bearer {key.token()}"})
+    text = await (await gateway.get("/metrics")).text()
+    assert 'route="/v1/route"' in text
+    assert "http_request_duration_seconds_bucket" in text
