@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -33,7 +34,7 @@ async def read_body(request: web.Request) -> web.Response:
 
 
 @pytest.fixture
-async def client(aiohttp_client) -> TestClient:  # type: ignore[no-untyped-def]
+async def client(aiohttp_client: Any) -> TestClient:
     config = BaseConfig(service="test", max_body_bytes=1000)
     app = base_app(config, with_redis=False)
     app.router.add_get("/ok", ok)
