@@ -8,7 +8,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from common.errors import MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
+from common.errors import ApiError, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
 from common.service import REDIS_KEY, json_response
 from gateway.proxy import forward
 from gateway.routes import PublicRoute, match_route, needs_token
@@ -63,7 +63,12 @@ async def proxy(request: web.Request) -> web.Response:
     route = resolve_route(request)
     request["route_label"] = route.path
     limit_headers = await apply_rate_limit(state, request, identity)
-    response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
+    try:
+        response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
+    except ApiError as exc:
+        # The request counted against the limit, so its error says so too.
+        exc.headers.update(limit_headers)
+        raise
     response.headers.update(limit_headers)
     return response
 

@@ -1,0 +1,85 @@
+"""Integration tests: the real processes (Redis, services, gateway) on free loopback ports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from common.config import DEFAULT_PORTS, REPO_ROOT
+from launcher.redis_server import free_port
+from launcher.stack import Stack
+
+TEST_ENV = {
+    "JWT_LEEWAY_SECONDS": "0",
+    "REVOCATION_CACHE_SECONDS": "0.5",
+    "REVOCATION_SYNC_SECONDS": "1",
+    "ARGON2_TIME_COST": "1",
+    "ARGON2_MEMORY_KIB": "8192",
+    "ARGON2_PARALLELISM": "1",
+    "RATE_LIMITS": "anonymous=1000/1000,demo=2/5,standard=1000/1000,unlimited=0/0",
+    "LOG_LEVEL": "INFO",
+}
+LEGACY = {"Accept": "application/json"}
+PROBLEM = {"Accept": "application/json, application/problem+json"}
+
+
+def make_stack(data_dir: Path, services: list[str], **extra_env: str) -> Stack:
+    return Stack(
+        data_dir=data_dir,
+        ports={name: free_port() for name in DEFAULT_PORTS},
+        redis_port=free_port(),
+        services=services,
+        extra_env={**TEST_ENV, **extra_env},
+        startup_timeout=60,
+    )
+
+
+def run_console(stack: Stack, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "auth_service.console", *args],
+        cwd=REPO_ROOT,
+        env=stack.env(),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def console_ok(stack: Stack, *args: str) -> str:
+    result = run_console(stack, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Redis, the auth service and the gateway; the other services are not deployed."""
+    stack = make_stack(tmp_path_factory.mktemp("platform"), ["auth_service"])
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def login(http: aiohttp.ClientSession, stack: Stack, user: str, password: str, **extra: Any) -> str:
+    async with http.post(
+        f"{stack.base_url}/v1/authenticate", json={"user": user, "password": password, **extra}
+    ) as resp:
+        body = await resp.json()
+        assert resp.status == 200, body
+        token: str = body["token"]
+        return token
