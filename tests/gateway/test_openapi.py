@@ -55,7 +55,9 @@ def test_fixed_errors_of_the_contract_are_present() -> None:
 
 
 async def test_spec_and_docs_are_served_without_a_token(aiohttp_client: Any) -> None:
-    client: TestClient = await aiohttp_client(create_app(GatewayConfig(service="gateway", redis_url="redis://127.0.0.1:1/0")))
+    client: TestClient = await aiohttp_client(
+        create_app(GatewayConfig(service="gateway", redis_url="redis://127.0.0.1:1/0"))
+    )
     spec = await client.get("/v1/openapi.json")
     assert spec.status == 200
     assert (await spec.json())["info"]["title"]

@@ -24,7 +24,12 @@ def upstream_app(key: TestKey) -> web.Application:
 
     async def echo(request: web.Request) -> web.Response:
         return web.json_response(
-            {"path": request.path, "raw_path": request.raw_path, "headers": dict(request.headers), "body": (await request.read()).decode()}
+            {
+                "path": request.path,
+                "raw_path": request.raw_path,
+                "headers": dict(request.headers),
+                "body": (await request.read()).decode(),
+            }
         )
 
     async def slow(request: web.Request) -> web.Response:
@@ -106,7 +111,9 @@ async def test_authentication_path_needs_no_token_and_gets_no_identity(gateway: 
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer nonsense", "Basic dXNlcjpwdw=="])
-async def test_missing_or_bad_token_is_401_with_www_authenticate(gateway: TestClient, authorization: str | None) -> None:
+async def test_missing_or_bad_token_is_401_with_www_authenticate(
+    gateway: TestClient, authorization: str | None
+) -> None:
     headers = dict(LEGACY)
     if authorization:
         headers["Authorization"] = authorization
@@ -141,13 +148,17 @@ async def test_wrong_method_is_405_with_allow(gateway: TestClient, key: TestKey)
 
 
 async def test_oversized_body_is_413_before_reaching_the_service(gateway: TestClient) -> None:
-    resp = await gateway.post("/v1/authenticate", data=b"x" * (200 * 1024), headers={**LEGACY, "Content-Type": "application/json"})
+    resp = await gateway.post(
+        "/v1/authenticate", data=b"x" * (200 * 1024), headers={**LEGACY, "Content-Type": "application/json"}
+    )
     assert resp.status == 413
     assert (await resp.json())["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"
 
 
 async def test_service_not_deployed_is_503(gateway: TestClient, key: TestKey) -> None:
-    resp = await gateway.post("/v1/optimize/stops", json=[], headers={"Authorization": f"Bearer {key.token()}", **PROBLEM})
+    resp = await gateway.post(
+        "/v1/optimize/stops", json=[], headers={"Authorization": f"Bearer {key.token()}", **PROBLEM}
+    )
     assert resp.status == 503
     body = await resp.json(content_type=None)
     assert body["type"] == "/problems/general/service-unavailable"

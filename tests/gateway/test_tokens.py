@@ -88,7 +88,9 @@ def test_cached_token_expires_too(verifier: TokenVerifier, key: TestKey) -> None
     [{"iss": "someone-else"}, {"aud": "another-api"}, {"sub": None}, {"jti": None}, {"exp": None}, {"iat": None}],
     ids=["issuer", "audience", "no-sub", "no-jti", "no-exp", "no-iat"],
 )
-def test_wrong_or_missing_claims_are_refused(verifier: TokenVerifier, key: TestKey, overrides: dict[str, object]) -> None:
+def test_wrong_or_missing_claims_are_refused(
+    verifier: TokenVerifier, key: TestKey, overrides: dict[str, object]
+) -> None:
     with pytest.raises(Unauthorized):
         verifier.verify(key.token(**overrides))
 
