@@ -1,0 +1,19 @@
+# One image for every service; docker-compose.yml picks the process with `command`.
+FROM python:3.12-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    DATA_DIR=/data
+
+WORKDIR /app
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+COPY common ./common
+COPY gateway ./gateway
+COPY auth_service ./auth_service
+COPY route_service ./route_service
+COPY launcher ./launcher
+
+RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
+USER app
+VOLUME ["/data"]

@@ -1,0 +1,70 @@
+"""docker-compose.yml and the Dockerfile stay consistent with the code (Docker cannot run here)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from common.config import DEFAULT_PORTS, REPO_ROOT
+from gateway.config import UPSTREAM_ENV
+from launcher.stack import deployed_services
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+def python_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: svc for name, svc in compose["services"].items() if svc.get("command", [None])[0] == "python"}
+
+
+def test_every_service_of_the_repo_and_the_gateway_has_a_container(compose: dict[str, Any]) -> None:
+    for name in [*deployed_services(), "gateway"]:
+        service = compose["services"].get(name)
+        assert service is not None, f"{name} is missing from docker-compose.yml"
+        assert service["command"] == ["python", "-m", name]
+
+
+def test_every_python_container_runs_a_module_that_exists(compose: dict[str, Any]) -> None:
+    for name, service in python_services(compose).items():
+        module = service["command"][2]
+        path = REPO_ROOT / module.replace(".", "/")
+        assert path.with_suffix(".py").exists() or (path / "__main__.py").exists(), f"{name}: {module}"
+
+
+def test_ports_and_health_checks_match_the_code(compose: dict[str, Any]) -> None:
+    for name in [*deployed_services(), "gateway"]:
+        service = compose["services"][name]
+        port = DEFAULT_PORTS[name]
+        env = service["environment"]
+        assert env[f"{name.upper()}_PORT"] == str(port)
+        assert env[f"{name.upper()}_HOST"] == "0.0.0.0"  # noqa: S104 - inside the container network
+        assert f"127.0.0.1:{port}/health" in " ".join(service["healthcheck"]["test"])
+    assert compose["services"]["gateway"]["ports"] == ["127.0.0.1:8080:8080"]
+
+
+def test_upstream_urls_point_at_the_right_containers(compose: dict[str, Any]) -> None:
+    env = compose["services"]["gateway"]["environment"]
+    for name in deployed_services():
+        assert env[UPSTREAM_ENV[name]] == f"http://{name}:{DEFAULT_PORTS[name]}"
+    assert env["REDIS_URL"].startswith("redis://redis:")
+
+
+def test_redis_and_a_data_volume(compose: dict[str, Any]) -> None:
+    assert "redis" in compose["services"]
+    assert "healthcheck" in compose["services"]["redis"]
+    assert "data" in compose["volumes"]
+    assert "data:/data" in compose["services"]["gateway"]["volumes"]
+
+
+def test_dockerfile_copies_every_package_and_installs_the_pinned_requirements() -> None:
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.1[2-9]", dockerfile, re.MULTILINE)
+    assert "pip install --no-cache-dir -r requirements.txt" in dockerfile
+    for package in ["common", "gateway", "launcher", *deployed_services()]:
+        assert f"COPY {package} ./{package}" in dockerfile, package
