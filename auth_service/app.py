@@ -22,7 +22,7 @@ from auth_service.handlers import (
     jwks,
 )
 from auth_service.keys import KeyRing, ensure_signing_key, retire_expired_keys
-from auth_service.passwords import Argon2Params, Passwords
+from auth_service.passwords import passwords_for
 from auth_service.revocation import publish_revocations, recent_revocations
 from auth_service.tokens import TokenIssuer
 from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
@@ -32,10 +32,6 @@ CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 STORE_KEY: web.AppKey[AccountStore] = web.AppKey("account_store", AccountStore)
 JWKS_PATH = "/.well-known/jwks.json"
-
-
-def passwords_for(config: AuthConfig) -> Passwords:
-    return Passwords(Argon2Params(config.argon2_time_cost, config.argon2_memory_kib, config.argon2_parallelism))
 
 
 def accounts_context(config: AuthConfig) -> CleanupContext:

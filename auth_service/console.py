@@ -16,11 +16,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem
-from auth_service.app import passwords_for
 from auth_service.config import MAX_DEMO_TOKEN_SECONDS, TIERS, AuthConfig
 from auth_service.keys import KeyRing, ensure_signing_key, rotate_signing_key
-from auth_service.passwords import password_problem
-from auth_service.revocation import publish_now
+from auth_service.passwords import password_problem, passwords_for
 from auth_service.tokens import TokenIssuer, demo_subject
 
 DEMO_EMAIL = "demo@example.com"
@@ -131,6 +129,9 @@ def cmd_list_apikeys(config: AuthConfig, store: AccountStore, args: argparse.Nam
 
 
 def _publish(config: AuthConfig, revocation: Revocation) -> None:
+    # Imported here: the Redis client takes a tenth of a second to import, most commands don't need it.
+    from auth_service.revocation import publish_now
+
     if publish_now(config.redis_url, [revocation]):
         print(f"revocation published to Redis ({revocation.redis_key})")
     else:

@@ -10,6 +10,8 @@ from functools import cached_property
 from argon2 import PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from auth_service.config import AuthConfig
+
 MIN_PASSWORD_LENGTH = 8
 
 
@@ -72,6 +74,10 @@ class Passwords:
             return self.hasher.check_needs_rehash(password_hash)
         except InvalidHashError:
             return False
+
+
+def passwords_for(config: AuthConfig) -> Passwords:
+    return Passwords(Argon2Params(config.argon2_time_cost, config.argon2_memory_kib, config.argon2_parallelism))
 
 
 def password_problem(password: str) -> str | None:
