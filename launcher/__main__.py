@@ -36,10 +36,14 @@ def console(*args: str) -> str:
 
 
 def demo_credentials() -> tuple[str, str | None]:
+    """The demo user, made on the first start; its password as stored then."""
     from auth_service.config import AuthConfig
-    from auth_service.console import ensure_demo_user
+    from auth_service.console import ensure_demo_user, read_demo_credentials
 
-    return ensure_demo_user(AuthConfig.from_env("auth_service"))
+    config = AuthConfig.from_env("auth_service")
+    email, password = ensure_demo_user(config)
+    stored = read_demo_credentials(config)
+    return email, password or (stored[1] if stored else None)
 
 
 def print_welcome(stack: Stack) -> None:
