@@ -79,9 +79,13 @@ def up() -> int:
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    parent = os.getppid()
     try:
         print_welcome(stack)
         while not stopping:
+            if os.getppid() != parent:
+                print("the parent process (make) went away", file=sys.stderr)
+                return 1
             dead = stack.dead_processes()
             if dead:
                 print(f"stopped unexpectedly: {', '.join(dead)}; see {stack.log_dir}", file=sys.stderr)
