@@ -13,15 +13,18 @@ from pathlib import Path
 from common.config import REPO_ROOT, data_dir
 from launcher.stack import Stack, deployed_services
 
+# Each service that prepares data from the map, and where its datasets go under DATA_DIR.
+IMPORTERS = {"route_service": "maps", "geo_service": "geo"}
+
 
 def import_map(data: Path) -> None:
-    """Runs the route importer (a no-op when the map is already imported)."""
-    if not (REPO_ROOT / "route_service" / "importer.py").exists():
-        return
-    command = [sys.executable, "-m", "route_service.importer", "--out", str(data / "maps")]
-    for osm_file in filter(None, os.environ.get("OSM_FILE", "").split(",")):
-        command += ["--osm", osm_file.strip()]
-    subprocess.run(command, cwd=REPO_ROOT, check=True)
+    """Runs each service's importer on the same map (a no-op when already imported).
+
+    The inputs come from OSM_FILE, else the default map (see common.osm_inputs)."""
+    for service, folder in IMPORTERS.items():
+        if service in deployed_services() and (REPO_ROOT / service / "importer.py").exists():
+            command = [sys.executable, "-m", f"{service}.importer", "--out", str(data / folder)]
+            subprocess.run(command, cwd=REPO_ROOT, check=True)
 
 
 def console(*args: str) -> str:
