@@ -14,6 +14,7 @@ from auth_service.accounts import AccountStore
 from auth_service.authentication import Authenticator
 from auth_service.config import AuthConfig
 from auth_service.handlers import (
+    AUTH_CONFIG_KEY,
     AUTHENTICATOR_KEY,
     ISSUER_KEY,
     KEYRING_KEY,
@@ -94,6 +95,7 @@ async def accounts_health(app: web.Application) -> dict[str, Any]:
 
 def create_app(config: AuthConfig) -> web.Application:
     app = base_app(config)
+    app[AUTH_CONFIG_KEY] = config
     app.cleanup_ctx.append(accounts_context(config))
     app.cleanup_ctx.append(revocation_sync_context(config))
     app[HEALTH_CHECKS_KEY].append(accounts_health)

@@ -13,8 +13,9 @@ from auth_service.keys import KeyRing
 from auth_service.tokens import TokenIssuer
 from auth_service.validation import parse_apikey_login, parse_password_login
 from common.errors import MalformedBody, UnsupportedMediaType
-from common.service import CONFIG_KEY, json_response
+from common.service import json_response
 
+AUTH_CONFIG_KEY: web.AppKey[AuthConfig] = web.AppKey("auth_config", AuthConfig)
 AUTHENTICATOR_KEY: web.AppKey[Authenticator] = web.AppKey("authenticator", Authenticator)
 ISSUER_KEY: web.AppKey[TokenIssuer] = web.AppKey("token_issuer", TokenIssuer)
 KEYRING_KEY: web.AppKey[KeyRing] = web.AppKey("keyring", KeyRing)
@@ -43,9 +44,7 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
 
 
 def default_duration(request: web.Request) -> int:
-    config = request.app[CONFIG_KEY]
-    assert isinstance(config, AuthConfig)
-    return config.default_token_seconds
+    return request.app[AUTH_CONFIG_KEY].default_token_seconds
 
 
 async def authenticate(request: web.Request) -> web.Response:
