@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` runs every section and writes bench/RESULTS.md."""

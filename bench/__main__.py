@@ -1,0 +1,58 @@
+"""`python -m bench [SECTION ...]`: run the benchmark sections, write bench/RESULTS.md.
+
+Each section is a module of this package with `run() -> str` returning Markdown. The
+machines are shared and noisy: sections compare against a reference measured in the same
+run (ratios) and quote medians and p99, never a single timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+# In the order they appear in RESULTS.md.
+SECTIONS = ("route_engine", "route_emergency", "route_http", "geocoder", "optimize", "detour")
+RESULTS = Path(__file__).with_name("RESULTS.md")
+
+
+def available_sections() -> list[str]:
+    here = Path(__file__).parent
+    return [name for name in SECTIONS if (here / f"{name}.py").exists()]
+
+
+def header(sections: list[str]) -> str:
+    command = "make bench" if not sys.argv[1:] else f"python -m bench {' '.join(sys.argv[1:])}"
+    return (
+        "# Benchmark results\n\n"
+        f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}. "
+        "Shared, noisy machine: compare ratios measured in the same run, not absolute numbers.\n\n"
+        f"Sections: {', '.join(sections)}.\n"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("sections", nargs="*", help=f"default: all of {', '.join(available_sections())}")
+    args = parser.parse_args()
+    sections = args.sections or available_sections()
+    parts = [header(sections)]
+    for name in sections:
+        started = time.perf_counter()
+        print(f"== {name} ...", flush=True)
+        module = importlib.import_module(f"bench.{name}")
+        parts.append(module.run().rstrip() + "\n")
+        print(f"== {name} done in {time.perf_counter() - started:.0f} s", flush=True)
+    RESULTS.write_text("\n".join(parts), encoding="utf-8")
+    print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
