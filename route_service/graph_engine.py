@@ -116,6 +116,7 @@ class GraphEngine:
         self.vehicles = {vehicle: self._vehicle_graph(vehicle) for vehicle in VEHICLES}
         self._trees: dict[tuple[str, bool], tuple[cKDTree, np.ndarray] | None] = {}
         self._tree_lock = threading.Lock()
+        self.use_limit = True  # bounded search first (see module doc); the benchmark compares both
 
     @classmethod
     def load(cls, graph_dir: Path) -> GraphEngine:
@@ -218,7 +219,9 @@ class GraphEngine:
         matrix = csr_matrix((np.ones(len(src)), (src, graph.dst[usable])), shape=(n, n))
         _, labels = connected_components(matrix, directed=True, connection="strong")
         sizes = np.bincount(labels)
-        return np.asarray(sizes[labels] >= min(int(sizes.max()), SMALL_COMPONENT_NODES))
+        # in a tiny network (a test, a village) "small" is relative to the largest part
+        threshold = min(SMALL_COMPONENT_NODES, max(2, int(sizes.max()) // 4))
+        return np.asarray(sizes[labels] >= threshold)
 
     # ------------------------------------------------------------ snapping
 
@@ -294,11 +297,15 @@ class GraphEngine:
                  end_m: float) -> tuple[float, int] | None:  # fmt: skip
         """Cost and edge position of driving piece `piece` from offset start_m to end_m."""
         length = float(self.piece_length[piece])
-        reverse = end_m < start_m
-        pos = int((graph.piece_bwd if reverse else graph.piece_fwd)[piece])
-        if pos < 0 or not np.isfinite(weights[pos]):
-            return None
-        return float(weights[pos]) * (abs(end_m - start_m) / length if length > 0 else 0.0), pos
+        # standing still (a point snapped onto a node) needs no usable direction; prefer any open one
+        options = [graph.piece_bwd] if end_m < start_m else [graph.piece_fwd]
+        if end_m == start_m:
+            options.append(graph.piece_bwd)
+        for table in options:
+            pos = int(table[piece])
+            if pos >= 0 and np.isfinite(weights[pos]):
+                return float(weights[pos]) * (abs(end_m - start_m) / length if length > 0 else 0.0), pos
+        return None
 
     def _endpoints(self, piece: int) -> tuple[int, int]:
         """Graph nodes at the start and end of a piece."""
@@ -341,8 +348,8 @@ class GraphEngine:
         direct = None
         if origin.piece == dest.piece:
             direct = self._partial(graph, weights, origin.piece, origin.offset_m, dest.offset_m)
-        dist, pred = self._dijkstra(graph, weights, exits, self._limit(origin, dest, route_type),
-                                    {e[0] for e in entries}, entries)  # fmt: skip
+        limit = self._limit(origin, dest, route_type) if self.use_limit else np.inf
+        dist, pred = self._dijkstra(graph, weights, exits, limit, entries)
         best_cost, best_entry = np.inf, None
         for entry in entries:
             cost = dist[entry[0]] + entry[1]
@@ -360,8 +367,7 @@ class GraphEngine:
         return metres if route_type == "shortest" else metres / LIMIT_SPEED_MS
 
     def _dijkstra(self, graph: VehicleGraph, weights: np.ndarray, exits: list[tuple[int, float, int, float]],
-                  limit: float, targets: set[int],
-                  entries: list[tuple[int, float, int, float]]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+                  limit: float, entries: list[tuple[int, float, int, float]]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Distances and predecessors from a virtual source node (index n_nodes) joined to the exits."""
         n = self.n_nodes
         indptr = np.append(graph.indptr, graph.indptr[-1] + len(exits))
@@ -452,7 +458,7 @@ class GraphEngine:
         graph = self.vehicles[vehicle]
         weights = graph.weights[route_type]
         exits = self._exits(graph, weights, origin)
-        dist, pred = self._dijkstra(graph, weights, exits, np.inf, set(), [])
+        dist, pred = self._dijkstra(graph, weights, exits, np.inf, [])
         other = graph.length_m if route_type == "fastest" else graph.duration_s
         secondary = self._tree_sums(graph, weights, other, dist, pred, exits, origin)
         return [self._matrix_cell(graph, weights, other, dist, secondary, origin, d, route_type) for d in dests]

@@ -1,0 +1,144 @@
+"""The graph engine on a real extract (Monaco): emergency routing against one-way streets,
+an exact oracle (networkx Dijkstra on the builder's own model) and agreement with OSRM."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import osrm
+import pytest
+
+from common.params import LatLon
+from route_service.graph_build import MODE_EMERGENCY_ONEWAY, MODE_YES, build_graph, build_networkx
+from route_service.model import RouteQuery
+from route_service.providers.graph import GraphProvider
+
+PBF = "monaco.osm.pbf"
+OSRM_PROFILES = Path(osrm.__file__).parent / "share" / "profiles"
+
+
+@pytest.fixture(scope="session")
+def monaco_pbf(shared_osm: Path) -> Path:
+    return shared_osm / PBF
+
+
+@pytest.fixture(scope="session")
+def monaco(monaco_pbf: Path, tmp_path_factory: pytest.TempPathFactory) -> GraphProvider:
+    dataset = tmp_path_factory.mktemp("graph-monaco")
+    stats = build_graph(monaco_pbf, dataset / "graph")
+    assert stats["nodes"] > 1000 and stats["edges"] > 2000
+    return GraphProvider.load(dataset)
+
+
+@pytest.fixture(scope="session")
+def osrm_distance_engine(monaco_pbf: Path, tmp_path_factory: pytest.TempPathFactory) -> osrm.OSRM:
+    """OSRM's car profile with the shortest-distance weight, contracted (CH)."""
+    work = tmp_path_factory.mktemp("osrm-monaco")
+    shutil.copytree(OSRM_PROFILES, work / "profiles")
+    profile = work / "profiles" / "car.lua"
+    text = profile.read_text()
+    profile.write_text(text.replace("weight_name                     = 'routability'",
+                                    "weight_name                     = 'distance'", 1))  # fmt: skip
+    assert "= 'distance'," in profile.read_text()
+    (work / PBF).symlink_to(monaco_pbf)
+    for args in (["extract", "-p", str(profile), PBF], ["contract", "monaco.osrm"]):
+        subprocess.run([sys.executable, "-m", "osrm", *args], cwd=work, check=True, capture_output=True, timeout=120)
+    return osrm.OSRM(str(work / "monaco.osrm"))
+
+
+def node_point(provider: GraphProvider, node: int) -> LatLon:
+    arrays = provider.engine.a
+    return LatLon(float(arrays["node_lat"][node]), float(arrays["node_lon"][node]))
+
+
+def snappable_nodes(provider: GraphProvider) -> np.ndarray:
+    """Graph nodes at the ends of pieces a car may snap to (in the main network)."""
+    engine = provider.engine
+    tree = engine._tree("car", False)
+    assert tree is not None
+    owner = tree[1]
+    pieces = np.unique(engine.point_piece[owner])
+    return np.unique(np.concatenate([engine.piece_u[pieces], engine.piece_v[pieces]]))
+
+
+def test_relaxed_route_against_oneway_is_shorter(monaco: GraphProvider) -> None:
+    engine = monaco.engine
+    car = engine.vehicles["car"]
+    against = car.edges[car.mode == MODE_EMERGENCY_ONEWAY]
+    lengths = engine.a["edge_length"][against]
+    candidates = against[(lengths > 60) & (lengths < 250)]
+    main = set(snappable_nodes(monaco).tolist())
+    tried = 0
+    for edge in candidates[:200]:
+        src, dst = int(engine.a["edge_src"][edge]), int(engine.a["edge_dst"][edge])
+        if src not in main or dst not in main:
+            continue
+        tried += 1
+        query = RouteQuery(node_point(monaco, src), node_point(monaco, dst), route_type="shortest")
+        normal = monaco.route(query).routes[0]
+        radius = int(2 * engine.a["edge_length"][edge]) + 20
+        relaxed = monaco.route(RouteQuery(query.origin, query.destination, route_type="shortest",
+                                          emergency_radius_m=radius)).routes[0]  # fmt: skip
+        if relaxed.distance_m < normal.distance_m - 50:
+            assert relaxed.distance_m == pytest.approx(engine.a["edge_length"][edge], abs=1.0)
+            assert {s.reason for s in relaxed.emergency_segments} == {"oneway_against_direction"}
+            assert normal.emergency_segments == []
+            zero = monaco.route(RouteQuery(query.origin, query.destination, route_type="shortest",
+                                           emergency_radius_m=0)).routes[0]  # fmt: skip
+            assert zero.geometry == normal.geometry and zero.distance_m == normal.distance_m
+            return
+    pytest.fail(f"no one-way street in Monaco where driving against it is shorter (tried {tried})")
+
+
+def test_emergency_routes_are_never_longer(monaco: GraphProvider) -> None:
+    rng = np.random.default_rng(7)
+    nodes = snappable_nodes(monaco)
+    for _ in range(15):
+        a, b = (node_point(monaco, int(n)) for n in rng.choice(nodes, 2, replace=False))
+        normal = monaco.route(RouteQuery(a, b)).routes[0]
+        for radius in (300, 2000):
+            relaxed = monaco.route(RouteQuery(a, b, emergency_radius_m=radius)).routes[0]
+            assert relaxed.duration_s <= normal.duration_s + 0.5
+            for segment in relaxed.emergency_segments:
+                assert 0 <= segment.start_index < segment.end_index < len(relaxed.geometry)
+
+
+def test_shortest_matches_networkx_oracle(monaco: GraphProvider, monaco_pbf: Path) -> None:
+    """The numpy/scipy hot path gives exactly networkx's Dijkstra on the networkx model."""
+    graph = build_networkx(monaco_pbf)
+    order = list(graph.nodes)
+
+    def car_length(u: object, v: object, edges: dict[int, dict]) -> float | None:
+        usable = [float(d["length_m"]) for d in edges.values() if d["mode"].get("car") == MODE_YES]
+        return min(usable) if usable else None
+
+    rng = np.random.default_rng(3)
+    nodes = [n for n in snappable_nodes(monaco) if not isinstance(order[n], tuple)]  # no barrier copies
+    for _ in range(20):
+        a, b = (int(n) for n in rng.choice(nodes, 2, replace=False))
+        expected = nx.shortest_path_length(graph, order[a], order[b], weight=car_length)
+        got = monaco.route(RouteQuery(node_point(monaco, a), node_point(monaco, b), route_type="shortest"))
+        assert got.origin.distance_m < 0.5 and got.destination.distance_m < 0.5
+        assert got.routes[0].distance_m == pytest.approx(expected, abs=0.5)
+
+
+def test_shortest_agrees_with_osrm(monaco: GraphProvider, osrm_distance_engine: osrm.OSRM) -> None:
+    rng = np.random.default_rng(11)
+    nodes = snappable_nodes(monaco)
+    ratios = []
+    for _ in range(20):
+        a, b = (node_point(monaco, int(n)) for n in rng.choice(nodes, 2, replace=False))
+        ours = monaco.route(RouteQuery(a, b, route_type="shortest")).routes[0].distance_m
+        params = osrm.RouteParameters(coordinates=[(a.lon, a.lat), (b.lon, b.lat)])
+        theirs = float(osrm_distance_engine.Route(params)["routes"][0]["distance"])
+        ratios.append((ours, theirs))
+    # OSRM has turn restrictions and no U-turns at the start: it may be a little longer, rarely shorter
+    bad = [(o, t) for o, t in ratios if not (0.8 * t - 30 <= o <= 1.02 * t + 30)]
+    assert not bad, f"graph vs OSRM distances out of tolerance: {bad}"
+    median = float(np.median([o / t for o, t in ratios if t > 0]))
+    assert 0.95 <= median <= 1.01
