@@ -32,7 +32,12 @@ NODES = {
     12: (49.010, 8.010),  # Q
     13: (49.015, 8.000),  # R
     14: (49.015, 8.010),  # S
+    31: (49.030, 8.000),  # cluster 3: 31 - 32 (bollard) - 33, detour 31 - 34 - 33
+    32: (49.030, 8.005),
+    33: (49.030, 8.010),
+    34: (49.034, 8.005),
 }
+NODE_TAGS = {32: {"barrier": "bollard"}}
 WAYS = [
     (101, [1, 2], {"highway": "residential", "name": "Einbahnstrasse", "oneway": "yes"}),
     (102, [2, 3], {"highway": "residential", "name": "Ostweg"}),
@@ -43,6 +48,8 @@ WAYS = [
     (202, [11, 13], {"highway": "residential", "name": "Links"}),
     (203, [13, 14], {"highway": "residential", "name": "Oben"}),
     (204, [14, 12], {"highway": "residential", "name": "Rechts"}),
+    (301, [31, 32, 33], {"highway": "residential", "name": "Pollerweg"}),
+    (302, [31, 34, 33], {"highway": "residential", "name": "Umweg"}),
 ]
 
 
@@ -60,7 +67,8 @@ def dist(*nodes: int) -> float:
 def osm_xml() -> str:
     lines = ["<?xml version='1.0' encoding='UTF-8'?>", "<osm version='0.6' generator='test'>"]
     for node_id, (lat, lon) in NODES.items():
-        lines.append(f"<node id='{node_id}' version='1' lat='{lat}' lon='{lon}'/>")
+        node_tags = "".join(f"<tag k='{k}' v='{v}'/>" for k, v in NODE_TAGS.get(node_id, {}).items())
+        lines.append(f"<node id='{node_id}' version='1' lat='{lat}' lon='{lon}'>{node_tags}</node>")
     for way_id, refs, tags in WAYS:
         lines.append(f"<way id='{way_id}' version='1'>")
         lines += [f"<nd ref='{ref}'/>" for ref in refs]
@@ -81,8 +89,9 @@ def tiny_osm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def provider(tiny_osm: Path) -> GraphProvider:
     dataset = tiny_osm.parent / "dataset"
     stats = build_graph(tiny_osm, dataset / "graph")
-    assert stats["nodes"] == 9
-    assert stats["edges"] == 2 * len(WAYS)
+    # node 34 lies inside a piece (no graph node); the bollard is split into two joined copies
+    assert stats["nodes"] == len(NODES) - 1 + 1
+    assert stats["edges"] == 2 * (len(WAYS) + 1) + 2
     return GraphProvider.load(dataset)
 
 
@@ -179,6 +188,11 @@ def test_same_road_both_points(provider: GraphProvider) -> None:
     best = provider.route(RouteQuery(LatLon(49.0, 8.002), LatLon(49.0, 8.006))).routes[0]
     assert best.distance_m == pytest.approx(dist(1, 2) * 0.4, abs=1)
     assert len(best.geometry) == 2
+
+
+def test_bollard_blocks_cars_not_pedestrians(provider: GraphProvider) -> None:
+    assert route(provider, 31, 33).distance_m == pytest.approx(dist(31, 34, 33), abs=0.5)
+    assert route(provider, 31, 33, vehicle="pedestrian").distance_m == pytest.approx(dist(31, 33), abs=0.5)
 
 
 def test_unreachable_raises_no_route(provider: GraphProvider) -> None:
