@@ -1,0 +1,73 @@
+"""The route service's aiohttp application.
+
+At start-up the dataset named by `<MAP_DIR>/current.json` is loaded in a worker thread
+(OSRM per profile, and the `graph` provider when its data exists). Without a dataset the
+service still starts, answers 503 DatasetNotReady and reports itself unready in /health,
+so `make up` shows what is missing instead of crashing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aiohttp import web
+
+from common.errors import ApiError
+from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
+from route_service.cache import RouteCache
+from route_service.config import RouteConfig
+from route_service.dataset import current_dataset
+from route_service.handlers import STATE_KEY, RouteState, matrix, providers, route
+from route_service.providers.registry import ProviderRegistry
+
+log = logging.getLogger("route_service")
+CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
+
+def load(state: RouteState, config: RouteConfig) -> None:
+    """Runs in a thread: opening the OSRM files and the graph takes a moment."""
+    try:
+        dataset = current_dataset(config.maps_path)
+        registry = ProviderRegistry.load(dataset, preload=config.preload)
+    except ApiError as exc:
+        state.load_error = exc.detail
+        return
+    state.dataset, state.registry = dataset, registry
+    log.info("map dataset %s loaded, providers %s", dataset.hash, ", ".join(registry.names))
+
+
+def state_context(config: RouteConfig) -> CleanupContext:
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
+        state = RouteState(executor, RouteCache(app[REDIS_KEY], config.cache_ttl_seconds))
+        app[STATE_KEY] = state
+        await asyncio.get_running_loop().run_in_executor(executor, load, state, config)
+        yield
+        executor.shutdown(wait=True, cancel_futures=True)
+
+    return context
+
+
+async def dataset_health(app: web.Application) -> dict[str, Any]:
+    state = app[STATE_KEY]
+    if state.dataset is None or state.registry is None:
+        return {"dataset": None, "dataset_error": state.load_error, "ready": False}
+    return {
+        "dataset": state.dataset.hash,
+        "providers": state.registry.names,
+        "cache": dict(state.counters),
+    }
+
+
+def create_app(config: RouteConfig) -> web.Application:
+    app = base_app(config)
+    app.cleanup_ctx.append(state_context(config))
+    app[HEALTH_CHECKS_KEY].append(dataset_health)
+    app.router.add_get("/v1/route", route)
+    app.router.add_get("/v1/providers", providers)
+    app.router.add_post("/internal/matrix", matrix)
+    return app

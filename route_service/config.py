@@ -1,0 +1,40 @@
+"""Configuration of the route service, from the environment (see `BaseConfig`).
+
+MAP_DIR                 maps directory holding `current.json` and `<hash>/` datasets (default <data_dir>/maps)
+ROUTE_THREADS           threads running provider calls (default 2)
+ROUTE_CACHE_TTL_SECONDS lifetime of cached route answers in Redis, 0 disables the cache (default 3600)
+ROUTE_PRELOAD           1: open every OSRM dataset at start-up, 0: on first use (default 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from common.config import BaseConfig, env_int, env_str
+
+
+@dataclass
+class RouteConfig(BaseConfig):
+    # None: `<data_dir>/maps` (see `maps_path`).
+    map_dir: Path | None = None
+    threads: int = 2
+    cache_ttl_seconds: int = 3600
+    preload: bool = True
+
+    @property
+    def maps_path(self) -> Path:
+        return self.map_dir if self.map_dir is not None else self.data_dir / "maps"
+
+    @classmethod
+    def from_env(cls, service: str = "route_service", **overrides: Any) -> Self:
+        map_dir = env_str("MAP_DIR", "")
+        values: dict[str, Any] = {
+            "map_dir": Path(map_dir) if map_dir else None,
+            "threads": max(1, env_int("ROUTE_THREADS", 2)),
+            "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
+            "preload": env_int("ROUTE_PRELOAD", 1) != 0,
+        }
+        values.update(overrides)
+        return super().from_env(service, **values)

@@ -1,0 +1,61 @@
+"""RouteResult/MatrixResult → the JSON bodies of API.md (no aiohttp here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.osm_inputs import ATTRIBUTION
+from route_service.model import EmergencySegment, MatrixResult, Route, RouteQuery, RouteResult, Snapped
+
+
+def snapped(point: Snapped) -> dict[str, Any]:
+    return {"lat": point.location.lat, "lon": point.location.lon, "distance": point.distance_m, "name": point.name}
+
+
+def emergency_segment(segment: EmergencySegment) -> dict[str, Any]:
+    return {
+        "startIndex": segment.start_index,
+        "endIndex": segment.end_index,
+        "distance": segment.distance_m,
+        "reason": segment.reason,
+    }
+
+
+def route(item: Route) -> dict[str, Any]:
+    return {
+        "distance": item.distance_m,
+        "duration": item.duration_s,
+        "geometry": {"type": "LineString", "coordinates": [[lon, lat] for lon, lat in item.geometry]},
+        "legs": item.legs,
+        "emergencySegments": [emergency_segment(s) for s in item.emergency_segments],
+    }
+
+
+def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: str) -> dict[str, Any]:
+    """The best route first, then the alternatives."""
+    return {
+        "routes": [route(r) for r in result.routes],
+        "provider": provider,
+        "vehicle": query.vehicle,
+        "type": query.route_type,
+        "snappedFrom": snapped(result.origin),
+        "snappedTo": snapped(result.destination),
+        "alternativesRequested": query.alternatives,
+        "alternativesFound": max(0, len(result.routes) - 1),
+        "emergencyRoutingRadius": query.emergency_radius_m,
+        "notes": result.notes,
+        "dataset": dataset,
+        "attribution": ATTRIBUTION,
+    }
+
+
+def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, Any]:
+    """Row i, column j: from sources[i] to destinations[j]; null where no route exists."""
+    return {
+        "durations": result.durations_s,
+        "distances": result.distances_m,
+        "sources": [snapped(s) for s in result.snapped_sources],
+        "destinations": [snapped(d) for d in result.snapped_destinations],
+        "provider": provider,
+        "dataset": dataset,
+    }

@@ -1,0 +1,100 @@
+"""HTTP handlers of the route service: parse, choose a provider, run it in the pool, format."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+from aiohttp import web
+
+from common.errors import DatasetNotReady, MalformedBody
+from common.service import json_response
+from route_service.cache import RouteCache, cache_key
+from route_service.dataset import Dataset
+from route_service.formatter import matrix_body, route_body
+from route_service.parsing import parse_matrix, parse_route
+from route_service.providers.registry import ProviderRegistry
+
+T = TypeVar("T")
+
+
+@dataclass
+class RouteState:
+    """What the handlers need; `registry` stays None until a dataset is loaded."""
+
+    executor: ThreadPoolExecutor
+    cache: RouteCache
+    dataset: Dataset | None = None
+    registry: ProviderRegistry | None = None
+    load_error: str | None = None
+    counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
+
+    def ready(self) -> tuple[Dataset, ProviderRegistry]:
+        if self.dataset is None or self.registry is None:
+            raise DatasetNotReady(self.load_error or "the map data is still loading")
+        return self.dataset, self.registry
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+
+
+STATE_KEY: web.AppKey[RouteState] = web.AppKey("route_state", RouteState)
+
+
+def json_bytes_response(body: bytes, cache: str) -> web.Response:
+    return web.Response(body=body, content_type="application/json", headers={"X-Cache": cache})
+
+
+async def route(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    parsed = parse_route(request.query, registry.check)
+    provider = registry.choose(parsed.provider, parsed.query.emergency_radius_m)
+    key = cache_key(parsed.query, provider.name, dataset.hash)
+    cached = await state.cache.get(key)
+    if cached is not None:
+        state.counters["cache_hits"] += 1
+        return json_bytes_response(cached, "hit")
+    state.counters["cache_misses"] += 1
+    result = await state.run(provider.route, parsed.query)
+    body = orjson.dumps(route_body(result, parsed.query, provider.name, dataset.hash))
+    await state.cache.put(key, body)
+    return json_bytes_response(body, "miss")
+
+
+async def providers(request: web.Request) -> web.Response:
+    _, registry = request.app[STATE_KEY].ready()
+    items = [
+        {
+            "name": info.name,
+            "description": info.description,
+            "default": info.name == registry.default_name,
+            "vehicles": list(info.vehicles),
+            "types": list(info.route_types),
+            "capabilities": {
+                "emergencyRouting": info.emergency_routing,
+                "alternatives": info.alternatives,
+                "matrix": info.matrix,
+            },
+        }
+        for info in registry.infos()
+    ]
+    return json_response({"providers": items, "default": registry.default_name})
+
+
+async def matrix(request: web.Request) -> web.Response:
+    """Internal (not routed by the gateway): durations and distances between point sets."""
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
+    query, name = parse_matrix(body)
+    provider = registry.get(name)
+    result = await state.run(provider.matrix, query)
+    return json_response(matrix_body(result, provider.name, dataset.hash))

@@ -1,0 +1,254 @@
+"""The `osrm` routing provider (the default): the OSRM engine from the osrm-bindings wheel.
+
+One `osrm.OSRM` instance per profile dataset (`<dataset>/osrm/<vehicle>-<type>/map.osrm`),
+created on first use or by `preload()`. Calls are synchronous and hold the GIL for their
+whole duration (measured; see docs/decisions.md), so the service runs them in its thread
+pool only to keep the handler code uniform, and scales with processes, not threads.
+
+Emergency routing needs per-query edge costs, which a preprocessed OSRM graph cannot
+give: `emergency_radius_m > 0` is refused here, and the registry routes such queries to
+the `graph` provider when no provider is named.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import osrm
+
+from common.errors import DatasetNotReady, InvalidParameter, NoRouteFound, PointNotRoutable
+from common.params import LatLon
+from route_service.instructions import instruction
+from route_service.model import (
+    ROUTE_TYPES,
+    VEHICLES,
+    MatrixQuery,
+    MatrixResult,
+    ProviderInfo,
+    Route,
+    RouteQuery,
+    RouteResult,
+    Snapped,
+)
+from route_service.osrm_profiles import SNAP_RADIUS_M, profile_name
+
+OSRM_DIR = "osrm"
+MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
+_SEGMENT_ERROR = re.compile(r"NoSegment.*coordinate (\d+)")
+
+
+def plain(value: Any) -> Any:
+    """osrm.Object/osrm.Array → dict/list (the binding's JSON tree is not a Python mapping)."""
+    if isinstance(value, osrm.Object):
+        return {key: plain(value[key]) for key in value}
+    if isinstance(value, osrm.Array):
+        return [plain(item) for item in value]
+    return value
+
+
+class OsrmProvider:
+    name = "osrm"
+
+    def __init__(self, dataset_dir: Path, algorithm: str, profiles: Sequence[str], *, default: bool = True) -> None:
+        self.dataset_dir = dataset_dir
+        self.algorithm = algorithm.upper()
+        self.profiles = tuple(profiles)
+        self.default = default
+        self._engines: dict[str, osrm.OSRM] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, dataset_dir: Path, manifest: dict[str, Any]) -> OsrmProvider:
+        """The provider for an imported dataset; profiles come from its manifest."""
+        profiles = [p for p in manifest.get("profiles", {}) if (dataset_dir / OSRM_DIR / p / "map.osrm.properties").exists()]
+        if not profiles:
+            raise DatasetNotReady(f"dataset {dataset_dir.name} has no OSRM profiles")
+        return cls(dataset_dir, str(manifest.get("algorithm", "mld")), profiles)
+
+    def preload(self) -> None:
+        for profile in self.profiles:
+            self._engine(profile)
+
+    def _engine(self, profile: str) -> osrm.OSRM:
+        engine = self._engines.get(profile)
+        if engine is None:
+            with self._lock:  # two first requests must not both load the same files
+                engine = self._engines.get(profile)
+                if engine is None:
+                    path = self.dataset_dir / OSRM_DIR / profile / "map.osrm"
+                    engine = osrm.OSRM(storage_config=str(path), algorithm=self.algorithm, use_shared_memory=False)
+                    self._engines[profile] = engine
+        return engine
+
+    def info(self) -> ProviderInfo:
+        vehicles = tuple(v for v in VEHICLES if any(profile_name(v, t) in self.profiles for t in ROUTE_TYPES))
+        types = tuple(t for t in ROUTE_TYPES if any(profile_name(v, t) in self.profiles for v in VEHICLES))
+        return ProviderInfo(
+            name=self.name,
+            description=f"OSRM ({self.algorithm}) on the imported OpenStreetMap data; fast, with alternatives and turn instructions",
+            vehicles=vehicles,
+            route_types=types,
+            emergency_routing=False,
+            alternatives=True,
+            matrix=True,
+            default=self.default,
+        )
+
+    def _profile_for(self, vehicle: str, route_type: str) -> str:
+        profile = profile_name(vehicle, route_type)
+        if profile not in self.profiles:
+            raise InvalidParameter(
+                f"{vehicle}/{route_type} routing is not available in the loaded map data", parameter="vehicle"
+            )
+        return profile
+
+    # ------------------------------------------------------------ route
+
+    def route(self, query: RouteQuery) -> RouteResult:
+        if query.emergency_radius_m > 0:
+            raise InvalidParameter(
+                "the osrm provider does not support emergency routing; omit provider or use provider=graph",
+                parameter="emergencyRoutingRadius",
+            )
+        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        radius = SNAP_RADIUS_M[query.vehicle]
+        params = osrm.RouteParameters(
+            coordinates=[(query.origin.lon, query.origin.lat), (query.destination.lon, query.destination.lat)],
+            steps=query.steps,
+            number_of_alternatives=query.alternatives,
+            geometries="geojson",
+            overview="full",
+            radiuses=[radius, radius],
+            generate_hints=False,
+        )
+        response = call(engine.Route, params, ("from", "to"), query.vehicle, radius)
+        return to_result(response, query)
+
+    # ------------------------------------------------------------ matrix
+
+    def matrix(self, query: MatrixQuery) -> MatrixResult:
+        count = len(query.sources) + len(query.destinations)
+        if not query.sources or not query.destinations or count > MAX_MATRIX_LOCATIONS:
+            raise InvalidParameter(f"needs 1 to {MAX_MATRIX_LOCATIONS} locations in all, got {count}", parameter="sources")
+        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        radius = SNAP_RADIUS_M[query.vehicle]
+        points = [*query.sources, *query.destinations]
+        n = len(query.sources)
+        params = osrm.TableParameters(
+            coordinates=[(p.lon, p.lat) for p in points],
+            sources=list(range(n)),
+            destinations=list(range(n, len(points))),
+            annotations=["duration", "distance"],
+            radiuses=[radius] * len(points),
+            generate_hints=False,
+        )
+        names = [f"sources[{i}]" for i in range(n)] + [f"destinations[{j}]" for j in range(len(points) - n)]
+        table = plain(call(engine.Table, params, tuple(names), query.vehicle, radius))
+        return MatrixResult(
+            durations_s=table["durations"],
+            distances_m=table["distances"],
+            snapped_sources=[to_snapped(w) for w in table["sources"]],
+            snapped_destinations=[to_snapped(w) for w in table["destinations"]],
+        )
+
+
+# ---------------------------------------------------------------- OSRM errors
+
+
+def call(method: Any, params: Any, names: Sequence[str], vehicle: str, radius: float) -> Any:
+    """Runs an OSRM request; its RuntimeErrors become the typed errors a client can act on."""
+    try:
+        return method(params)
+    except RuntimeError as exc:
+        raise translate(str(exc), names, vehicle, radius) from exc
+
+
+def translate(message: str, names: Sequence[str], vehicle: str, radius: float) -> Exception:
+    segment = _SEGMENT_ERROR.search(message)
+    if segment:
+        index = int(segment.group(1))
+        parameter = names[index] if index < len(names) else None
+        return PointNotRoutable(f"no road usable by {vehicle} within {radius:.0f} m of this point", parameter=parameter)
+    if message.startswith("NoRoute") or message.startswith("NoTable"):
+        return NoRouteFound(
+            f"no {vehicle} route connects the points (they lie on parts of the road network that are not connected)",
+            parameter=names[-1],
+        )
+    return RuntimeError(f"OSRM failed: {message}")
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def to_snapped(waypoint: Any) -> Snapped:
+    lon, lat = waypoint["location"]
+    return Snapped(LatLon(lat, lon), round(float(waypoint["distance"]), 1), str(waypoint["name"]))
+
+
+def to_result(response: Any, query: RouteQuery) -> RouteResult:
+    routes = [to_route(r, query.steps) for r in response["routes"]][: 1 + query.alternatives]
+    waypoints = response["waypoints"]
+    notes = []
+    if len(routes) - 1 < query.alternatives:
+        notes.append(f"{query.alternatives} alternative route(s) requested, {len(routes) - 1} found")
+    return RouteResult(
+        routes=routes,
+        origin=to_snapped(plain(waypoints[0])),
+        destination=to_snapped(plain(waypoints[1])),
+        alternatives_requested=query.alternatives,
+        notes=notes,
+    )
+
+
+def to_route(route: Any, with_steps: bool) -> Route:
+    geometry = [(lon, lat) for lon, lat in plain(route["geometry"]["coordinates"])]
+    return Route(
+        distance_m=round(float(route["distance"]), 1),
+        duration_s=round(float(route["duration"]), 1),
+        geometry=geometry,
+        legs=[to_leg(leg, with_steps, len(geometry) - 1) for leg in route["legs"]],
+    )
+
+
+def to_leg(leg: Any, with_steps: bool, last_index: int) -> dict[str, object]:
+    """A leg with its steps; `geometryIndex` points into the route's overview geometry."""
+    steps: list[dict[str, object]] = []
+    index = 0
+    # Only the fields we answer are converted: the intersections make up most of the tree.
+    for step in leg["steps"] if with_steps else []:
+        end = min(index + max(len(step["geometry"]["coordinates"]) - 1, 0), last_index)
+        steps.append(to_step(step, index, end))
+        index = end
+    return {
+        "distance": round(float(leg["distance"]), 1),
+        "duration": round(float(leg["duration"]), 1),
+        "summary": str(leg["summary"]),
+        "steps": steps,
+    }
+
+
+def to_step(step: Any, start: int, end: int) -> dict[str, object]:
+    raw = step["maneuver"]
+    maneuver: dict[str, object] = {
+        "type": str(raw["type"]),
+        "location": list(raw["location"]),
+        "bearingBefore": int(raw["bearing_before"]),
+        "bearingAfter": int(raw["bearing_after"]),
+    }
+    for key in ("modifier", "exit"):
+        if key in raw:
+            maneuver[key] = raw[key] if key == "modifier" else int(raw[key])
+    name = str(step["name"])
+    return {
+        "instruction": instruction({**maneuver, "bearing_after": maneuver["bearingAfter"]}, name),
+        "name": name,
+        "distance": round(float(step["distance"]), 1),
+        "duration": round(float(step["duration"]), 1),
+        "mode": str(step["mode"]),
+        "maneuver": maneuver,
+        "geometryIndex": [start, end],
+    }
