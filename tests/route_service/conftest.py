@@ -1,0 +1,47 @@
+"""Route service fixtures: Heidelberg imported once per test session (all 8 profiles + graph).
+
+The import takes about 30 s on 2 cores (MLD); every OSRM test shares it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from route_service.importer import ImportResult, Progress, import_maps
+from route_service.providers.osrm_provider import OsrmProvider
+from tests.route_service.osm_samples import TinyMap, write_tiny_map
+
+IMPORT_SECONDS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def heidelberg_pbf(shared_osm: Path) -> Path:
+    return shared_osm / "heidelberg.osm.pbf"
+
+
+@pytest.fixture(scope="session")
+def heidelberg_maps(tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Path) -> ImportResult:
+    started = time.perf_counter()
+    result = import_maps([heidelberg_pbf], tmp_path_factory.mktemp("maps"), progress=Progress(emit=lambda _line: None))
+    IMPORT_SECONDS["heidelberg"] = time.perf_counter() - started
+    return result
+
+
+@pytest.fixture(scope="session")
+def osrm_hd(heidelberg_maps: ImportResult) -> OsrmProvider:
+    provider = OsrmProvider.load(heidelberg_maps.dataset_dir, heidelberg_maps.manifest)
+    provider.preload()
+    return provider
+
+
+@pytest.fixture(scope="session")
+def tiny_map(tmp_path_factory: pytest.TempPathFactory) -> TinyMap:
+    return write_tiny_map(tmp_path_factory.mktemp("tiny"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for name, seconds in IMPORT_SECONDS.items():
+        terminalreporter.write_line(f"route_service: {name} imported in {seconds:.1f} s")

@@ -1,0 +1,105 @@
+"""OSM data for the route tests: a tiny synthetic map, and real ways read from the extracts."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import osmium
+from osmium.osm.mutable import Node, Way
+
+from common.params import LatLon
+
+# The dense part of Heidelberg (see /work/shared/osm/README.md).
+DENSE_BOX = (49.37, 49.43, 8.62, 8.75)
+CAR_ROADS = ("residential", "unclassified", "tertiary", "secondary", "primary", "living_street")
+
+
+def haversine_m(a: LatLon, b: LatLon) -> float:
+    la1, lo1, la2, lo2 = map(math.radians, (a.lat, a.lon, b.lat, b.lon))
+    h = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
+    return 2 * 6_371_000 * math.asin(math.sqrt(h))
+
+
+@dataclass(frozen=True)
+class TinyMap:
+    """Two residential streets 1 km apart that no road connects."""
+
+    pbf: Path
+    west: tuple[LatLon, LatLon]
+    east: tuple[LatLon, LatLon]
+
+
+def write_tiny_map(directory: Path, name: str = "tiny.osm.pbf", lon_offset: float = 0.0) -> TinyMap:
+    path = directory / name
+    streets = []
+    writer = osmium.SimpleWriter(str(path))
+    try:
+        for street, lon in enumerate((8.0 + lon_offset, 8.014 + lon_offset)):
+            base_id = 1000 * (street + 1) + int(lon_offset * 1e5)
+            points = [LatLon(49.0 + i * 0.001, lon) for i in range(5)]
+            for i, point in enumerate(points):
+                writer.add_node(Node(id=base_id + i, location=(point.lon, point.lat)))
+            streets.append((points[0], points[-1]))
+            tags = {"highway": "residential", "name": f"Street {street + 1}"}
+            writer.add_way(Way(id=base_id, nodes=[base_id + i for i in range(5)], tags=tags))
+    finally:
+        writer.close()
+    return TinyMap(path, streets[0], streets[1])
+
+
+@dataclass(frozen=True)
+class RealWay:
+    id: int
+    points: list[LatLon]
+    tags: dict[str, str]
+
+    @property
+    def length_m(self) -> float:
+        return sum(haversine_m(a, b) for a, b in zip(self.points, self.points[1:], strict=False))
+
+
+def in_box(point: LatLon, box: tuple[float, float, float, float] = DENSE_BOX) -> bool:
+    return box[0] <= point.lat <= box[1] and box[2] <= point.lon <= box[3]
+
+
+def read_ways(pbf: Path) -> list[RealWay]:
+    """Every car-road way starting in the dense box, with node locations, sorted by id."""
+    ways = []
+    processor = osmium.FileProcessor(str(pbf)).with_locations()
+    processor = processor.with_filter(osmium.filter.EntityFilter(osmium.osm.WAY))
+    for way in processor.with_filter(osmium.filter.KeyFilter("highway")):
+        if way.tags.get("highway") not in CAR_ROADS:
+            continue
+        points = [LatLon(n.lat, n.lon) for n in way.nodes]
+        if in_box(points[0]):
+            ways.append(RealWay(way.id, points, dict(way.tags)))
+    return sorted(ways, key=lambda w: w.id)
+
+
+def one_way_streets(ways: list[RealWay]) -> list[RealWay]:
+    """Plain one-way streets for cars (no access or bicycle exceptions), longer than 150 m."""
+    return [
+        w
+        for w in ways
+        if w.tags.get("oneway") == "yes"
+        and w.tags["highway"] in ("residential", "unclassified", "tertiary")
+        and not {"access", "motor_vehicle", "motorcar", "vehicle"} & w.tags.keys()
+        and w.length_m > 150
+        and haversine_m(w.points[1], w.points[-2]) > 60
+    ]
+
+
+def weight_limited(ways: list[RealWay], below_t: float) -> list[RealWay]:
+    """Two-way streets longer than 150 m with a maxweight under `below_t` tonnes."""
+    out = []
+    for w in ways:
+        try:
+            limit = float(w.tags.get("maxweight", "x"))
+        except ValueError:
+            continue
+        two_way = w.tags.get("oneway") in (None, "no")
+        if limit < below_t and two_way and w.length_m > 150 and haversine_m(w.points[1], w.points[-2]) > 60:
+            out.append(w)
+    return out

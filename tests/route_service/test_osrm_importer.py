@@ -1,0 +1,118 @@
+"""The importer on tiny synthetic maps (fast), and what the Heidelberg import produced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from common.errors import NoRouteFound
+from route_service import osrm_profiles
+from route_service.importer import CURRENT, MANIFEST, ImportResult, Progress, import_maps, main, parse_counts
+from route_service.model import RouteQuery
+from route_service.providers.osrm_provider import OsrmProvider
+from tests.route_service.osm_samples import TinyMap, write_tiny_map
+
+QUIET = Progress(emit=lambda _line: None)
+
+
+def test_every_profile_is_a_thin_wrapper_of_a_stock_profile() -> None:
+    stock = osrm_profiles.wheel_profiles_dir()
+    for name in osrm_profiles.PROFILE_NAMES:
+        text = osrm_profiles.profile_file(name).read_text()
+        assert "require('rs_wrap')" in text and len(text.splitlines()) <= 5
+        base = "foot" if name.startswith("pedestrian") else name.split("-")[0].replace("truck", "car")
+        assert f"Wrap.profile('{base}'" in text and (stock / f"{base}.lua").is_file()
+    # Our names must never shadow the stock profiles that the wrappers require.
+    assert not {"car.lua", "bicycle.lua", "foot.lua"} & {p.name for p in osrm_profiles.lua_files()}
+
+
+def test_import_then_rerun_is_a_noop(tmp_path: Path, tiny_map: TinyMap) -> None:
+    out = tmp_path / "maps"
+    first = import_maps([tiny_map.pbf], out, profiles=["car-fastest"], progress=QUIET)
+    assert not first.reused
+    manifest_file = first.dataset_dir / MANIFEST
+    mtime = manifest_file.stat().st_mtime_ns
+    lines: list[str] = []
+    second = import_maps([tiny_map.pbf], out, profiles=["car-fastest"], progress=Progress(emit=lines.append))
+    assert second.reused and second.hash == first.hash
+    assert manifest_file.stat().st_mtime_ns == mtime
+    assert [line for line in lines if "extract" in line] == []
+    assert json.loads((out / CURRENT).read_text()) == {"hash": first.hash}
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no leftovers
+
+
+def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest", "pedestrian-shortest"], progress=QUIET)
+    m = result.manifest
+    assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "mld"
+    assert set(m["profiles"]) == {"car-fastest", "pedestrian-shortest"}
+    assert m["inputs"][0]["name"] == "tiny.osm.pbf" and len(m["inputs"][0]["sha256"]) == 64
+    assert m["osm_nodes"] == 10 and m["osm_ways"] == 2
+    for stats in m["profiles"].values():
+        assert stats["nodes"] > 0 and stats["edges"] > 0 and stats["bytes"] > 0
+        assert (result.dataset_dir / "osrm").is_dir()
+    assert m["disk_bytes"] >= sum(s["bytes"] for s in m["profiles"].values())
+    assert "OpenStreetMap contributors" in m["attribution"]
+
+
+def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
+    a = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
+    b = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm="ch", progress=QUIET)
+    assert a.hash != b.hash
+    assert json.loads((tmp_path / CURRENT).read_text())["hash"] == b.hash
+    assert (b.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").is_file()  # the CH graph
+
+
+def test_several_inputs_are_merged(tmp_path: Path, tiny_map: TinyMap) -> None:
+    other = write_tiny_map(tmp_path, "other.osm.pbf", lon_offset=0.5)
+    result = import_maps([tiny_map.pbf, other.pbf], tmp_path / "maps", profiles=["car-fastest"], progress=QUIET)
+    assert result.manifest["osm_nodes"] == 20 and len(result.manifest["inputs"]) == 2
+    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    west = provider.route(RouteQuery(*tiny_map.west))
+    east = provider.route(RouteQuery(*other.east))
+    assert west.routes[0].distance_m == pytest.approx(444, rel=0.05)
+    assert east.routes[0].distance_m == pytest.approx(444, rel=0.05)
+
+
+def test_unconnected_streets_give_no_route(tmp_path: Path, tiny_map: TinyMap) -> None:
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
+    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    with pytest.raises(NoRouteFound) as caught:
+        provider.route(RouteQuery(tiny_map.west[0], tiny_map.east[0]))
+    assert caught.value.status == 400
+
+
+def test_bad_arguments_are_refused(tmp_path: Path, tiny_map: TinyMap) -> None:
+    with pytest.raises(ValueError, match="unknown profiles"):
+        import_maps([tiny_map.pbf], tmp_path, profiles=["car-slowest"], progress=QUIET)
+    with pytest.raises(ValueError, match="missing"):
+        import_maps([tmp_path / "nothing.osm.pbf"], tmp_path, progress=QUIET)
+
+
+def test_cli_prints_progress_summary_and_attribution(
+    tmp_path: Path, tiny_map: TinyMap, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--osm", str(tiny_map.pbf), "--out", str(tmp_path), "--profiles", "bicycle-fastest"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "extract bicycle-fastest" in out and "dataset " in out and "disk:" in out
+    assert "OpenStreetMap contributors" in out and "ODbL" in out
+    assert main(["--osm", str(tmp_path / "missing.pbf"), "--out", str(tmp_path)]) == 1
+
+
+def test_log_counts_are_parsed() -> None:
+    text = "Raw input contains 221009 nodes, 31619 ways, and 460 relations\nProcessed 62004 nodes\n-- Processed 66708 edges"
+    assert parse_counts(text) == {"osm_nodes": 221009, "osm_ways": 31619, "nodes": 62004, "edges": 66708}
+
+
+def test_heidelberg_import_has_all_profiles_and_the_graph(heidelberg_maps: ImportResult) -> None:
+    m = heidelberg_maps.manifest
+    assert list(m["profiles"]) == list(osrm_profiles.PROFILE_NAMES)
+    assert m["graph"] is not None and m["graph"]["nodes"] > 0
+    stats = m["profiles"]
+    # The truck profile closes ways (weight, size, hgv=no) that cars use.
+    assert stats["truck-fastest"]["edges"] < stats["car-fastest"]["edges"]
+    # Footways and cycleways: the pedestrian and bicycle graphs are far larger.
+    assert stats["pedestrian-fastest"]["edges"] > 2 * stats["car-fastest"]["edges"]
