@@ -111,7 +111,7 @@ class OsrmProvider:
     def route(self, query: RouteQuery) -> RouteResult:
         if query.emergency_radius_m > 0:
             raise InvalidParameter(
-                "the osrm provider does not support emergency routing; omit provider or use provider=graph",
+                "the osrm provider does not support emergency routing: omit provider or use provider=graph",
                 parameter="emergencyRoutingRadius",
             )
         engine = self._engine(self._profile_for(query.vehicle, query.route_type))

@@ -36,7 +36,7 @@ class ProviderRegistry:
             return self.providers[self.default_name]
         provider = self.providers.get(name)
         if provider is None:
-            raise InvalidParameter(f"unknown provider {name[:40]!r}; known: {', '.join(self.names)}", parameter="provider")
+            raise InvalidParameter(f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})", parameter="provider")
         return provider
 
     def infos(self) -> list[ProviderInfo]:
@@ -48,11 +48,11 @@ class ProviderRegistry:
     def check(self, name: str | None, emergency_radius_m: int, errors: ParameterErrors) -> None:
         """Adds the violations of a provider choice to `errors` (so they join the others)."""
         if name is not None and name not in self.providers:
-            errors.add("provider", f"unknown provider {name[:40]!r}; known: {', '.join(self.names)}")
+            errors.add("provider", f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})")
         elif name is not None and emergency_radius_m > 0 and not self.providers[name].info().emergency_routing:
             capable = self.emergency_name()
             hint = f"omit provider or use provider={capable}" if capable else "no loaded provider supports it"
-            errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing; {hint}")
+            errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
 
     def choose(self, name: str | None, emergency_radius_m: int) -> RouteProvider:
         """The provider that answers: the named one, else the default, else (for emergency

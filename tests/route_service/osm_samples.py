@@ -70,7 +70,7 @@ def read_ways(pbf: Path) -> list[RealWay]:
     processor = osmium.FileProcessor(str(pbf)).with_locations()
     processor = processor.with_filter(osmium.filter.EntityFilter(osmium.osm.WAY))
     for way in processor.with_filter(osmium.filter.KeyFilter("highway")):
-        if way.tags.get("highway") not in CAR_ROADS:
+        if not isinstance(way, osmium.osm.Way) or way.tags.get("highway") not in CAR_ROADS:
             continue
         points = [LatLon(n.lat, n.lon) for n in way.nodes]
         if in_box(points[0]):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from common.errors import ApiError, InvalidParameter, NoRouteFound, PointNotRoutable
 from common.params import LatLon
-from route_service.model import MatrixQuery, RouteQuery
+from route_service.model import MatrixQuery, Route, RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider, translate
 from tests.route_service.osm_samples import DENSE_BOX, RealWay, one_way_streets, read_ways, weight_limited
 
@@ -35,6 +36,10 @@ def random_pairs(count: int, seed: int) -> list[tuple[LatLon, LatLon]]:
     return [(point(), point()) for _ in range(count)]
 
 
+def steps_of(route: Route) -> list[dict[str, Any]]:
+    return [step for leg in route.legs for step in cast(list[dict[str, Any]], leg["steps"])]
+
+
 def route_length(provider: OsrmProvider, a: LatLon, b: LatLon, vehicle: str) -> float:
     """Route plus snapping distance; infinite when the vehicle cannot get there at all."""
     try:
@@ -47,7 +52,7 @@ def route_length(provider: OsrmProvider, a: LatLon, b: LatLon, vehicle: str) -> 
 def test_route_across_the_neckar_uses_a_bridge(osrm_hd: OsrmProvider) -> None:
     result = osrm_hd.route(RouteQuery(ALTSTADT, NEUENHEIM))
     route = result.routes[0]
-    names = [str(step["name"]) for leg in route.legs for step in leg["steps"]]  # type: ignore[union-attr]
+    names = [str(step["name"]) for step in steps_of(route)]
     assert any("brücke" in name.lower() for name in names), names
     lats = [lat for _lon, lat in route.geometry]
     assert min(lats) < NECKAR_LAT[0] and max(lats) > NECKAR_LAT[1]
@@ -58,8 +63,8 @@ def test_route_answer_shape(osrm_hd: OsrmProvider) -> None:
     result = osrm_hd.route(RouteQuery(ALTSTADT, NEUENHEIM))
     route = result.routes[0]
     assert result.origin.distance_m < 200 and result.destination.distance_m < 200
-    steps = route.legs[0]["steps"]
-    assert isinstance(steps, list) and len(steps) >= 3
+    steps = steps_of(route)
+    assert len(steps) >= 3
     assert steps[0]["maneuver"]["type"] == "depart" and steps[-1]["maneuver"]["type"] == "arrive"
     assert steps[0]["instruction"].startswith("Head ") and steps[-1]["instruction"].startswith("You have arrived")
     assert sum(s["distance"] for s in steps) == pytest.approx(route.distance_m, abs=1.0)

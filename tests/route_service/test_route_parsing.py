@@ -1,0 +1,169 @@
+"""Parsing, instructions, cache keys and the registry's choice (no map data needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.errors import DatasetNotReady, InvalidParameter, ParameterErrors
+from common.params import LatLon
+from route_service.cache import cache_key
+from route_service.instructions import compass, instruction, ordinal
+from route_service.model import MatrixQuery, MatrixResult, ProviderInfo, RouteQuery, RouteResult
+from route_service.parsing import MAX_MATRIX_SIDE, parse_matrix, parse_route
+from route_service.providers.registry import ProviderRegistry
+
+OK = {"from": "49.41,8.69", "to": "49.42,8.70"}
+
+
+class FakeProvider:
+    def __init__(self, name: str, emergency: bool) -> None:
+        self.name = name
+        self.emergency = emergency
+
+    def info(self) -> ProviderInfo:
+        return ProviderInfo(self.name, "fake", ("car",), ("fastest",), self.emergency, False, False)
+
+    def route(self, query: RouteQuery) -> RouteResult:
+        raise NotImplementedError
+
+    def matrix(self, query: MatrixQuery) -> MatrixResult:
+        raise NotImplementedError
+
+
+def registry(with_graph: bool = True) -> ProviderRegistry:
+    providers = {"osrm": FakeProvider("osrm", False)}
+    if with_graph:
+        providers["graph"] = FakeProvider("graph", True)
+    return ProviderRegistry(providers, "osrm")
+
+
+def violations(params: dict[str, str]) -> list[tuple[str | None, str]]:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route(params, registry().check)
+    return [(v.parameter, v.message) for v in caught.value.violations]
+
+
+def test_defaults() -> None:
+    parsed = parse_route(OK, registry().check)
+    assert parsed.provider is None
+    assert parsed.query == RouteQuery(LatLon(49.41, 8.69), LatLon(49.42, 8.70), "car", "fastest", 0, 0, True)
+
+
+def test_all_parameters() -> None:
+    params = {**OK, "vehicle": "Truck", "type": "shortest", "alternatives": "2", "emergencyRoutingRadius": "5000",
+              "provider": "graph", "steps": "false"}  # fmt: skip
+    parsed = parse_route(params, registry().check)
+    assert parsed.provider == "graph"
+    q = parsed.query
+    assert (q.vehicle, q.route_type, q.alternatives, q.emergency_radius_m, q.steps) == ("truck", "shortest", 2, 5000, False)
+
+
+@pytest.mark.parametrize("value", ["49.4", "a,b", "91,0", "49.4,8.7,1", "", "  ", "49.4,181", "nan,8", "49.4;8.7"])
+@pytest.mark.parametrize("name", ["from", "to"])
+def test_malformed_points_name_the_parameter(name: str, value: str) -> None:
+    assert [p for p, _ in violations({**OK, name: value})] == [name]
+
+
+def test_missing_points() -> None:
+    assert [p for p, _ in violations({})] == ["from", "to"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("alternatives", "3"), ("alternatives", "-1"), ("alternatives", "1.5"), ("alternatives", "x"),
+     ("emergencyRoutingRadius", "5001"), ("emergencyRoutingRadius", "-5"), ("emergencyRoutingRadius", "10.0"),
+     ("vehicle", "plane"), ("type", "scenic"), ("provider", "nope"), ("provider", ""), ("steps", "maybe")],
+)  # fmt: skip
+def test_invalid_values_name_the_parameter(name: str, value: str) -> None:
+    assert [p for p, _ in violations({**OK, name: value})] == [name]
+
+
+def test_several_violations_are_reported_together() -> None:
+    found = violations({**OK, "alternatives": "3", "emergencyRoutingRadius": "6000"})
+    assert [p for p, _ in found] == ["alternatives", "emergencyRoutingRadius"]
+    assert "2" in found[0][1] and "5000" in found[1][1]
+
+
+def test_unknown_provider_lists_the_known_ones() -> None:
+    [(_, message)] = violations({**OK, "provider": "here"})
+    assert "osrm" in message and "graph" in message
+
+
+def test_emergency_radius_with_osrm_is_refused() -> None:
+    [(parameter, message)] = violations({**OK, "provider": "osrm", "emergencyRoutingRadius": "100"})
+    assert parameter == "emergencyRoutingRadius" and "provider=graph" in message
+
+
+def test_registry_sends_emergency_queries_to_the_capable_provider() -> None:
+    reg = registry()
+    assert reg.choose(None, 0).name == "osrm"
+    assert reg.choose(None, 100).name == "graph"
+    assert reg.choose("graph", 0).name == "graph"
+    with pytest.raises(InvalidParameter):
+        reg.choose("osrm", 100)
+    with pytest.raises(DatasetNotReady):
+        registry(with_graph=False).choose(None, 100)
+    with pytest.raises(InvalidParameter) as caught:
+        reg.get("x")
+    assert caught.value.violations[0].parameter == "provider"
+    assert [i.name for i in reg.infos()] == ["osrm", "graph"]
+
+
+def test_matrix_body() -> None:
+    query, provider = parse_matrix(
+        {"sources": [{"lat": 49.4, "lon": 8.7}], "destinations": ["49.41,8.69"], "vehicle": "bicycle"}
+    )
+    assert provider is None and query.vehicle == "bicycle"
+    assert query.sources == [LatLon(49.4, 8.7)] and query.destinations == [LatLon(49.41, 8.69)]
+
+
+@pytest.mark.parametrize(
+    ("body", "parameters"),
+    [
+        ([], [None]),
+        ({}, ["sources", "destinations"]),
+        ({"sources": [{"lat": 91, "lon": 0}], "destinations": [{"lat": "1", "lon": 2}]}, ["sources[0]", "destinations[0]"]),
+        ({"sources": [{"lat": 1, "lon": 1}] * (MAX_MATRIX_SIDE + 1), "destinations": [{"lat": 1, "lon": 1}]}, ["sources"]),
+        ({"sources": [{"lat": 1, "lon": 1}], "destinations": [{"lat": 1}], "type": "x"}, ["destinations[0]", "type"]),
+    ],
+)
+def test_matrix_body_violations(body: object, parameters: list[str | None]) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_matrix(body)
+    assert [v.parameter for v in caught.value.violations] == parameters
+
+
+def test_instructions() -> None:
+    assert instruction({"type": "depart", "bearing_after": 92}, "Hauptstraße") == "Head east on Hauptstraße"
+    assert instruction({"type": "turn", "modifier": "left"}, "Plöck") == "Turn left onto Plöck"
+    assert instruction({"type": "turn", "modifier": "uturn"}, "") == "Make a U-turn"
+    assert instruction({"type": "new name", "modifier": "straight"}, "B 37") == "Continue onto B 37"
+    assert instruction({"type": "roundabout", "exit": 3}, "Ring") == "Enter the roundabout and take the 3rd exit onto Ring"
+    assert instruction({"type": "arrive", "modifier": "right"}, "") == "You have arrived at your destination, on the right"
+    assert instruction({"type": "fork", "modifier": "slight left"}, "") == "Keep slight left at the fork"
+    assert instruction({"type": "something new", "modifier": "right"}, "X") == "Turn right onto X"
+    assert [compass(b) for b in (0, 44, 46, 180, 359)] == ["north", "northeast", "northeast", "south", "north"]
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22)] == ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd"]
+
+
+def test_cache_key_covers_everything_that_changes_the_answer() -> None:
+    base = RouteQuery(LatLon(49.41, 8.69), LatLon(49.42, 8.70))
+    key = cache_key(base, "osrm", "abc")
+    assert key == cache_key(RouteQuery(LatLon(49.41000001, 8.69), LatLon(49.42, 8.70)), "osrm", "abc")
+    variants = [
+        cache_key(base, "graph", "abc"),
+        cache_key(base, "osrm", "abd"),
+        cache_key(RouteQuery(base.origin, base.destination, vehicle="truck"), "osrm", "abc"),
+        cache_key(RouteQuery(base.origin, base.destination, route_type="shortest"), "osrm", "abc"),
+        cache_key(RouteQuery(base.origin, base.destination, alternatives=1), "osrm", "abc"),
+        cache_key(RouteQuery(base.origin, base.destination, emergency_radius_m=10), "osrm", "abc"),
+        cache_key(RouteQuery(base.origin, base.destination, steps=False), "osrm", "abc"),
+        cache_key(RouteQuery(base.destination, base.origin), "osrm", "abc"),
+    ]
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_parameter_errors_stay_typed() -> None:
+    errors = ParameterErrors()
+    registry().check("nope", 0, errors)
+    assert errors and errors.violations[0].code == "ERROR_INVALID_PARAMETER"
