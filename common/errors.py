@@ -336,3 +336,11 @@ class DatasetNotReady(ApiError):
     type = "/problems/route/dataset-not-ready"
     title = "The map data is not loaded"
     code = "ROUTE_ERROR_DATASET_NOT_READY"
+
+
+class GeocoderDatasetNotReady(DatasetNotReady):
+    """The geocoding service runs but has no imported index to answer from."""
+
+    type = "/problems/geocoder/dataset-not-ready"
+    title = "The geocoding index is not loaded"
+    code = "GEOCODER_ERROR_DATASET_NOT_READY"

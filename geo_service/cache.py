@@ -1,0 +1,45 @@
+"""Answers cached in Redis, keyed by the normalized query and the dataset it was answered from.
+
+A new import changes the dataset hash and so every key; no invalidation is needed. When
+Redis is down ResilientRedis answers None / False and every request is simply computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+
+from common.redis import ResilientRedis
+from geo_service.normalize import fold
+
+KEY_PREFIX = "geo:v1:"
+
+
+def cache_key(operation: str, provider: str, dataset: str, parts: tuple[Any, ...]) -> str:
+    text = "\x1f".join(str(p) for p in (operation, provider, dataset, *parts))
+    return KEY_PREFIX + hashlib.sha256(text.encode()).hexdigest()
+
+
+def normalized_text(text: str) -> str:
+    """Case, accents and spacing do not change the answer, so they share a cache entry."""
+    return " ".join(fold(text).split())
+
+
+async def cached(
+    redis: ResilientRedis, key: str | None, ttl_seconds: int, compute: Callable[[], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    if key is None:
+        return await compute()
+    stored = await redis.get(key)
+    if stored is not None:
+        try:
+            value: dict[str, Any] = orjson.loads(stored)
+            return value
+        except orjson.JSONDecodeError:
+            pass  # a damaged entry is recomputed and overwritten
+    value = await compute()
+    await redis.set(key, orjson.dumps(value), ttl_seconds)
+    return value

@@ -1,0 +1,61 @@
+"""Results → one-line labels and the JSON shape of the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geo_service.model import GeocodeResult, ResultAddress
+
+# Countries that write the house number before the street ("12 Avenue de la Costa").
+NUMBER_FIRST = frozenset({"FRA", "MCO", "BEL", "LUX", "USA", "CAN", "GBR", "IRL", "AUS", "NZL"})
+
+
+def street_line(address: ResultAddress) -> str | None:
+    if not address.street:
+        return None
+    if not address.house_number:
+        return address.street
+    if address.country in NUMBER_FIRST:
+        return f"{address.house_number} {address.street}"
+    return f"{address.street} {address.house_number}"
+
+
+def label(address: ResultAddress, name: str | None = None) -> str:
+    """'Marienplatz 8, 80331 München'; a POI or place is led by its own name."""
+    town = " ".join(p for p in (address.postcode, address.city) if p)
+    parts = [name, street_line(address), town]
+    seen: list[str] = []
+    for part in parts:
+        if part and part not in seen:
+            seen.append(part)
+    return ", ".join(seen) or (address.country or "")
+
+
+def result_json(result: GeocodeResult) -> dict[str, Any]:
+    address = result.address
+    body: dict[str, Any] = {
+        "coordinate": {"lat": round(result.lat, 7), "lon": round(result.lon, 7)},
+        "address": {
+            "street": address.street,
+            "houseNumber": address.house_number,
+            "postalCode": address.postcode,
+            "city": address.city,
+            "country": address.country,
+        },
+        "label": label(address, result.name),
+        "type": result.type,
+        "score": round(result.score, 3),
+    }
+    if result.name:
+        body["name"] = result.name
+    if result.category:
+        body["category"] = result.category
+    if result.distance_m is not None:
+        body["distance"] = round(result.distance_m, 1)
+    if result.interpolated:
+        body["interpolated"] = True
+    return body
+
+
+def response_json(results: list[GeocodeResult], provider: str) -> dict[str, Any]:
+    return {"results": [result_json(r) for r in results], "provider": provider}

@@ -1,0 +1,304 @@
+"""Free text → ranked results: candidate names from the FTS5 trigram index, scored with rapidfuzz.
+
+1. The query is parsed into words, a house number and a postcode (parser.py).
+2. Candidates: names sharing trigrams with the words (bm25 order), the most common trigrams
+   ("str", "ass") left out because they select everything.
+3. Every contiguous run of words is tried as the name; the words left over should be the
+   city. Name similarity times city agreement picks the best split for each candidate.
+4. A street candidate with a house number asked becomes its address (exact number, then
+   the same number with another suffix); without one it stays a street, with a lower score.
+   Places and POIs compete on their names. Postcode agreement adjusts every score.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz import fuzz, process
+
+from geo_service.countries import country_of_name
+from geo_service.formatter import label
+from geo_service.geometry import METRES_PER_DEGREE, haversine_m
+from geo_service.model import GeocodeQuery, GeocodeResult, ResultAddress, ReverseQuery
+from geo_service.normalize import Normalizer, compact
+from geo_service.parser import HouseNumber, ParsedQuery, parse_query
+from geo_service.store import AddressRow, IndexReader, NameRow
+
+CANDIDATES = 60
+MAX_WORDS = 10
+MAX_SPAN_WORDS = 6
+MAX_TRIGRAMS = 48
+COMMON_TRIGRAM_SHARE = 0.2  # trigrams in more names than this select too much to help
+MIN_NAME_SIMILARITY = 0.78
+CITY_MATCH = 0.85
+# Score factors: an exact address beats a near one beats the street beats the town.
+ADDRESS_EXACT = 1.0
+ADDRESS_OTHER_SUFFIX = 0.9
+STREET_WITHOUT_NUMBER = 0.95
+STREET_NUMBER_UNKNOWN = 0.75
+PLACE_ALONE = 0.92
+PLACE_WITH_NUMBER = 0.6
+POI_ALONE = 0.93
+POI_WITH_OTHER_NUMBER = 0.6
+NO_CITY_GIVEN = 0.97
+CITY_MISMATCH = 0.75
+POSTCODE_MISMATCH = 0.85
+POSTCODE_UNKNOWN = 0.95
+REVERSE_RADII_M = (60.0, 250.0, 1000.0, 5000.0)
+
+
+@dataclass
+class Candidate:
+    row: NameRow
+    similarity: float  # of the name, 0..1
+    city_factor: float
+
+
+def trigrams(word: str) -> set[str]:
+    return {word[i : i + 3] for i in range(len(word) - 2)}
+
+
+def spans(words: Sequence[str]) -> list[tuple[int, int]]:
+    n = len(words)
+    return [(i, j) for i in range(n) for j in range(i + 1, min(n, i + MAX_SPAN_WORDS) + 1)]
+
+
+class Matcher:
+    def __init__(self, reader: IndexReader) -> None:
+        self.reader = reader
+        meta = reader.meta
+        self.normalizer = Normalizer(meta.get("vocabulary", []))
+        self.postcodes = {str(p).lower(): str(p) for p in meta.get("postcodes", [])}
+        counts = reader.trigram_document_counts()
+        total = sum(meta.get("counts", {}).get(k, 0) for k in ("streets", "places", "pois")) or 1
+        self.common_trigrams = frozenset(t for t, c in counts.items() if c > COMMON_TRIGRAM_SHARE * total)
+        self._city_keys: dict[str, str] = {}
+
+    # ------------------------------------------------------------ forward
+
+    def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]:
+        parsed = parse_query(query.text, self.normalizer, self.postcodes.keys())
+        words, country, contradicted = self.split_country(list(parsed.words[:MAX_WORDS]), query.country)
+        if contradicted:
+            return []
+        if not words:
+            return self.postcode_only(parsed, country, query.limit) if parsed.postcode else []
+        candidates = self.candidates(words, country)
+        results = self.results(candidates, parsed)
+        return rank(results, query.limit)
+
+    def split_country(self, words: list[str], asked: str | None) -> tuple[list[str], str | None, bool]:
+        """A country named at the end of the text filters like `country`; True when it contradicts it."""
+        for size in (2, 1):
+            if len(words) > size and (named := country_of_name(" ".join(words[-size:]))):
+                return words[:-size], named, bool(asked and asked != named)
+        return words, asked, False
+
+    def fts_query(self, words: Sequence[str]) -> str | None:
+        grams: set[str] = set()
+        for word in words:
+            grams |= trigrams(word)
+        useful = grams - self.common_trigrams
+        chosen = sorted(useful if len(useful) >= 3 else grams)[:MAX_TRIGRAMS]
+        if not chosen:
+            return None
+        return " OR ".join('"' + g.replace('"', '""') + '"' for g in chosen)
+
+    def candidates(self, words: list[str], country: str | None) -> list[Candidate]:
+        fts = self.fts_query(words)
+        if fts is None:
+            return []
+        rows = [row for row, _ in self.reader.search_names(fts, country, CANDIDATES)]
+        if not rows:
+            return []
+        word_spans = spans(words)
+        span_texts = [" ".join(words[i:j]) for i, j in word_spans]
+        keys = [r.key for r in rows]
+        similarity = (
+            np.maximum(
+                process.cdist(span_texts, keys, scorer=fuzz.ratio, workers=1),
+                process.cdist(
+                    [compact(s) for s in span_texts], [compact(k) for k in keys], scorer=fuzz.ratio, workers=1
+                ),
+            )
+            / 100.0
+        )
+        leftovers = [" ".join(words[:i] + words[j:]) for i, j in word_spans]
+        city_factors = self.city_factors(leftovers, rows)
+        combined = similarity * city_factors
+        best = combined.argmax(axis=0)
+        found = []
+        for c, row in enumerate(rows):
+            s = int(best[c])
+            if similarity[s, c] >= MIN_NAME_SIMILARITY:
+                found.append(Candidate(row, float(similarity[s, c]), float(city_factors[s, c])))
+        return found
+
+    def city_key(self, city: str | None) -> str:
+        if not city:
+            return ""
+        key = self._city_keys.get(city)
+        if key is None:
+            key = self._city_keys[city] = self.normalizer.key(city)
+        return key
+
+    def city_factors(self, leftovers: list[str], rows: list[NameRow]) -> np.ndarray:
+        """(spans, candidates): 1 when the words outside the name are the candidate's city."""
+        cities = sorted({self.city_key(r.city) for r in rows})
+        present = [x for x in leftovers if x]
+        factors = np.full((len(leftovers), len(rows)), NO_CITY_GIVEN)
+        if not present:
+            return factors
+        scores = process.cdist(present, cities, scorer=fuzz.token_set_ratio, workers=1) / 100.0
+        row_of = {text: i for i, text in enumerate(present)}
+        column_of = {city: i for i, city in enumerate(cities)}
+        city_columns = np.array([column_of[self.city_key(r.city)] for r in rows])
+        for s, text in enumerate(leftovers):
+            if text:
+                matched = scores[row_of[text], city_columns] >= CITY_MATCH
+                factors[s] = np.where(matched, 1.0, CITY_MISMATCH)
+        return factors
+
+    def results(self, candidates: list[Candidate], parsed: ParsedQuery) -> list[tuple[GeocodeResult, float]]:
+        number = parsed.house_number
+        out: list[tuple[GeocodeResult, float]] = []
+        streets = [c for c in candidates if c.row.kind == "street"]
+        addresses = self.addresses_for(streets, number) if number else {}
+        for candidate in candidates:
+            base = candidate.similarity * candidate.city_factor
+            row = candidate.row
+            if row.kind == "street":
+                out += self.street_results(candidate, base, number, addresses.get(row.id, []), parsed.postcode)
+            elif row.kind == "place":
+                factor = PLACE_ALONE if number is None else PLACE_WITH_NUMBER
+                out.append(
+                    (
+                        self.name_result(row, "place", base * factor * self.postcode_factor(row, parsed.postcode)),
+                        row.importance,
+                    )
+                )
+            else:
+                factor = POI_ALONE if number is None or same_number(row.house_number, number) else POI_WITH_OTHER_NUMBER
+                out.append(
+                    (
+                        self.name_result(row, "poi", base * factor * self.postcode_factor(row, parsed.postcode)),
+                        row.importance,
+                    )
+                )
+        return out
+
+    def addresses_for(self, streets: list[Candidate], number: HouseNumber) -> dict[int, list[AddressRow]]:
+        found: dict[int, list[AddressRow]] = {}
+        if streets:
+            for address in self.reader.addresses_on([c.row.id for c in streets], number.base):
+                found.setdefault(address.street_id, []).append(address)
+        return found
+
+    def street_results(
+        self,
+        candidate: Candidate,
+        base: float,
+        number: HouseNumber | None,
+        addresses: list[AddressRow],
+        postcode: str | None,
+    ) -> list[tuple[GeocodeResult, float]]:
+        row = candidate.row
+        if number is None:
+            return [
+                (
+                    self.name_result(row, "street", base * STREET_WITHOUT_NUMBER * self.postcode_factor(row, postcode)),
+                    row.importance,
+                )
+            ]
+        exact = [a for a in addresses if a.house_key == number.text]
+        chosen, factor = (exact, ADDRESS_EXACT) if exact else (addresses, ADDRESS_OTHER_SUFFIX)
+        if not chosen:
+            score = base * STREET_NUMBER_UNKNOWN * self.postcode_factor(row, postcode)
+            return [(self.name_result(row, "street", score), row.importance)]
+        results = []
+        for address in chosen:
+            postcode_factor = address_postcode_factor(address, postcode)
+            factor_here = factor * (0.99 if address.interpolated else 1.0)
+            results.append((address_result(address, base * factor_here * postcode_factor), row.importance))
+        return results
+
+    def postcode_factor(self, row: NameRow, postcode: str | None) -> float:
+        if postcode is None:
+            return 1.0
+        known = {p.lower() for p in row.postcodes} | ({row.postcode.lower()} if row.postcode else set())
+        if not known:
+            return POSTCODE_UNKNOWN
+        return 1.0 if postcode in known else POSTCODE_MISMATCH
+
+    def name_result(self, row: NameRow, kind: str, score: float) -> GeocodeResult:
+        if kind == "street":
+            address = ResultAddress(street=row.name, postcode=row.postcode, city=row.city, country=row.country)
+            return GeocodeResult(row.lat, row.lon, address, "street", score)
+        address = ResultAddress(
+            street=row.street, house_number=row.house_number, postcode=row.postcode, city=row.city, country=row.country
+        )
+        name = None if kind == "place" and row.name == row.city else row.name
+        return GeocodeResult(row.lat, row.lon, address, kind, score, name=name or row.name, category=row.category)
+
+    def postcode_only(self, parsed: ParsedQuery, country: str | None, limit: int) -> list[GeocodeResult]:
+        assert parsed.postcode is not None
+        area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
+        if area is None:
+            return []
+        address = ResultAddress(postcode=area.postcode, city=area.city, country=area.country)
+        return [GeocodeResult(area.lat, area.lon, address, "place", PLACE_ALONE, category="postcode")][:limit]
+
+    # ------------------------------------------------------------ reverse
+
+    def reverse(self, query: ReverseQuery) -> list[GeocodeResult]:
+        """Nearest addresses first, searching ever larger boxes until enough are found."""
+        rows: list[AddressRow] = []
+        for radius in REVERSE_RADII_M:
+            d_lat = radius / METRES_PER_DEGREE
+            d_lon = d_lat / max(0.01, math.cos(math.radians(query.lat)))
+            rows = self.reader.addresses_near(query.lat, query.lon, d_lat, d_lon, limit=2000)
+            if len(rows) >= query.limit:
+                break
+        measured = sorted(((haversine_m(query.lat, query.lon, r.lat, r.lon), r) for r in rows), key=lambda p: p[0])
+        results = []
+        for distance, row in measured[: query.limit]:
+            score = 1.0 / (1.0 + distance / 100.0)
+            result = address_result(row, score)
+            results.append(GeocodeResult(**{**result.__dict__, "distance_m": distance}))
+        return results
+
+
+def same_number(tagged: str | None, number: HouseNumber) -> bool:
+    return bool(tagged) and tagged.lower().replace(" ", "") == number.text  # type: ignore[union-attr]
+
+
+def address_postcode_factor(address: AddressRow, postcode: str | None) -> float:
+    if postcode is None:
+        return 1.0
+    if not address.postcode:
+        return POSTCODE_UNKNOWN
+    return 1.0 if address.postcode.lower() == postcode else POSTCODE_MISMATCH
+
+
+def address_result(row: AddressRow, score: float) -> GeocodeResult:
+    address = ResultAddress(row.street, row.house_number, row.postcode, row.city, row.country)
+    return GeocodeResult(row.lat, row.lon, address, "address", score, interpolated=row.interpolated)
+
+
+def rank(results: Iterable[tuple[GeocodeResult, float]], limit: int) -> list[GeocodeResult]:
+    """Best score first (importance breaks ties); the same label once, at its best."""
+    ordered = sorted(results, key=lambda pair: (-round(pair[0].score, 6), -pair[1]))
+    seen: set[tuple[str, str]] = set()
+    ranked = []
+    for result, _ in ordered:
+        identity = (result.type, label(result.address, result.name))
+        if identity in seen:
+            continue
+        seen.add(identity)
+        ranked.append(GeocodeResult(**{**result.__dict__, "score": min(1.0, max(0.0, result.score))}))
+        if len(ranked) == limit:
+            break
+    return ranked

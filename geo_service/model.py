@@ -1,0 +1,43 @@
+"""What a geocoding provider receives and answers: plain typed values, no HTTP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RESULT_TYPES = ("address", "street", "place", "poi")
+
+
+@dataclass(frozen=True)
+class GeocodeQuery:
+    text: str
+    country: str | None = None  # ISO 3166-1 alpha-3, upper case
+    limit: int = 5
+
+
+@dataclass(frozen=True)
+class ReverseQuery:
+    lat: float
+    lon: float
+    limit: int = 5
+
+
+@dataclass(frozen=True)
+class ResultAddress:
+    street: str | None = None
+    house_number: str | None = None
+    postcode: str | None = None
+    city: str | None = None
+    country: str | None = None
+
+
+@dataclass(frozen=True)
+class GeocodeResult:
+    lat: float
+    lon: float
+    address: ResultAddress
+    type: str  # one of RESULT_TYPES
+    score: float  # 0..1, higher is better
+    name: str | None = None  # the place's or POI's own name
+    category: str | None = None  # OSM key=value of a place or POI
+    distance_m: float | None = None  # reverse geocoding: from the asked point
+    interpolated: bool = False

@@ -1,0 +1,104 @@
+"""Free-text query → words, house number and postcode, in whatever order they were typed.
+
+"Hauptstraße 12, 69117 Heidelberg", "hauptstr 12 heidelberg" and "69117 Heidelberg
+Hauptstrasse 12" all parse to words [hauptstrasse, heidelberg], house number 12 and (for
+two of them) postcode 69117. Which numbers are postcodes is decided by the index's known
+postcodes first and by shape (5+ digits) second; the first remaining number is the house number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from geo_service.normalize import Normalizer, fold
+
+_COARSE_SPLIT = re.compile(r"[\s,;]+")
+_HOUSE_NUMBER = re.compile(r"^(\d{1,4})(?:\s*([a-z]))?(?:\s*([-/])\s*(\d{1,4}[a-z]?))?$")
+_POSTCODE_SHAPE = re.compile(r"^(?:\d{5,6}|[a-z]{1,2}-?\d{3,5})$")
+_SINGLE_LETTER = re.compile(r"^[a-z]$")
+# Letters glued to a number ("Hauptstraße12") are split so the number is seen.
+_GLUED_NUMBER = re.compile(r"(?<=[a-z]{3})(?=\d)")
+
+
+@dataclass(frozen=True)
+class HouseNumber:
+    """A house number as typed: text is its key ("12a", "12-14", "12/1"), base its leading number."""
+
+    text: str
+    base: int
+
+    @property
+    def has_suffix(self) -> bool:
+        return self.text != str(self.base)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    words: tuple[str, ...]
+    house_number: HouseNumber | None
+    postcode: str | None
+
+
+def parse_house_number(text: str) -> HouseNumber | None:
+    """'12', '12a', '12 a', '12A', '12-14', '12/1' → HouseNumber; anything else → None."""
+    match = _HOUSE_NUMBER.match(fold(text).strip())
+    if not match:
+        return None
+    number, letter, separator, second = match.groups()
+    key = str(int(number)) + (letter or "")
+    if separator:
+        key += separator + second
+    return HouseNumber(key, int(number))
+
+
+def house_numbers_of_tag(value: str) -> list[HouseNumber]:
+    """OSM addr:housenumber values may list several numbers: '12;14', '3,5'."""
+    numbers = (parse_house_number(part) for part in re.split(r"[;,]", value))
+    return [n for n in numbers if n is not None]
+
+
+def _continues_house_number(previous: str, token: str) -> bool:
+    """'12' + 'a' → '12a'; '12' + '-' → '12-'; '12-' + '14' → '12-14'."""
+    if previous.isdigit() and _SINGLE_LETTER.match(token):
+        return True
+    if token in {"-", "/"} and previous[:1].isdigit():
+        return True
+    return previous[-1:] in {"-", "/"} and token[:1].isdigit()
+
+
+def _coarse_tokens(text: str) -> list[str]:
+    folded = _GLUED_NUMBER.sub(" ", fold(text))
+    tokens = [t for t in _COARSE_SPLIT.split(folded) if t]
+    merged: list[str] = []
+    for token in tokens:
+        # "12 a" is house number 12a; "12 - 14" is the range 12-14.
+        if merged and _continues_house_number(merged[-1], token):
+            merged[-1] += token
+        else:
+            merged.append(token)
+    return merged
+
+
+def parse_query(text: str, normalizer: Normalizer, known_postcodes: Collection[str] = ()) -> ParsedQuery:
+    postcode: str | None = None
+    house_number: HouseNumber | None = None
+    rest: list[str] = []
+    for token in _coarse_tokens(text):
+        bare = token.strip(".")
+        if (
+            postcode is None
+            and (bare in known_postcodes or _POSTCODE_SHAPE.match(bare))
+            and any(c.isdigit() for c in bare)
+        ):
+            postcode = bare
+            continue
+        if house_number is None and not token.endswith("."):  # "17." is an ordinal, part of a name
+            parsed = parse_house_number(bare)
+            if parsed is not None:
+                house_number = parsed
+                continue
+        rest.append(token)
+    words = tuple(w for w in normalizer.words(" ".join(rest)) if w)
+    return ParsedQuery(words, house_number, postcode)

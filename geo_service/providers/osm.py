@@ -1,0 +1,66 @@
+"""The default provider: our own OSM index (SQLite FTS5 + R*Tree), queried in a small thread pool.
+
+SQLite and rapidfuzz calls block; a pool with one read-only connection per thread keeps the
+event loop free for other requests while a query runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from common.errors import GeocoderDatasetNotReady
+from geo_service.index import IndexLoader, LoadedIndex
+from geo_service.model import RESULT_TYPES, GeocodeQuery, GeocodeResult, ReverseQuery
+from geo_service.store import ATTRIBUTION_KEY
+
+T = TypeVar("T")
+
+
+class OsmIndexProvider:
+    name = "osm"
+
+    def __init__(self, loader: IndexLoader, threads: int) -> None:
+        self.loader = loader
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="geo-query")
+
+    def index(self) -> LoadedIndex:
+        loaded = self.loader.current()
+        if loaded is None:
+            raise GeocoderDatasetNotReady(self.loader.error or "the geocoder index is not loaded")
+        return loaded
+
+    def ready(self) -> bool:
+        return self.loader.current() is not None
+
+    def cache_token(self) -> str | None:
+        loaded = self.loader.current()
+        return loaded.hash if loaded else None
+
+    def capabilities(self) -> dict[str, Any]:
+        loaded = self.loader.current()
+        return {
+            "operations": ["geocode", "reverse"],
+            "resultTypes": list(RESULT_TYPES),
+            "countries": loaded.countries if loaded else [],
+            "dataset": loaded.hash if loaded else None,
+            "counts": loaded.counts if loaded else {},
+            "attribution": loaded.reader.meta.get(ATTRIBUTION_KEY) if loaded else None,
+        }
+
+    async def _run(self, function: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, function)
+
+    async def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]:
+        matcher = self.index().matcher
+        return await self._run(lambda: matcher.geocode(query))
+
+    async def reverse(self, query: ReverseQuery) -> list[GeocodeResult]:
+        matcher = self.index().matcher
+        return await self._run(lambda: matcher.reverse(query))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.loader.close()

@@ -1,0 +1,241 @@
+"""The geocoding index on disk: one SQLite file, read-only once written.
+
+    names         streets (one row per street and town), places and POIs; `key` is the
+                  normalized name, searched through names_fts (FTS5, trigram tokenizer)
+    addresses     house numbers, each linked to its street row (street_id = names.id)
+    addresses_rtree  R*Tree over addresses for reverse geocoding
+    meta          dataset hash, counts, default country/city, vocabulary, known postcodes
+
+Readers open the file with `mode=ro&immutable=1`: no locks and no journal, so any number of
+threads and processes read it at full speed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from geo_service.build import Address, Dataset, Named
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE names (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
+    city TEXT, postcode TEXT, postcodes TEXT, country TEXT, lat REAL NOT NULL, lon REAL NOT NULL,
+    importance REAL NOT NULL, category TEXT, street TEXT, house_number TEXT, geometry TEXT
+);
+CREATE VIRTUAL TABLE names_fts USING fts5(key, content='names', content_rowid='id', tokenize='trigram');
+CREATE TABLE addresses (
+    id INTEGER PRIMARY KEY, street_id INTEGER NOT NULL, street TEXT NOT NULL, house_number TEXT NOT NULL,
+    house_key TEXT NOT NULL, house_base INTEGER NOT NULL, postcode TEXT, city TEXT, country TEXT,
+    lat REAL NOT NULL, lon REAL NOT NULL, interpolated INTEGER NOT NULL
+);
+CREATE VIRTUAL TABLE addresses_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon);
+"""
+INDEXES = """
+CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
+CREATE INDEX names_by_kind ON names (kind, country);
+CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
+"""
+INDEX_FILE = "index.sqlite3"
+ATTRIBUTION_KEY = "attribution"
+
+
+def _geometry_json(named: Named) -> str | None:
+    if not named.geometry:
+        return None
+    lines = [[[round(lon, 6), round(lat, 6)] for lat, lon in line] for line in named.geometry]
+    return json.dumps({"type": "MultiLineString", "coordinates": lines}, separators=(",", ":"))
+
+
+def _name_rows(names: list[Named]) -> Iterable[tuple[Any, ...]]:
+    for i, n in enumerate(names, start=1):
+        postcodes = " ".join(sorted(n.postcodes)) or None
+        yield (i, n.kind, n.name, n.key, n.city, n.postcode, postcodes, n.country, n.lat, n.lon,
+               n.importance, n.category, n.street, n.house_number, _geometry_json(n))  # fmt: skip
+
+
+def _address_rows(addresses: list[Address]) -> Iterable[tuple[Any, ...]]:
+    for i, a in enumerate(addresses, start=1):
+        yield (i, a.street_id + 1, a.street, a.house_number, a.house_key, a.house_base, a.postcode,
+               a.city, a.country, a.lat, a.lon, int(a.interpolated))  # fmt: skip
+
+
+def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
+    """Writes the whole dataset in one transaction; `meta` values are stored as JSON."""
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA journal_mode = OFF")
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.executescript(SCHEMA)
+        with connection:
+            names_sql = f"INSERT INTO names VALUES ({','.join('?' * 15)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            connection.executemany(names_sql, _name_rows(dataset.names))
+            addresses_sql = f"INSERT INTO addresses VALUES ({','.join('?' * 12)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            connection.executemany(addresses_sql, _address_rows(dataset.addresses))
+            connection.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
+            connection.execute("INSERT INTO addresses_rtree SELECT id, lat, lat, lon, lon FROM addresses")
+            connection.executescript(INDEXES)
+            connection.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()]
+            )
+        connection.execute("INSERT INTO names_fts(names_fts) VALUES ('optimize')")
+        connection.execute("ANALYZE")
+        connection.commit()
+        connection.execute("VACUUM")
+    finally:
+        connection.close()
+
+
+@dataclass(frozen=True)
+class NameRow:
+    id: int
+    kind: str
+    name: str
+    key: str
+    city: str | None
+    postcode: str | None
+    postcodes: tuple[str, ...]
+    country: str | None
+    lat: float
+    lon: float
+    importance: float
+    category: str | None
+    street: str | None
+    house_number: str | None
+
+
+@dataclass(frozen=True)
+class AddressRow:
+    id: int
+    street_id: int
+    street: str
+    house_number: str
+    house_key: str
+    house_base: int
+    postcode: str | None
+    city: str | None
+    country: str | None
+    lat: float
+    lon: float
+    interpolated: bool
+
+
+@dataclass(frozen=True)
+class PostcodeArea:
+    postcode: str
+    city: str | None
+    country: str | None
+    lat: float
+    lon: float
+    addresses: int
+
+
+NAME_COLUMNS = (
+    "id, kind, name, key, city, postcode, postcodes, country, lat, lon, importance, category, street, house_number"
+)
+ADDRESS_COLUMNS = (
+    "id, street_id, street, house_number, house_key, house_base, postcode, city, country, lat, lon, interpolated"
+)
+
+
+def name_row(row: tuple[Any, ...]) -> NameRow:
+    values = list(row)
+    values[6] = tuple(values[6].split()) if values[6] else ()
+    return NameRow(*values)
+
+
+def address_row(row: tuple[Any, ...]) -> AddressRow:
+    values = list(row)
+    values[11] = bool(values[11])
+    return AddressRow(*values)
+
+
+class IndexReader:
+    """Read-only access to one index file; each thread gets its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self.meta = {k: json.loads(v) for k, v in self.connection().execute("SELECT key, value FROM meta")}
+
+    def connection(self) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def close(self) -> None:
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+
+    def search_names(self, fts_query: str, country: str | None, limit: int) -> list[tuple[NameRow, float]]:
+        """Names whose key shares trigrams with the query, best bm25 first."""
+        sql = (
+            f"SELECT {', '.join('n.' + c.strip() for c in NAME_COLUMNS.split(','))}, f.rank "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            "FROM names_fts f JOIN names n ON n.id = f.rowid WHERE names_fts MATCH ?"
+        )
+        params: list[Any] = [fts_query]
+        if country:
+            sql += " AND n.country = ?"
+            params.append(country)
+        sql += " ORDER BY f.rank LIMIT ?"
+        params.append(limit)
+        return [(name_row(r[:-1]), float(r[-1])) for r in self.connection().execute(sql, params)]
+
+    def addresses_on(self, street_ids: list[int], house_base: int) -> list[AddressRow]:
+        marks = ",".join("?" * len(street_ids))
+        rows = self.connection().execute(
+            f"SELECT {ADDRESS_COLUMNS} FROM addresses WHERE street_id IN ({marks}) AND house_base = ?",  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            [*street_ids, house_base],
+        )
+        return [address_row(r) for r in rows]
+
+    def addresses_near(
+        self, lat: float, lon: float, d_lat: float, d_lon: float, limit: int, country: str | None = None
+    ) -> list[AddressRow]:
+        sql = (
+            f"SELECT {', '.join('a.' + c.strip() for c in ADDRESS_COLUMNS.split(','))} FROM addresses_rtree r "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            "JOIN addresses a ON a.id = r.id WHERE r.min_lat >= ? AND r.max_lat <= ? AND r.min_lon >= ? AND r.max_lon <= ?"
+        )
+        params: list[Any] = [lat - d_lat, lat + d_lat, lon - d_lon, lon + d_lon]
+        if country:
+            sql += " AND a.country = ?"
+            params.append(country)
+        sql += " LIMIT ?"
+        params.append(limit)
+        return [address_row(r) for r in self.connection().execute(sql, params)]
+
+    def postcode_area(self, postcode: str, country: str | None) -> PostcodeArea | None:
+        """The centre of the addresses with this postcode, and their most common city."""
+        sql = (
+            "SELECT postcode, city, country, avg(lat), avg(lon), count(*) AS n FROM addresses "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            "WHERE postcode = ? COLLATE NOCASE"
+            + (" AND country = ?" if country else "")
+            + " GROUP BY postcode, city, country ORDER BY n DESC LIMIT 1"
+        )
+        row = self.connection().execute(sql, [postcode, country] if country else [postcode]).fetchone()
+        return PostcodeArea(*row) if row else None
+
+    def street_geometry(self, street_id: int) -> dict[str, Any] | None:
+        row = self.connection().execute("SELECT geometry FROM names WHERE id = ?", (street_id,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
+
+    def trigram_document_counts(self) -> dict[str, int]:
+        """How many names contain each trigram: the matcher leaves out the most common ones."""
+        connection = self.connection()
+        connection.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.names_vocab USING fts5vocab(main, names_fts, row)")
+        return {term: count for term, count in connection.execute("SELECT term, doc FROM temp.names_vocab")}
