@@ -31,8 +31,13 @@ CANDIDATES = 60
 MAX_WORDS = 10
 MAX_SPAN_WORDS = 6
 MAX_TRIGRAMS = 48
+# A typo in a short name ("Tafl" for "Tal") leaves no trigram in common: such names are
+# compared with every short query word directly (they are few).
+SHORT_NAME = 6
+SHORT_NAME_SIMILARITY = 75
 COMMON_TRIGRAM_SHARE = 0.2  # trigrams in more names than this select too much to help
 MIN_NAME_SIMILARITY = 0.78
+MIN_SCORE = 0.5  # below this a result is more likely wrong than right: answer nothing
 CITY_MATCH = 0.85
 # Score factors: an exact address beats a near one beats the street beats the town.
 ADDRESS_EXACT = 1.0
@@ -44,7 +49,8 @@ PLACE_WITH_NUMBER = 0.6
 POI_ALONE = 0.93
 POI_WITH_OTHER_NUMBER = 0.6
 NO_CITY_GIVEN = 0.97
-CITY_MISMATCH = 0.75
+# Words that are neither the name nor the city cost up to half the score, by their share of the text.
+UNEXPLAINED_WEIGHT = 0.5
 POSTCODE_MISMATCH = 0.85
 POSTCODE_UNKNOWN = 0.95
 REVERSE_RADII_M = (60.0, 250.0, 1000.0, 5000.0)
@@ -76,6 +82,9 @@ class Matcher:
         total = sum(meta.get("counts", {}).get(k, 0) for k in ("streets", "places", "pois")) or 1
         self.common_trigrams = frozenset(t for t, c in counts.items() if c > COMMON_TRIGRAM_SHARE * total)
         self._city_keys: dict[str, str] = {}
+        short = reader.short_keys(SHORT_NAME)
+        self.short_ids = [i for i, _ in short]
+        self.short_keys = [k for _, k in short]
 
     # ------------------------------------------------------------ forward
 
@@ -107,15 +116,31 @@ class Matcher:
             return None
         return " OR ".join('"' + g.replace('"', '""') + '"' for g in chosen)
 
-    def candidates(self, words: list[str], country: str | None) -> list[Candidate]:
+    def candidate_rows(self, words: list[str], span_texts: list[str], country: str | None) -> list[NameRow]:
+        """Names sharing trigrams with the query, plus every name that is exactly a run of its words."""
         fts = self.fts_query(words)
-        if fts is None:
-            return []
-        rows = [row for row, _ in self.reader.search_names(fts, country, CANDIDATES)]
-        if not rows:
-            return []
+        rows = [row for row, _ in self.reader.search_names(fts, country, CANDIDATES)] if fts else []
+        seen = {r.id for r in rows}
+        rows += [r for r in self.reader.names_with_keys(span_texts, country) if r.id not in seen]
+        seen = {r.id for r in rows}
+        similar_short = self.similar_short_names(words) - seen
+        if similar_short:
+            rows += self.reader.names_by_ids(sorted(similar_short), country)
+        return rows
+
+    def similar_short_names(self, words: list[str]) -> set[int]:
+        short_words = [w for w in words if 3 <= len(w) <= SHORT_NAME + 1]
+        if not short_words or not self.short_keys:
+            return set()
+        scores = process.cdist(short_words, self.short_keys, scorer=fuzz.ratio, score_cutoff=SHORT_NAME_SIMILARITY)
+        return {self.short_ids[int(i)] for i in np.flatnonzero(scores.max(axis=0))}
+
+    def candidates(self, words: list[str], country: str | None) -> list[Candidate]:
         word_spans = spans(words)
         span_texts = [" ".join(words[i:j]) for i, j in word_spans]
+        rows = self.candidate_rows(words, span_texts, country)
+        if not rows:
+            return []
         keys = [r.key for r in rows]
         similarity = (
             np.maximum(
@@ -127,7 +152,7 @@ class Matcher:
             / 100.0
         )
         leftovers = [" ".join(words[:i] + words[j:]) for i, j in word_spans]
-        city_factors = self.city_factors(leftovers, rows)
+        city_factors = self.city_factors(leftovers, rows, sum(len(w) for w in words))
         combined = similarity * city_factors
         best = combined.argmax(axis=0)
         found = []
@@ -145,8 +170,9 @@ class Matcher:
             key = self._city_keys[city] = self.normalizer.key(city)
         return key
 
-    def city_factors(self, leftovers: list[str], rows: list[NameRow]) -> np.ndarray:
-        """(spans, candidates): 1 when the words outside the name are the candidate's city."""
+    def city_factors(self, leftovers: list[str], rows: list[NameRow], text_length: int) -> np.ndarray:
+        """(spans, candidates): 1 when the words outside the name are the candidate's city, less the more
+        text they leave unexplained."""
         cities = sorted({self.city_key(r.city) for r in rows})
         present = [x for x in leftovers if x]
         factors = np.full((len(leftovers), len(rows)), NO_CITY_GIVEN)
@@ -159,7 +185,8 @@ class Matcher:
         for s, text in enumerate(leftovers):
             if text:
                 matched = scores[row_of[text], city_columns] >= CITY_MATCH
-                factors[s] = np.where(matched, 1.0, CITY_MISMATCH)
+                unexplained = 1.0 - UNEXPLAINED_WEIGHT * min(1.0, len(text.replace(" ", "")) / max(1, text_length))
+                factors[s] = np.where(matched, 1.0, unexplained)
         return factors
 
     def results(self, candidates: list[Candidate], parsed: ParsedQuery) -> list[tuple[GeocodeResult, float]]:
@@ -290,7 +317,7 @@ def address_result(row: AddressRow, score: float) -> GeocodeResult:
 
 def rank(results: Iterable[tuple[GeocodeResult, float]], limit: int) -> list[GeocodeResult]:
     """Best score first (importance breaks ties); the same label once, at its best."""
-    ordered = sorted(results, key=lambda pair: (-round(pair[0].score, 6), -pair[1]))
+    ordered = sorted((p for p in results if p[0].score >= MIN_SCORE), key=lambda p: (-round(p[0].score, 6), -p[1]))
     seen: set[tuple[str, str]] = set()
     ranked = []
     for result, _ in ordered:

@@ -39,7 +39,7 @@ CREATE VIRTUAL TABLE addresses_rtree USING rtree(id, min_lat, max_lat, min_lon, 
 """
 INDEXES = """
 CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
-CREATE INDEX names_by_kind ON names (kind, country);
+CREATE INDEX names_by_key ON names (key);
 CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
 """
 INDEX_FILE = "index.sqlite3"
@@ -195,6 +195,30 @@ class IndexReader:
         sql += " ORDER BY f.rank LIMIT ?"
         params.append(limit)
         return [(name_row(r[:-1]), float(r[-1])) for r in self.connection().execute(sql, params)]
+
+    def names_with_keys(self, keys: list[str], country: str | None) -> list[NameRow]:
+        """Names whose key is exactly one of `keys`: short names ("Tal") that trigrams rank low."""
+        marks = ",".join("?" * len(keys))
+        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE key IN ({marks})"  # noqa: S608 - constant columns, "?" only
+        params: list[Any] = list(keys)
+        if country:
+            sql += " AND country = ?"
+            params.append(country)
+        return [name_row(r) for r in self.connection().execute(sql, params)]
+
+    def names_by_ids(self, ids: list[int], country: str | None) -> list[NameRow]:
+        marks = ",".join("?" * len(ids))
+        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE id IN ({marks})"  # noqa: S608 - constant columns, "?" only
+        params: list[Any] = list(ids)
+        if country:
+            sql += " AND country = ?"
+            params.append(country)
+        return [name_row(r) for r in self.connection().execute(sql, params)]
+
+    def short_keys(self, max_length: int) -> list[tuple[int, str]]:
+        """(id, key) of names whose key has at most max_length characters."""
+        rows = self.connection().execute("SELECT id, key FROM names WHERE length(key) <= ?", (max_length,))
+        return [(int(i), str(k)) for i, k in rows]
 
     def addresses_on(self, street_ids: list[int], house_base: int) -> list[AddressRow]:
         marks = ",".join("?" * len(street_ids))
