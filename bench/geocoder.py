@@ -223,7 +223,9 @@ def timed_import(name: str, out: Path) -> ImportResult:
     return run_import([OSM / f"{name}.osm.pbf"], out / name, emit=lambda line: None)
 
 
-def evaluate(cases: list[Case], truth: Truth, geocode: Callable[[GeocodeQuery], list[GeocodeResult]]) -> tuple[dict[str, list[bool]], list[float], list[Case]]:
+def evaluate(
+    cases: list[Case], truth: Truth, geocode: Callable[[GeocodeQuery], list[GeocodeResult]]
+) -> tuple[dict[str, list[bool]], list[float], list[Case]]:
     outcomes: dict[str, list[bool]] = defaultdict(list)
     latencies: list[float] = []
     misses: list[Case] = []
@@ -271,7 +273,9 @@ def measure_http(index_dir: Path, work: Path, cases: list[Case]) -> tuple[list[f
         wait_for_port("127.0.0.1", port, timeout=30)
         base = f"http://127.0.0.1:{port}"
         asyncio.run(http_latencies(base, cases[:20]))  # warm-up: connections, first pages
-        misses = asyncio.run(http_latencies(base, [Case(c.variant, c.text + " ", c.expected, c.country) for c in cases]))
+        misses = asyncio.run(
+            http_latencies(base, [Case(c.variant, c.text + " ", c.expected, c.country) for c in cases])
+        )
         hits = asyncio.run(http_latencies(base, [Case(c.variant, c.text + " ", c.expected, c.country) for c in cases]))
         return misses, hits
     finally:
@@ -288,7 +292,9 @@ def accuracy_table(outcomes: dict[str, list[bool]]) -> list[str]:
     for variant, goal in GOALS.items():
         values = outcomes.get(variant, [])
         share = sum(values) / len(values) if values else 0.0
-        lines.append(f"| {variant} | {len(values)} | {share:.1%} | {goal:.0%} | {'yes' if share >= goal else '**no**'} |")
+        lines.append(
+            f"| {variant} | {len(values)} | {share:.1%} | {goal:.0%} | {'yes' if share >= goal else '**no**'} |"
+        )
     return lines
 
 

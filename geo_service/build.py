@@ -443,9 +443,21 @@ def dominant_city(extract: Extract) -> str | None:
     return city if count >= DOMINANT_CITY_SHARE * len(extract.addresses) else None
 
 
-def build_dataset(extract: Extract, *, default_country: str | None = None, default_city: str | None = None) -> Dataset:
-    all_names = [w.name for w in extract.streets] + [a.tags.street_or_place or "" for a in extract.addresses]
-    vocabulary = vocabulary_of(all_names + [p.name for p in extract.places] + [p.name for p in extract.pois])
+def extract_vocabulary(extract: Extract) -> set[str]:
+    """The words of every name: what ambiguous abbreviations are resolved against."""
+    names = [w.name for w in extract.streets] + [a.tags.street_or_place or "" for a in extract.addresses]
+    return vocabulary_of(names + [p.name for p in extract.places] + [p.name for p in extract.pois])
+
+
+def build_dataset(
+    extract: Extract,
+    *,
+    default_country: str | None = None,
+    default_city: str | None = None,
+    vocabulary: set[str] | None = None,
+) -> Dataset:
+    """`vocabulary`: of all inputs when several are merged, so every key is made the same way."""
+    vocabulary = vocabulary if vocabulary is not None else extract_vocabulary(extract)
     normalizer = Normalizer(vocabulary)
     default_country = default_country or infer_default_country(extract)
     default_city = default_city or dominant_city(extract)
@@ -458,6 +470,24 @@ def build_dataset(extract: Extract, *, default_country: str | None = None, defau
     for street_id, cluster in enumerate(clusters):
         for address in cluster.addresses:
             address.street_id = street_id
-    names = streets + places_as_names(extract, addresses, locator, normalizer, default_city)
-    names += pois_as_names(extract, locator, normalizer, default_city)
-    return Dataset(addresses, [n for n in names if n.key], vocabulary, default_country, default_city)
+    # Streets stay as they are (addresses refer to them by position); nameless others go.
+    others = places_as_names(extract, addresses, locator, normalizer, default_city)
+    others += pois_as_names(extract, locator, normalizer, default_city)
+    return Dataset(addresses, streets + [n for n in others if n.key], vocabulary, default_country, default_city)
+
+
+def merge_datasets(datasets: list[Dataset]) -> Dataset:
+    """Several inputs in one index: names concatenated, street ids shifted to match."""
+    if len(datasets) == 1:
+        return datasets[0]
+    addresses: list[Address] = []
+    names: list[Named] = []
+    vocabulary: set[str] = set()
+    for dataset in datasets:
+        for address in dataset.addresses:
+            address.street_id += len(names)
+        addresses += dataset.addresses
+        names += dataset.names
+        vocabulary |= dataset.vocabulary
+    countries = Counter(d.default_country for d in datasets for _ in d.addresses if d.default_country)
+    return Dataset(addresses, names, vocabulary, majority(countries.elements()), None)

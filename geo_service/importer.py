@@ -28,9 +28,9 @@ from typing import Any
 
 from common.config import data_dir
 from common.osm_inputs import ATTRIBUTION, input_files
-from geo_service.build import Dataset, build_dataset
+from geo_service.build import Dataset, build_dataset, extract_vocabulary, merge_datasets
 from geo_service.countries import alpha3_from_tag
-from geo_service.extract import Extract, read_osm
+from geo_service.extract import read_osm
 from geo_service.store import INDEX_FILE, write_index
 
 IMPORTER_VERSION = "1"
@@ -95,11 +95,16 @@ def counts_of(dataset: Dataset) -> dict[str, int]:
 def build(
     inputs: Sequence[Path], target: Path, hash_: str, options: dict[str, Any], progress: Progress
 ) -> dict[str, int]:
-    extract = Extract()
+    # Each input is filled in on its own, so each keeps its own default country and city.
+    extracts = []
     for path in inputs:
-        extract.merge(read_osm(path))
-        progress.line(f"read {path.name}", f"{len(extract.addresses)} addresses, {len(extract.streets)} street ways")
-    dataset = build_dataset(extract, default_country=options["default_country"], default_city=options["default_city"])
+        extracts.append(read_osm(path))
+        progress.line(
+            f"read {path.name}", f"{len(extracts[-1].addresses)} addresses, {len(extracts[-1].streets)} street ways"
+        )
+    vocabulary = set().union(*(extract_vocabulary(e) for e in extracts))
+    defaults = {"default_country": options["default_country"], "default_city": options["default_city"]}
+    dataset = merge_datasets([build_dataset(e, vocabulary=vocabulary, **defaults) for e in extracts])
     counts = counts_of(dataset)
     progress.line("filled and grouped", ", ".join(f"{v} {k}" for k, v in counts.items()))
     meta = {

@@ -37,6 +37,10 @@ SHORT_NAME = 6
 SHORT_NAME_SIMILARITY = 75
 COMMON_TRIGRAM_SHARE = 0.2  # trigrams in more names than this select too much to help
 MIN_NAME_SIMILARITY = 0.78
+# A run of words that starts a longer name ("Sendlinger" of "Sendlinger Straße") counts as at
+# least this similar, more the more of the name it covers.
+PREFIX_SIMILARITY = 0.8
+MIN_PREFIX_CHARS = 4
 MIN_SCORE = 0.5  # below this a result is more likely wrong than right: answer nothing
 CITY_MATCH = 0.85
 # Score factors: an exact address beats a near one beats the street beats the town.
@@ -141,16 +145,7 @@ class Matcher:
         rows = self.candidate_rows(words, span_texts, country)
         if not rows:
             return []
-        keys = [r.key for r in rows]
-        similarity = (
-            np.maximum(
-                process.cdist(span_texts, keys, scorer=fuzz.ratio, workers=1),
-                process.cdist(
-                    [compact(s) for s in span_texts], [compact(k) for k in keys], scorer=fuzz.ratio, workers=1
-                ),
-            )
-            / 100.0
-        )
+        similarity = self.name_similarity(span_texts, [r.key for r in rows])
         leftovers = [" ".join(words[:i] + words[j:]) for i, j in word_spans]
         city_factors = self.city_factors(leftovers, rows, sum(len(w) for w in words))
         combined = similarity * city_factors
@@ -161,6 +156,26 @@ class Matcher:
             if similarity[s, c] >= MIN_NAME_SIMILARITY:
                 found.append(Candidate(row, float(similarity[s, c]), float(city_factors[s, c])))
         return found
+
+    @staticmethod
+    def name_similarity(span_texts: list[str], keys: list[str]) -> np.ndarray:
+        """(spans, candidates) in 0..1: rapidfuzz ratio, with and without spaces, or the prefix rule."""
+        compact_spans = [compact(s) for s in span_texts]
+        compact_keys = [compact(k) for k in keys]
+        similarity = (
+            np.maximum(
+                process.cdist(span_texts, keys, scorer=fuzz.ratio, workers=1),
+                process.cdist(compact_spans, compact_keys, scorer=fuzz.ratio, workers=1),
+            )
+            / 100.0
+        )
+        for s, span in enumerate(compact_spans):
+            if len(span) < MIN_PREFIX_CHARS:
+                continue
+            for c in [c for c, key in enumerate(compact_keys) if key.startswith(span) and key != span]:
+                prefix = PREFIX_SIMILARITY + (1 - PREFIX_SIMILARITY) * len(span) / len(compact_keys[c])
+                similarity[s, c] = max(similarity[s, c], prefix)
+        return similarity
 
     def city_key(self, city: str | None) -> str:
         if not city:
@@ -200,13 +215,11 @@ class Matcher:
             if row.kind == "street":
                 out += self.street_results(candidate, base, number, addresses.get(row.id, []), parsed.postcode)
             elif row.kind == "place":
-                factor = PLACE_ALONE if number is None else PLACE_WITH_NUMBER
-                out.append(
-                    (
-                        self.name_result(row, "place", base * factor * self.postcode_factor(row, parsed.postcode)),
-                        row.importance,
-                    )
-                )
+                # With a house number the other words are a street we did not find: the town is
+                # the fallback, at a fixed lower score, whatever those words were.
+                factor = PLACE_ALONE * candidate.city_factor if number is None else PLACE_WITH_NUMBER
+                score = candidate.similarity * factor * self.postcode_factor(row, parsed.postcode)
+                out.append((self.name_result(row, "place", score), row.importance))
             else:
                 factor = POI_ALONE if number is None or same_number(row.house_number, number) else POI_WITH_OTHER_NUMBER
                 out.append(

@@ -70,6 +70,11 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 }
 # Abbreviations that may be written without their dot; single letters need the dot.
 _DOTLESS_OK = frozenset(k for k in ABBREVIATIONS if len(k) > 1 and k not in {"all", "st", "dr", "ch"}) | {"st", "dr"}
+# Italian abbreviations with the dot inside ("P.za Navona", "C.so Buenos Aires") and the
+# Spanish "C/ Mayor": rewritten to the plain abbreviation before tokenizing.
+_INNER_DOT = re.compile(r"\b(p\.z?za|v\.le|c\.so|l\.go|c/)(?=\s|$|\w)")
+_INNER_DOT_AS = {"p.za": "pza. ", "p.zza": "pza. ", "v.le": "vle. ", "c.so": "corso ", "l.go": "lgo. ", "c/": "c. "}
+
 # Endings of compound street names: German "Hauptstr." / "Hauptstr", Finnish "Aleksanterink.".
 _COMPOUND_ENDINGS: tuple[tuple[str, str, bool], ...] = (
     ("str", "strasse", False),
@@ -131,7 +136,8 @@ class Normalizer:
 
     def words(self, text: str) -> list[str]:
         """The normalized words of a text, in order."""
-        return [unify_digraphs(self.expand(t)) for t in raw_tokens(fold(text))]
+        folded = _INNER_DOT.sub(lambda m: _INNER_DOT_AS[m.group(1)], fold(text))
+        return [unify_digraphs(self.expand(t)) for t in raw_tokens(folded)]
 
     def key(self, text: str) -> str:
         """The matching key of a name: its normalized words joined by single spaces."""

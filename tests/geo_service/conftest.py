@@ -1,0 +1,55 @@
+"""Geocoder indexes built once per test session from the shared OSM extracts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from geo_service.importer import ImportResult, run_import
+from geo_service.index import LoadedIndex, current_hash, open_index
+
+
+def build(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, *names: str) -> ImportResult:
+    out = tmp_path_factory.mktemp("geo-" + "-".join(names))
+    return run_import([shared_osm / f"{name}.osm.pbf" for name in names], out, emit=lambda line: None)
+
+
+def open_current(index_dir: Path) -> LoadedIndex:
+    hash_ = current_hash(index_dir)
+    assert hash_ is not None
+    return open_index(index_dir, hash_)
+
+
+@pytest.fixture(scope="session")
+def munich_import(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportResult:
+    return build(shared_osm, tmp_path_factory, "munich")
+
+
+@pytest.fixture(scope="session")
+def munich_dir(munich_import: ImportResult) -> Path:
+    """The index directory (holding current.json) of the Munich extract."""
+    return munich_import.path.parent
+
+
+@pytest.fixture(scope="session")
+def munich(munich_dir: Path) -> Iterator[LoadedIndex]:
+    loaded = open_current(munich_dir)
+    yield loaded
+    loaded.reader.close()
+
+
+@pytest.fixture(scope="session")
+def heidelberg(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
+    loaded = open_current(build(shared_osm, tmp_path_factory, "heidelberg").path.parent)
+    yield loaded
+    loaded.reader.close()
+
+
+@pytest.fixture(scope="session")
+def andorra_monaco_helsinki(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
+    """Three extracts merged into one index: Catalan, French and Finnish street names."""
+    loaded = open_current(build(shared_osm, tmp_path_factory, "andorra", "monaco", "helsinki").path.parent)
+    yield loaded
+    loaded.reader.close()
