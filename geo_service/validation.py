@@ -34,7 +34,7 @@ def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors
     provider = registry.get(params.get("provider"))
     if provider is None:
         raw = params.get("provider", "")
-        errors.add("provider", f"unknown provider {raw[:40]!r}; known: {', '.join(registry.names)}")
+        errors.add("provider", f"unknown provider {raw[:40]!r} (known: {', '.join(registry.names)})")
         provider = registry.get(None)
     assert provider is not None
     return provider

@@ -24,7 +24,7 @@ class OsmIndexProvider:
 
     def __init__(self, loader: IndexLoader, threads: int) -> None:
         self.loader = loader
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="geo-query")
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="geo-query") if threads else None
 
     def index(self) -> LoadedIndex:
         loaded = self.loader.current()
@@ -51,6 +51,8 @@ class OsmIndexProvider:
         }
 
     async def _run(self, function: Callable[[], T]) -> T:
+        if self.pool is None:
+            return function()
         return await asyncio.get_running_loop().run_in_executor(self.pool, function)
 
     async def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]:
@@ -62,5 +64,6 @@ class OsmIndexProvider:
         return await self._run(lambda: matcher.reverse(query))
 
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
         self.loader.close()
