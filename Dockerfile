@@ -11,6 +11,7 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY common ./common
 COPY gateway ./gateway
 COPY auth_service ./auth_service
+COPY geo_service ./geo_service
 COPY route_service ./route_service
 COPY launcher ./launcher
 

@@ -102,8 +102,15 @@ def up() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m launcher", description=__doc__)
-    parser.add_argument("command", choices=["up"], help="up: import the map and run the platform in the foreground")
-    parser.parse_args()
+    parser.add_argument(
+        "command",
+        choices=["up", "import"],
+        help="up: import the map and run the platform in the foreground; import: only prepare the map data",
+    )
+    args = parser.parse_args()
+    if args.command == "import":
+        import_map(data_dir())
+        return 0
     return up()
 
 
