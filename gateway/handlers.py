@@ -10,8 +10,9 @@ from aiohttp import web
 
 from common.errors import ApiError, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
 from common.service import REDIS_KEY, json_response
+from gateway.providers import gather_providers
 from gateway.proxy import forward
-from gateway.routes import PublicRoute, match_route, needs_token
+from gateway.routes import LOCAL_SERVICE, PublicRoute, match_route, needs_token
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import Identity, UnknownKey, bearer_token
 
@@ -64,7 +65,10 @@ async def proxy(request: web.Request) -> web.Response:
     request["route_label"] = route.path
     limit_headers = await apply_rate_limit(state, request, identity)
     try:
-        response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
+        if route.service == LOCAL_SERVICE:
+            response = json_response(await gather_providers(state.session, state.config.upstreams, request["request_id"]))
+        else:
+            response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
     except ApiError as exc:
         # The request counted against the limit, so its error says so too.
         exc.headers.update(limit_headers)

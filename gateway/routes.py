@@ -24,10 +24,13 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/geocoder", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/geocoder/reverse", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/route", ("GET",), "route_service"),
-    PublicRoute("/v1/providers", ("GET",), "route_service", timeout_seconds=10),
+    PublicRoute("/v1/providers", ("GET",), "gateway", timeout_seconds=10),
     PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
     PublicRoute("/v1/detour/file", ("POST",), "route_service", max_body_bytes=16 * MIB, timeout_seconds=120),
 )
+
+# Routes the gateway answers itself (after authentication and rate limiting).
+LOCAL_SERVICE = "gateway"
 
 _BY_PATH = {route.path: route for route in PUBLIC_ROUTES}
 

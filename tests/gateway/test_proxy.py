@@ -42,6 +42,9 @@ def upstream_app(key: TestKey) -> web.Application:
     async def jwks_handler(request: web.Request) -> web.Response:
         return web.json_response(jwks(key))
 
+    async def providers(request: web.Request) -> web.Response:
+        return web.json_response({"providers": [{"name": "osm"}], "default": "osm"})
+
     async def health(request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
 
@@ -51,7 +54,8 @@ def upstream_app(key: TestKey) -> web.Application:
     app.router.add_route("*", "/v1/route", echo)
     app.router.add_route("*", "/v1/authenticate", echo)
     app.router.add_route("*", "/v1/optimize/stops", echo)
-    app.router.add_get("/v1/providers", broken)
+    app.router.add_get("/v1/geocoder/reverse", broken)
+    app.router.add_get("/internal/providers", providers)
     app.router.add_get("/v1/geocoder", slow)
     return app
 
@@ -166,7 +170,7 @@ async def test_service_not_deployed_is_503(gateway: TestClient, key: TestKey) ->
 
 
 async def test_upstream_crash_without_our_format_is_502(gateway: TestClient, key: TestKey) -> None:
-    resp = await gateway.get("/v1/providers", headers={"Authorization": f"Bearer {key.token()}", **LEGACY})
+    resp = await gateway.get("/v1/geocoder/reverse?lat=1&lon=2", headers={"Authorization": f"Bearer {key.token()}", **LEGACY})
     assert resp.status == 502
     assert "boom" not in await resp.text()
 
@@ -212,3 +216,13 @@ async def test_metrics_count_requests_by_public_route(gateway: TestClient, key: 
     text = await (await gateway.get("/metrics")).text()
     assert 'route="/v1/route"' in text
     assert "http_request_duration_seconds_bucket" in text
+
+
+async def test_providers_are_gathered_from_the_services(gateway: TestClient, key: TestKey) -> None:
+    assert (await gateway.get("/v1/providers")).status == 401
+    resp = await gateway.get("/v1/providers", headers={"Authorization": f"Bearer {key.token()}"})
+    assert resp.status == 200
+    body = await resp.json()
+    assert body["routing"] == {"available": True, "providers": [{"name": "osm"}], "default": "osm"}
+    assert body["geocoding"]["available"] is True
+    assert "RateLimit-Limit" in resp.headers
