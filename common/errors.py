@@ -344,3 +344,36 @@ class GeocoderDatasetNotReady(DatasetNotReady):
     type = "/problems/geocoder/dataset-not-ready"
     title = "The geocoding index is not loaded"
     code = "GEOCODER_ERROR_DATASET_NOT_READY"
+
+
+# ---------------------------------------------------------------- detour files
+
+
+class DetourFileTooLarge(ApiError):
+    """More bytes or more data lines than the detour endpoint reads (its own limits)."""
+
+    status = 413
+    type = "/problems/detour/file-too-large"
+    title = "The detour file is too large"
+    code = "DETOUR_ERROR_FILE_TOO_LARGE"
+
+
+class DetourEmptyFile(ApiError):
+    status = 400
+    type = "/problems/detour/empty-file"
+    title = "The detour file has no data lines"
+    code = "DETOUR_ERROR_EMPTY_FILE"
+
+
+class DetourInvalidHeader(ApiError):
+    status = 400
+    type = "/problems/detour/invalid-header"
+    title = "The detour file's header names no known file kind"
+    code = "DETOUR_ERROR_INVALID_HEADER"
+
+
+class DetourInvalidEncoding(ApiError):
+    status = 400
+    type = "/problems/detour/invalid-encoding"
+    title = "The detour file is not UTF-8 text"
+    code = "DETOUR_ERROR_INVALID_ENCODING"

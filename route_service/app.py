@@ -21,6 +21,7 @@ from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from route_service.cache import RouteCache
 from route_service.config import RouteConfig
 from route_service.dataset import current_dataset
+from route_service.detour_handlers import detour_file
 from route_service.handlers import STATE_KEY, RouteState, matrix, providers, route
 from route_service.providers.registry import ProviderRegistry
 
@@ -70,4 +71,5 @@ def create_app(config: RouteConfig) -> web.Application:
     app.router.add_get("/v1/route", route)
     app.router.add_get("/v1/providers", providers)
     app.router.add_post("/internal/matrix", matrix)
+    app.router.add_post("/v1/detour/file", detour_file)
     return app

@@ -105,3 +105,31 @@ class RouteProvider(Protocol):
     def route(self, query: RouteQuery) -> RouteResult: ...
 
     def matrix(self, query: MatrixQuery) -> MatrixResult: ...
+
+
+# ---------------------------------------------------------------- lean costs and map matching (detours)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Only the length of a route: what the detour endpoint needs, computed without geometry."""
+
+    distance_m: float
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Matching:
+    """One stretch of a track matched to roads: input points first_index..last_index."""
+
+    first_index: int
+    last_index: int
+    distance_m: float
+    duration_s: float
+    confidence: float
+
+
+@dataclass
+class MatchResult:
+    matchings: list[Matching]  # in track order; gaps between them could not be matched
+    matched: list[bool]  # per input point

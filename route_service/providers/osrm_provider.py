@@ -26,6 +26,9 @@ from route_service.instructions import instruction
 from route_service.model import (
     ROUTE_TYPES,
     VEHICLES,
+    Cost,
+    Matching,
+    MatchResult,
     MatrixQuery,
     MatrixResult,
     ProviderInfo,
@@ -38,6 +41,7 @@ from route_service.osrm_profiles import SNAP_RADIUS_M, profile_name
 
 OSRM_DIR = "osrm"
 MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
+MATCH_RADIUS_M = 10.0  # map matching: the GPS error (standard deviation) OSRM assumes per point
 _SEGMENT_ERROR = re.compile(r"NoSegment.*coordinate (\d+)")
 
 
@@ -155,6 +159,46 @@ class OsrmProvider:
             snapped_destinations=[to_snapped(w) for w in table["destinations"]],
         )
 
+    # ------------------------------------------------------------ lean costs and map matching (detours)
+
+    def cost(self, points: Sequence[LatLon], names: Sequence[str], vehicle: str, route_type: str) -> Cost:
+        """Distance and duration of the route through `points`, each a stop where turning around
+        is allowed. No geometry, steps or hints: the cheapest Route call (about half the time of
+        `route()` with its overview), for callers that need thousands of lengths."""
+        engine = self._engine(self._profile_for(vehicle, route_type))
+        radius = SNAP_RADIUS_M[vehicle]
+        params = osrm.RouteParameters(
+            coordinates=[(p.lon, p.lat) for p in points],
+            overview="false",
+            continue_straight=False,
+            radiuses=[radius] * len(points),
+            generate_hints=False,
+        )
+        best = call(engine.Route, params, names, vehicle, radius)["routes"][0]
+        return Cost(float(best["distance"]), float(best["duration"]))
+
+    def match(
+        self, points: Sequence[LatLon], timestamps: Sequence[int] | None, vehicle: str, route_type: str
+    ) -> MatchResult:
+        """OSRM Match: the track's points snapped to the roads most likely driven. No point near a
+        road gives an empty result (the caller falls back to straight lines), not an error."""
+        engine = self._engine(self._profile_for(vehicle, route_type))
+        params = osrm.MatchParameters(
+            coordinates=[(p.lon, p.lat) for p in points],
+            timestamps=list(timestamps or []),
+            gaps="ignore",  # a pause in the recording is not a break in the journey
+            overview="false",
+            radiuses=[MATCH_RADIUS_M] * len(points),
+            generate_hints=False,
+        )
+        try:
+            response = engine.Match(params)
+        except RuntimeError as exc:
+            if str(exc).startswith(("NoSegment", "NoMatch")):
+                return MatchResult([], [False] * len(points))
+            raise RuntimeError(f"OSRM match failed: {exc}") from exc
+        return to_match(response, len(points))
+
 
 # ---------------------------------------------------------------- OSRM errors
 
@@ -252,3 +296,20 @@ def to_step(step: Any, start: int, end: int) -> dict[str, object]:
         "maneuver": maneuver,
         "geometryIndex": [start, end],
     }
+
+
+def to_match(response: Any, count: int) -> MatchResult:
+    """Which input points each matching covers, from the tracepoints' `matchings_index`."""
+    matched = [False] * count
+    spans: dict[int, list[int]] = {}
+    for index, tracepoint in enumerate(response["tracepoints"]):
+        if tracepoint is not None:
+            matched[index] = True
+            span = spans.setdefault(int(tracepoint["matchings_index"]), [index, index])
+            span[1] = index
+    matchings = [
+        Matching(spans[i][0], spans[i][1], float(m["distance"]), float(m["duration"]), float(m["confidence"]))
+        for i, m in enumerate(response["matchings"])
+        if i in spans
+    ]
+    return MatchResult(sorted(matchings, key=lambda m: m.first_index), matched)

@@ -1,0 +1,311 @@
+"""Detour results from typed lines and a routing provider (no aiohttp here).
+
+Everything here is synchronous and CPU-bound; the handler runs it in the service's thread
+pool in chunks, so the event loop gets the GIL back between chunks (the OSRM binding holds
+it during each call).
+
+- Detour cases: per line the direct route from→to and the route from→via→to, where the via
+  point is a stop (turning around there is allowed). Only lengths are needed, so providers
+  with a lean `cost()` (OSRM: no geometry, no steps) are used through it; others through
+  `route()` leg by leg. Identical requests within a file are computed once.
+- A track: points that cannot be used are skipped, each with its own error; the driven
+  distance is map-matched (OSRM Match, in chunks) where possible, straight lines between
+  consecutive points elsewhere, and compared with the best route from the first to the last
+  point.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+from common.errors import ApiError, NoRouteFound, PointNotRoutable
+from common.params import LatLon
+from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
+from route_service.model import Cost, Matching, MatchResult, RouteProvider, RouteQuery
+
+log = logging.getLogger("route_service.detour")
+
+DIRECT = ("from", "to")
+VIA = ("from", "via", "to")
+TRACK_TOO_SHORT = "DETOUR_ERROR_TRACK_TOO_SHORT"
+LINE_FAILED = "DETOUR_ERROR_LINE_FAILED"
+MATCH_CHUNK = 2000  # points per OSRM Match call (after thinning): a fraction of a second each
+MIN_SPACING_M = 10.0  # about the GPS error OSRM is told to expect (MATCH_RADIUS_M)
+MAX_ENDPOINT_SKIPS = 20  # unroutable first/last points dropped before the track is given up
+EARTH_RADIUS_M = 6_371_008.8
+# Straight-line stretches get a duration at the best route's average speed; these speeds are
+# used when that route has none (a track ending where it started).
+FALLBACK_SPEED_MS = {"car": 13.9, "truck": 12.5, "bicycle": 4.2, "pedestrian": 1.4}
+
+
+@runtime_checkable
+class CostProvider(Protocol):
+    def cost(self, points: Sequence[LatLon], names: Sequence[str], vehicle: str, route_type: str) -> Cost: ...
+
+
+@runtime_checkable
+class MatchProvider(Protocol):
+    def match(
+        self, points: Sequence[LatLon], timestamps: Sequence[int] | None, vehicle: str, route_type: str
+    ) -> MatchResult: ...
+
+
+def chunks[T](items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def rounded(value: float) -> float:
+    return round(value, 1)
+
+
+def percent(extra: float, base: float) -> float | None:
+    """Extra as a percentage of base; None when base is zero (from and to are one point)."""
+    return round(100 * extra / base, 1) if base >= 0.5 else None
+
+
+# ---------------------------------------------------------------- routing with one provider
+
+
+class Router:
+    """Route lengths for one request, with one provider, vehicle and route type."""
+
+    def __init__(self, provider: RouteProvider, vehicle: str, route_type: str) -> None:
+        self.provider = provider
+        self.vehicle = vehicle
+        self.route_type = route_type
+        self._memo: dict[tuple[tuple[LatLon, ...], tuple[str, ...]], Cost | ApiError] = {}
+
+    def cost(self, points: tuple[LatLon, ...], names: tuple[str, ...]) -> Cost:
+        """Distance and duration through `points`; raises the provider's ApiError naming `names[i]`."""
+        key = (points, names)
+        known = self._memo.get(key)
+        if known is None:
+            try:
+                known = self._compute(points, names)
+            except ApiError as exc:
+                known = exc
+            self._memo[key] = known
+        if isinstance(known, ApiError):
+            raise known
+        return known
+
+    def _compute(self, points: tuple[LatLon, ...], names: tuple[str, ...]) -> Cost:
+        if isinstance(self.provider, CostProvider):
+            return self.provider.cost(points, names, self.vehicle, self.route_type)
+        distance = duration = 0.0
+        for index in range(len(points) - 1):
+            leg = self._leg(points[index], points[index + 1], (names[index], names[index + 1]))
+            distance, duration = distance + leg.distance_m, duration + leg.duration_s
+        return Cost(distance, duration)
+
+    def _leg(self, origin: LatLon, destination: LatLon, names: tuple[str, str]) -> Cost:
+        """A provider without `cost()`: its full route, with `from`/`to` in errors renamed."""
+        query = RouteQuery(origin, destination, self.vehicle, self.route_type, steps=False)
+        try:
+            best = self.provider.route(query).routes[0]
+        except ApiError as exc:
+            renamed = {"from": names[0], "to": names[1]}
+            violations = [replace(v, parameter=renamed.get(v.parameter or "", v.parameter)) for v in exc.violations]
+            raise type(exc)(violations=violations) from exc
+        return Cost(best.distance_m, best.duration_s)
+
+
+# ---------------------------------------------------------------- detour cases
+
+
+@dataclass(frozen=True)
+class DetourResult:
+    case: DetourCase
+    direct: Cost
+    via: Cost
+
+    @property
+    def extra_distance_m(self) -> float:
+        return self.via.distance_m - self.direct.distance_m
+
+    @property
+    def extra_duration_s(self) -> float:
+        return self.via.duration_s - self.direct.duration_s
+
+    @property
+    def extra_percent(self) -> float | None:
+        return percent(self.extra_distance_m, self.direct.distance_m)
+
+
+def answer_cases(router: Router, cases: Sequence[DetourCase]) -> tuple[list[DetourResult], list[LineError]]:
+    """Each case answered or failed on its own line; one bad line never stops the others."""
+    results: list[DetourResult] = []
+    errors: list[LineError] = []
+    for case in cases:
+        try:
+            direct = router.cost((case.origin, case.destination), DIRECT)
+            via = router.cost((case.origin, case.via, case.destination), VIA)
+        except ApiError as exc:
+            errors.append(LineError(case.line, exc.code, exc.detail))
+            continue
+        except RuntimeError:  # an engine failure, not the line's fault: logged, the file goes on
+            log.exception("detour line %d could not be routed", case.line)
+            errors.append(LineError(case.line, LINE_FAILED, "the routes of this line could not be computed"))
+            continue
+        results.append(DetourResult(case, direct, via))
+    return results, errors
+
+
+# ---------------------------------------------------------------- tracks
+
+
+@dataclass
+class TrackResult:
+    first: TrackPoint
+    last: TrackPoint
+    points_used: int
+    matched_points: int
+    driven: Cost
+    best: Cost
+    method: str  # "map-matched" | "partly-map-matched" | "straight-line"
+    straight_line_m: float  # the part of driven.distance_m that is straight lines between points
+    elapsed_s: float | None  # last time - first time, when the file has times
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def extra_distance_m(self) -> float:
+        return self.driven.distance_m - self.best.distance_m
+
+    @property
+    def extra_duration_s(self) -> float:
+        return self.driven.duration_s - self.best.duration_s
+
+    @property
+    def extra_percent(self) -> float | None:
+        return percent(self.extra_distance_m, self.best.distance_m)
+
+
+def answer_track(router: Router, points: Sequence[TrackPoint]) -> tuple[TrackResult | None, list[LineError]]:
+    """The driven track against the best route; the skipped points' errors; None when the
+    track as a whole cannot be answered (then one error with `line` None says why)."""
+    used, best, errors = best_route(router, list(points))
+    if best is None:
+        return None, errors
+    matching = match_track(router, used)
+    driven, straight = driven_cost(used, matching.matchings, best, router.vehicle)
+    matched_points = sum(matching.matched)
+    method, notes = describe(router, matching, straight, len(used), matched_points)
+    first, last = used[0], used[-1]
+    elapsed = last.time - first.time if first.time is not None and last.time is not None else None
+    result = TrackResult(first, last, len(used), matched_points, driven, best, method, straight, elapsed, notes)
+    return result, errors
+
+
+def best_route(router: Router, points: list[TrackPoint]) -> tuple[list[TrackPoint], Cost | None, list[LineError]]:
+    """The best route from the first to the last point; a first or last point with no road
+    nearby is skipped (with its error) and the next one tried."""
+    errors: list[LineError] = []
+    for _ in range(2 * MAX_ENDPOINT_SKIPS + 1):
+        if len(points) < 2:
+            message = "a track needs at least 2 usable points"
+            return points, None, [*errors, LineError(None, TRACK_TOO_SHORT, f"{message}, got {len(points)}")]
+        try:
+            return points, router.cost((points[0].point, points[-1].point), DIRECT), errors
+        except PointNotRoutable as exc:
+            index = -1 if exc.violations[0].parameter == "to" else 0
+            skipped = points.pop(index)
+            errors.append(LineError(skipped.line, exc.code, f"{exc.violations[0].message}; skipped from the track"))
+        except NoRouteFound as exc:
+            message = f"no route from the first point (line {points[0].line}) to the last (line {points[-1].line})"
+            return points, None, [*errors, LineError(None, exc.code, f"{message}: {exc.violations[0].message}")]
+    message = f"the first and last {MAX_ENDPOINT_SKIPS} points include none near a road"
+    return points, None, [*errors, LineError(None, PointNotRoutable.code, message)]
+
+
+def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
+    """OSRM Match on the thinned track, in chunks sharing their boundary point; the result in
+    indices of `points`. A point between two matched points of one matching counts as matched."""
+    provider = router.provider
+    if not isinstance(provider, MatchProvider):
+        return MatchResult([], [False] * len(points))
+    kept = thinned(points)
+    matchings: list[Matching] = []
+    dropped: list[int] = []  # kept points OSRM could not place
+    start = 0
+    while start < len(kept) - 1:
+        chunk = kept[start : start + MATCH_CHUNK]
+        times = [int(t) for i in chunk if (t := points[i].time) is not None] or None  # all or none have times
+        result = provider.match([points[i].point for i in chunk], times, router.vehicle, router.route_type)
+        for m in result.matchings:
+            matchings.append(replace(m, first_index=chunk[m.first_index], last_index=chunk[m.last_index]))
+        dropped.extend(chunk[i] for i, ok in enumerate(result.matched) if not ok)
+        start += len(chunk) - 1
+    matched = [False] * len(points)
+    for m in matchings:
+        matched[m.first_index : m.last_index + 1] = [True] * (m.last_index - m.first_index + 1)
+    for index in dropped:
+        matched[index] = False
+    return MatchResult(matchings, matched)
+
+
+def thinned(points: Sequence[TrackPoint]) -> list[int]:
+    """Indices of the points at least MIN_SPACING_M from the previous kept one (and the last).
+    Denser points let GPS noise look like driving backwards, which breaks OSRM's matching into
+    many pieces; thinning to about the GPS error keeps one matching and is 10 times faster."""
+    kept = [0]
+    for index in range(1, len(points) - 1):
+        if haversine_m(points[kept[-1]].point, points[index].point) >= MIN_SPACING_M:
+            kept.append(index)
+    if len(points) > 1:
+        kept.append(len(points) - 1)
+    return kept
+
+
+def driven_cost(
+    points: Sequence[TrackPoint], matchings: Sequence[Matching], best: Cost, vehicle: str
+) -> tuple[Cost, float]:
+    """Matched stretches as matched; everything between them as straight lines between points."""
+    distance = duration = straight = 0.0
+    cursor = 0  # the track is accounted for up to this point index
+    for matching in matchings:
+        if matching.first_index > cursor:
+            straight += polyline_m(points, cursor, matching.first_index)
+        distance += matching.distance_m
+        duration += matching.duration_s
+        cursor = max(cursor, matching.last_index)
+    straight += polyline_m(points, cursor, len(points) - 1)
+    speed = (
+        best.distance_m / best.duration_s if best.duration_s > 0 and best.distance_m > 0 else FALLBACK_SPEED_MS[vehicle]
+    )
+    return Cost(distance + straight, duration + straight / speed), straight
+
+
+def describe(router: Router, matching: MatchResult, straight: float, used: int, matched: int) -> tuple[str, list[str]]:
+    if not matching.matchings:
+        why = (
+            f"the {router.provider.name} provider cannot map-match"
+            if not isinstance(router.provider, MatchProvider)
+            else "map matching found no roads along the track"
+        )
+        note = f"{why}: the driven distance is the straight-line distance between consecutive points, its duration estimated"
+        return "straight-line", [note]
+    if straight > 0:
+        note = (
+            f"{used - matched} of {used} points could not be matched to roads; {straight:.0f} m of the driven "
+            "distance are straight lines between consecutive points, their duration estimated"
+        )
+        return "partly-map-matched", [note]
+    return "map-matched", []
+
+
+def polyline_m(points: Sequence[TrackPoint], start: int, end: int) -> float:
+    return sum(haversine_m(points[i].point, points[i + 1].point) for i in range(start, end))
+
+
+def haversine_m(a: LatLon, b: LatLon) -> float:
+    lat1, lat2 = math.radians(a.lat), math.radians(b.lat)
+    h = (
+        math.sin((lat2 - lat1) / 2) ** 2
+        + math.cos(lat1) * math.cos(lat2) * math.sin(math.radians(b.lon - a.lon) / 2) ** 2
+    )
+    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))

@@ -1,0 +1,105 @@
+"""POST /v1/detour/file: the uploaded CSV's detours (thin: the work is in `route_service.detour`).
+
+Checks in the order a client fixes them: the file name (400), the Content-Type (415), the
+parameters (400), the size (413, read here with the detour's own limit rather than the app's
+`client_max_size`, which stays small for the JSON endpoints), then the file itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiohttp import hdrs, web
+
+from common.errors import DetourFileTooLarge, ParameterErrors, UnsupportedMediaType
+from common.params import parse_choice
+from common.service import json_response
+from route_service.detour.csvfile import MAX_BYTES, Kind, LineError, ParsedFile, decode_text, parse_file
+from route_service.detour.engine import DetourResult, Router, answer_cases, answer_track, chunks
+from route_service.detour.filename import file_name
+from route_service.detour.report import Request, detours_body, track_body
+from route_service.handlers import STATE_KEY, RouteState
+from route_service.model import ROUTE_TYPES, VEHICLES, RouteProvider
+from route_service.parsing import parse_provider
+from route_service.providers.registry import ProviderRegistry
+
+ACCEPTED_TYPES = ("text/csv", "text/plain")
+UTF8 = ("utf-8", "utf8")
+# Detour cases per thread-pool job: ~0.1-0.2 s of OSRM work, then other requests get the loop.
+DETOUR_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class DetourOptions:
+    provider: RouteProvider
+    vehicle: str
+    route_type: str
+
+
+def check_content_type(request: web.Request) -> None:
+    charset = request.charset
+    if request.content_type not in ACCEPTED_TYPES or (charset is not None and charset.lower() not in UTF8):
+        got = request.headers.get(hdrs.CONTENT_TYPE, "nothing")
+        raise UnsupportedMediaType(
+            f"send the file as text/csv or text/plain (charset utf-8 if any), got {got[:80]!r}",
+            parameter="Content-Type",
+        )
+
+
+def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> DetourOptions:
+    """provider, vehicle, type: every violation in one 400."""
+    errors = ParameterErrors()
+    vehicle = parse_choice(query, "vehicle", errors, default="car", choices=VEHICLES)
+    route_type = parse_choice(query, "type", errors, default="fastest", choices=ROUTE_TYPES)
+    name = parse_provider(query, errors)
+    registry.check(name, 0, errors)
+    errors.raise_if_any()
+    provider = registry.get(name)
+    info = provider.info()
+    if vehicle not in info.vehicles or route_type not in info.route_types:
+        errors.add("vehicle", f"the {provider.name} provider has no {vehicle}/{route_type} routing for this map")
+    errors.raise_if_any()
+    return DetourOptions(provider, vehicle, route_type)
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    if request.content_length is not None and request.content_length > limit:
+        raise DetourFileTooLarge(f"the file has {request.content_length} bytes; at most {limit} are accepted")
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(1 << 16):
+        body += chunk
+        if len(body) > limit:
+            raise DetourFileTooLarge(f"the file is larger than {limit} bytes, the limit")
+    return bytes(body)
+
+
+def parse_body(body: bytes) -> ParsedFile:
+    return parse_file(decode_text(body))
+
+
+async def detour_file(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    filename = file_name(request.headers.get(hdrs.CONTENT_DISPOSITION), request.query.get("filename"))
+    check_content_type(request)
+    dataset, registry = state.ready()
+    options = parse_options(request.query, registry)
+    parsed = await state.run(parse_body, await read_body(request, MAX_BYTES))
+    router = Router(options.provider, options.vehicle, options.route_type)
+    answer = Request(filename, options.provider.name, options.vehicle, options.route_type, dataset.hash)
+    if parsed.kind is Kind.DETOURS:
+        results, errors = await detours(state, router, parsed)
+        return json_response(detours_body(answer, parsed.lines_read, results, errors))
+    track, errors = await state.run(answer_track, router, parsed.points)
+    return json_response(track_body(answer, parsed.lines_read, track, [*parsed.errors, *errors]))
+
+
+async def detours(state: RouteState, router: Router, parsed: ParsedFile) -> tuple[list[DetourResult], list[LineError]]:
+    """In chunks, so a big file does not hold the event loop for its whole duration."""
+    results: list[DetourResult] = []
+    errors = list(parsed.errors)
+    for chunk in chunks(parsed.cases, DETOUR_CHUNK):
+        answered, failed = await state.run(answer_cases, router, chunk)
+        results.extend(answered)
+        errors.extend(failed)
+    return results, errors
