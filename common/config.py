@@ -63,6 +63,8 @@ class BaseConfig:
     data_dir: Path = field(default_factory=data_dir)
     # Largest request body the service reads, in bytes.
     max_body_bytes: int = 1 << 20
+    # Processes serving the port together (SO_REUSEPORT); `<SERVICE>_WORKERS`.
+    workers: int = 1
 
     @classmethod
     def from_env(cls, service: str, **overrides: Any) -> Self:
@@ -74,6 +76,7 @@ class BaseConfig:
             "redis_url": env_str("REDIS_URL", DEFAULT_REDIS_URL),
             "log_level": env_str("LOG_LEVEL", "INFO"),
             "data_dir": data_dir(),
+            "workers": max(1, env_int(prefix + "WORKERS", 1)),
         }
         known = {f.name for f in fields(cls)}
         values.update({k: v for k, v in overrides.items() if k in known})

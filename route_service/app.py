@@ -45,6 +45,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
         executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
         state = RouteState(executor, RouteCache(app[REDIS_KEY], config.cache_ttl_seconds))
+        state.inline = frozenset(config.inline_providers)
         app[STATE_KEY] = state
         await asyncio.get_running_loop().run_in_executor(executor, load, state, config)
         yield

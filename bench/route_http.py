@@ -1,0 +1,290 @@
+"""End-to-end benchmark of `GET /v1/route`: gateway → route service → OSRM, against bare
+osrm-routed on the same MLD dataset, and the route service alone (no gateway).
+
+Heidelberg (car fastest only) is imported into a temporary DATA_DIR; Redis, the auth
+service, the route service and the gateway run as real processes (`launcher.stack.Stack`,
+free loopback ports); a user of tier `unlimited` (no rate limit) has a token. 1000 seeded
+origin/destination pairs in the dense city box, each checked to be routable, are cycled by
+wrk (Lua script) at several connection counts for a fixed time each.
+
+`run()` returns a Markdown section; `python -m bench route_http` writes it to RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import osrm
+
+from bench.http_load import Coords, Load, LoadResult, find_wrk, run_load
+from common.config import DEFAULT_PORTS, REPO_ROOT
+from launcher.redis_server import free_port, wait_for_port
+from launcher.stack import Stack
+from route_service.importer import Progress, import_maps
+
+PBF = REPO_ROOT.parent / "shared" / "osm" / "heidelberg.osm.pbf"
+PROFILE = "car-fastest"
+DENSE_BOX = (49.37, 49.43, 8.62, 8.75)  # lat min, lat max, lon min, lon max
+PAIRS = 1000
+SEED = 20240601
+CONNECTIONS = (8, 32, 64)
+WATCHED = {"gateway": "gateway", "route service": "route_service", "redis": "redis"}  # label -> Stack name
+SECONDS = 10.0
+SNAP_RADIUS_M = 1000  # the route service's car radius, so a kept pair routes there too
+USER, PASSWORD = "bench@example.com", "bench-password-1"
+# Same answer detail everywhere: full GeoJSON overview geometry, no turn-by-turn steps.
+GATEWAY_PATH = "/v1/route?from=%.7f%%2C%.7f&to=%.7f%%2C%.7f&steps=false"
+OSRM_PATH = "/route/v1/driving/%.7f,%.7f;%.7f,%.7f?overview=full&geometries=geojson&steps=false"
+
+
+@dataclass(frozen=True)
+class Row:
+    target: str
+    cache: str
+    result: LoadResult
+    # CPU milliseconds per request of each watched process (with its children): unlike
+    # req/s, this hardly depends on what else the shared machine runs at the time.
+    cpu_ms: dict[str, float]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        children = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
+    except OSError:
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(cpu_seconds(child) for child in children)
+
+
+# ---------------------------------------------------------------- data
+
+
+def routable_pairs(map_osrm: Path, count: int = PAIRS, seed: int = SEED) -> tuple[list[Coords], int]:
+    """`count` seeded pairs in the dense box that OSRM routes (the rejected count too), so
+    the load measures routes, not 400s."""
+    engine = osrm.OSRM(storage_config=str(map_osrm), algorithm="MLD", use_shared_memory=False)
+    rng = random.Random(seed)
+    lat0, lat1, lon0, lon1 = DENSE_BOX
+    pairs: list[Coords] = []
+    rejected = 0
+    while len(pairs) < count:
+        pair = (rng.uniform(lat0, lat1), rng.uniform(lon0, lon1), rng.uniform(lat0, lat1), rng.uniform(lon0, lon1))
+        params = osrm.RouteParameters(coordinates=[(pair[1], pair[0]), (pair[3], pair[2])],
+                                      radiuses=[SNAP_RADIUS_M, SNAP_RADIUS_M], overview="false")  # fmt: skip
+        try:
+            engine.Route(params)
+        except RuntimeError:
+            rejected += 1
+            continue
+        pairs.append(pair)
+    return pairs, rejected
+
+
+def http_json(url: str, body: dict[str, object] | None = None, headers: dict[str, str] | None = None) -> object:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
+        return json.loads(resp.read())
+
+
+def user_token(stack: Stack) -> str:
+    command = [sys.executable, "-m", "auth_service.console", "add-user", USER, "--password", PASSWORD,
+               "--tier", "unlimited"]  # fmt: skip
+    subprocess.run(command, cwd=REPO_ROOT, env=stack.env(), capture_output=True, check=True, timeout=60)
+    answer = http_json(stack.base_url + "/v1/authenticate", {"user": USER, "password": PASSWORD})
+    assert isinstance(answer, dict)
+    return str(answer["token"])
+
+
+def check_all(load: Load) -> tuple[int, str]:
+    """Requests every path once (this also fills the route cache): non-200 count, X-Cache seen."""
+    failures, cache = 0, ""
+    for serial in range(len(load.coords)):
+        request = urllib.request.Request(load.base_url + load.path(serial), headers=load.headers)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
+                resp.read()
+                cache = resp.headers.get("X-Cache", cache)
+        except urllib.error.HTTPError:
+            failures += 1
+    return failures, cache
+
+
+# ---------------------------------------------------------------- processes
+
+
+@contextmanager
+def platform(data_dir: Path, env: dict[str, str]) -> Iterator[Stack]:
+    stack = Stack(
+        data_dir=data_dir,
+        ports={name: free_port() for name in DEFAULT_PORTS},
+        redis_port=free_port(),
+        services=["auth_service", "route_service"],
+        extra_env={"LOG_LEVEL": "WARNING", **env},
+    )
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@contextmanager
+def osrm_routed(map_osrm: Path, log: Path) -> Iterator[tuple[str, int]]:
+    port = free_port()
+    command = [sys.executable, "-m", "osrm", "routed", "--algorithm", "mld", "-i", "127.0.0.1", "-p", str(port),
+               "-t", "2", "-l", "WARNING", str(map_osrm)]  # fmt: skip
+    with open(log, "ab") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for_port("127.0.0.1", port, timeout=60)
+        yield f"http://127.0.0.1:{port}", process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ---------------------------------------------------------------- measuring
+
+
+class Runner:
+    """Runs loads with one generator; each cold run gets its own jitter salt."""
+
+    def __init__(self, wrk: str | None, seconds: float) -> None:
+        self.wrk = wrk
+        self.seconds = seconds
+        self.runs = 0
+        self.rows: list[Row] = []
+        self.watched: dict[str, int] = {}  # process label -> pid, for CPU per request
+
+    def sweep(self, target: str, cache: str, load: Load, connections: tuple[int, ...] = CONNECTIONS) -> None:
+        for count in connections:
+            self.runs += 1
+            salted = Load(load.base_url, load.template, load.coords, load.headers, load.lonlat, load.jitter,
+                          salt=self.runs * 1_000_000)  # fmt: skip
+            before = {name: cpu_seconds(pid) for name, pid in self.watched.items()}
+            result = run_load(self.wrk, salted, count, self.seconds)
+            used = {name: cpu_seconds(pid) - before[name] for name, pid in self.watched.items()}
+            cpu_ms = {name: 1000 * seconds / max(1, result.requests) for name, seconds in used.items()}
+            self.rows.append(Row(target, cache, result, cpu_ms))
+            print(f"   {target} ({cache}) c={count}: {result.rps:.0f} req/s, CPU ms/request {cpu_ms}", flush=True)
+
+
+def measure(stack: Stack, routed: tuple[str, int], coords: list[Coords], runner: Runner) -> dict[str, int]:
+    """All sweeps; returns the failures of the one-by-one check of each target."""
+    auth = {"Authorization": "Bearer " + user_token(stack)}
+    gateway = Load(stack.base_url, GATEWAY_PATH, coords, auth)
+    direct = Load(stack.url("route_service"), GATEWAY_PATH, coords, {})
+    reference = Load(routed[0], OSRM_PATH, coords, {}, lonlat=True)
+    failures = {"osrm-routed": check_all(reference)[0], "gateway": check_all(gateway)[0]}
+    runner.watched = {"osrm-routed": routed[1]}
+    runner.sweep("osrm-routed", "none", reference)
+    runner.watched = {name: stack.processes[key].pid for name, key in WATCHED.items()}
+    runner.sweep("gateway", "warm", gateway)
+    runner.sweep("route service", "warm", direct)
+    for target, load in (("gateway", gateway), ("route service", direct)):
+        cold = Load(load.base_url, load.template, coords, load.headers, jitter=True)
+        runner.sweep(target, "cold", cold)
+    return failures
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(rows: list[Row]) -> list[str]:
+    reference = {r.result.connections: r.result for r in rows if r.target == "osrm-routed"}
+    lines = ["| target | cache | connections | req/s | p50 ms | p99 ms | errors | req/s ÷ osrm-routed "
+             "| CPU ms/request |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in rows:
+        r, ref = row.result, reference.get(row.result.connections)
+        ratio = f"{r.rps / ref.rps:.2f}" if ref and ref.rps else "-"
+        cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in row.cpu_ms.items())
+        lines.append(f"| {row.target} | {row.cache} | {r.connections} | {r.rps:.0f} | {r.p50_ms:.2f} | "
+                     f"{r.p99_ms:.2f} | {r.errors} | {ratio} | {cpu} |")  # fmt: skip
+    return lines
+
+
+def goals(rows: list[Row]) -> str:
+    def find(target: str, cache: str, connections: int) -> LoadResult | None:
+        return next((r.result for r in rows if (r.target, r.cache, r.result.connections) == (target, cache,
+                     connections)), None)  # fmt: skip
+
+    parts = []
+    ref = find("osrm-routed", "none", 32)
+    for cache in ("cold", "warm"):
+        got = find("gateway", cache, 32)
+        if got and ref and ref.rps:
+            ratio = got.rps / ref.rps
+            parts.append(f"gateway {cache} at 32 connections: {ratio:.2f} x osrm-routed's throughput "
+                         f"({'meets' if ratio >= 0.5 else 'misses'} ≥ 0.5), p99 {got.p99_ms:.1f} ms "
+                         f"({'meets' if got.p99_ms < 50 else 'misses'} < 50 ms)")  # fmt: skip
+    return "; ".join(parts) + "."
+
+
+def section(rows: list[Row], generator: str, rejected: int, failures: dict[str, int], seconds: float) -> str:
+    return "\n".join(
+        [
+            "## Route over HTTP (gateway → route service → OSRM, end to end)",
+            "",
+            f"Heidelberg, `{PROFILE}` MLD dataset; Redis, auth service, route service and gateway as real processes "
+            "(`launcher.stack.Stack`, one process each, default settings), a user of tier `unlimited`. "
+            f"{PAIRS} origin/destination pairs drawn uniformly (seed {SEED}) in lat 49.37 to 49.43, lon 8.62 to 8.75, "
+            f"keeping only pairs OSRM routes with a {SNAP_RADIUS_M} m snapping radius ({rejected} drawn pairs "
+            f"rejected); checked one by one before the load: {failures.get('gateway')} failed through the gateway, "
+            f"{failures.get('osrm-routed')} on osrm-routed.",
+            "",
+            f"Load: {generator}, 2 threads, {seconds:g} s per row, keep-alive, the pairs cycled. Answer detail "
+            "equal everywhere: full overview geometry as GeoJSON, no steps (`steps=false`; osrm-routed "
+            "`overview=full&geometries=geojson&steps=false`). Reference: `python -m osrm routed --algorithm mld "
+            "-t 2` on the same files. *warm*: every answer comes from the route service's Redis cache (`X-Cache: "
+            "hit`; each path requested once beforehand); *cold*: every request's coordinates differ by a few "
+            "µ° (≤ 1.3 m) so every request misses the cache (lookup, OSRM, store). Errors = non-2xx answers "
+            "and socket errors. Everything shares the same 2 cores with the load generator.",
+            "",
+            *table(rows),
+            "",
+            "Goals (issue: end-to-end throughput ≥ half of bare osrm-routed, p99 < 50 ms at 32 connections): "
+            + goals(rows),
+        ]
+    )
+
+
+def run(seconds: float = SECONDS, env: dict[str, str] | None = None) -> str:
+    wrk, generator = find_wrk()
+    with tempfile.TemporaryDirectory(prefix="bench-route-http-") as tmp:
+        data_dir = Path(tmp)
+        imported = import_maps([PBF], data_dir / "maps", profiles=[PROFILE], progress=Progress(emit=lambda _l: None))
+        map_osrm = imported.dataset_dir / "osrm" / PROFILE / "map.osrm"
+        coords, rejected = routable_pairs(map_osrm)
+        runner = Runner(wrk, seconds)
+        with platform(data_dir, env or {}) as stack, osrm_routed(map_osrm, data_dir / "osrm-routed.log") as routed:
+            failures = measure(stack, routed, coords, runner)
+    return section(runner.rows, generator, rejected, failures, seconds)
+
+
+def timed(call: Callable[[], str]) -> tuple[str, float]:
+    started = time.perf_counter()
+    return call(), time.perf_counter() - started
+
+
+if __name__ == "__main__":
+    text, took = timed(run)
+    print(text)
+    print(f"\n({took:.0f} s)")
