@@ -235,7 +235,11 @@ def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
     while start < len(kept) - 1:
         chunk = kept[start : start + MATCH_CHUNK]
         times = [int(t) for i in chunk if (t := points[i].time) is not None] or None  # all or none have times
-        result = provider.match([points[i].point for i in chunk], times, router.vehicle, router.route_type)
+        try:
+            result = provider.match([points[i].point for i in chunk], times, router.vehicle, router.route_type)
+        except RuntimeError:  # an engine failure: this stretch counts as straight lines, the track goes on
+            log.exception("map matching failed for %d points", len(chunk))
+            result = MatchResult([], [False] * len(chunk))
         for m in result.matchings:
             matchings.append(replace(m, first_index=chunk[m.first_index], last_index=chunk[m.last_index]))
         dropped.extend(chunk[i] for i, ok in enumerate(result.matched) if not ok)
@@ -285,7 +289,7 @@ def describe(router: Router, matching: MatchResult, straight: float, used: int, 
         why = (
             f"the {router.provider.name} provider cannot map-match"
             if not isinstance(router.provider, MatchProvider)
-            else "map matching found no roads along the track"
+            else "map matching could not place the track on roads"
         )
         note = f"{why}: the driven distance is the straight-line distance between consecutive points, its duration estimated"
         return "straight-line", [note]

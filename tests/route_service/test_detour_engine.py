@@ -203,7 +203,18 @@ def test_provider_without_matching_uses_straight_lines() -> None:
 def test_failed_matching_uses_straight_lines() -> None:
     points = line_of(10)
     result, _ = answer_track(Router(Lean(MatchResult([], [False] * 10)), "car", "fastest"), track(points))
-    assert result is not None and result.method == "straight-line" and "no roads" in result.notes[0]
+    assert result is not None and result.method == "straight-line" and "could not place the track" in result.notes[0]
+
+
+def test_an_engine_failure_in_matching_falls_back_to_straight_lines() -> None:
+    class Broken(Lean):
+        def match(
+            self, points: Sequence[LatLon], timestamps: Sequence[int] | None, vehicle: str, route_type: str
+        ) -> MatchResult:
+            raise RuntimeError("OSRM match failed: TooBig")
+
+    result, errors = answer_track(Router(Broken(), "car", "fastest"), track(line_of(10)))
+    assert errors == [] and result is not None and result.method == "straight-line"
 
 
 def test_gaps_between_matchings_are_straight_lines() -> None:
