@@ -22,7 +22,7 @@ from route_service.cache import RouteCache
 from route_service.config import RouteConfig
 from route_service.dataset import current_dataset
 from route_service.detour_handlers import detour_file
-from route_service.handlers import STATE_KEY, RouteState, matrix, providers, route
+from route_service.handlers import STATE_KEY, RouteState, matrix, providers, route, route_waypoints
 from route_service.providers.registry import ProviderRegistry
 
 log = logging.getLogger("route_service")
@@ -72,5 +72,6 @@ def create_app(config: RouteConfig) -> web.Application:
     app.router.add_get("/v1/route", route)
     app.router.add_get("/v1/providers", providers)
     app.router.add_post("/internal/matrix", matrix)
+    app.router.add_post("/internal/route", route_waypoints)
     app.router.add_post("/v1/detour/file", detour_file)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
-from route_service.model import EmergencySegment, MatrixResult, Route, RouteQuery, RouteResult, Snapped
+from route_service.model import EmergencySegment, MatrixResult, Route, RouteQuery, RouteResult, Snapped, WaypointsResult
 
 
 def snapped(point: Snapped) -> dict[str, Any]:
@@ -56,6 +56,20 @@ def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, 
         "distances": result.distances_m,
         "sources": [snapped(s) for s in result.snapped_sources],
         "destinations": [snapped(d) for d in result.snapped_destinations],
+        "provider": provider,
+        "dataset": dataset,
+    }
+
+
+def waypoints_body(result: WaypointsResult, provider: str, dataset: str) -> dict[str, Any]:
+    """POST /internal/route: one route through every waypoint, one leg per consecutive pair."""
+    item = result.route
+    return {
+        "distance": item.distance_m,
+        "duration": item.duration_s,
+        "geometry": {"type": "LineString", "coordinates": [[lon, lat] for lon, lat in item.geometry]},
+        "legs": [{"distance": leg["distance"], "duration": leg["duration"]} for leg in item.legs],
+        "waypoints": [snapped(s) for s in result.snapped],
         "provider": provider,
         "dataset": dataset,
     }

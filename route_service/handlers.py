@@ -15,9 +15,10 @@ from common.errors import DatasetNotReady, MalformedBody
 from common.service import json_response
 from route_service.cache import RouteCache, cache_key
 from route_service.dataset import Dataset
-from route_service.formatter import matrix_body, route_body
-from route_service.parsing import parse_matrix, parse_route
+from route_service.formatter import matrix_body, route_body, waypoints_body
+from route_service.parsing import parse_matrix, parse_route, parse_waypoints
 from route_service.providers.registry import ProviderRegistry
+from route_service.waypoints import route_through
 
 T = TypeVar("T")
 
@@ -107,3 +108,18 @@ async def matrix(request: web.Request) -> web.Response:
     provider = registry.get(name)
     result = await state.run(provider.matrix, query)
     return json_response(matrix_body(result, provider.name, dataset.hash))
+
+
+async def route_waypoints(request: web.Request) -> web.Response:
+    """Internal (not routed by the gateway): one route through waypoints in the given order,
+    with geometry and per-leg distance and duration (the optimize service's tour)."""
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    try:
+        body = orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
+    query, name = parse_waypoints(body)
+    provider = registry.get(name)
+    result = await state.run(route_through, provider, query)
+    return json_response(waypoints_body(result, provider.name, dataset.hash))

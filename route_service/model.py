@@ -7,7 +7,7 @@ them; `formatter.py` turns results into the JSON body of API.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from common.params import LatLon
 
@@ -133,3 +133,29 @@ class Matching:
 class MatchResult:
     matchings: list[Matching]  # in track order; gaps between them could not be matched
     matched: list[bool]  # per input point
+
+
+# ---------------------------------------------------------------- one route through many waypoints (stop tours)
+
+
+@dataclass(frozen=True)
+class WaypointsQuery:
+    """A route visiting `waypoints` in the given order (the optimize service's tour geometry)."""
+
+    waypoints: list[LatLon]
+    vehicle: str = "car"
+    route_type: str = "fastest"
+
+
+@dataclass
+class WaypointsResult:
+    route: Route  # legs: one {distance, duration} per consecutive pair of waypoints
+    snapped: list[Snapped]
+
+
+@runtime_checkable
+class WaypointRouter(Protocol):
+    """A provider that routes through many waypoints in one call (OSRM). Providers without it
+    are served leg by leg through `RouteProvider.route` (route_service.waypoints)."""
+
+    def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult: ...

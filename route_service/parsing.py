@@ -8,7 +8,15 @@ from typing import Any
 
 from common.errors import ParameterErrors
 from common.params import LatLon, parse_choice, parse_int, parse_latlon, parse_latlon_text
-from route_service.model import MAX_ALTERNATIVES, MAX_EMERGENCY_RADIUS_M, ROUTE_TYPES, VEHICLES, MatrixQuery, RouteQuery
+from route_service.model import (
+    MAX_ALTERNATIVES,
+    MAX_EMERGENCY_RADIUS_M,
+    ROUTE_TYPES,
+    VEHICLES,
+    MatrixQuery,
+    RouteQuery,
+    WaypointsQuery,
+)
 
 MAX_MATRIX_SIDE = 1000
 # Checks the provider choice against the loaded providers (ProviderRegistry.check).
@@ -108,3 +116,34 @@ def parse_matrix(body: Any) -> tuple[MatrixQuery, str | None]:
     provider = parse_provider(params, errors)
     errors.raise_if_any()
     return MatrixQuery(sources, destinations, vehicle, route_type), provider
+
+
+# ---------------------------------------------------------------- one route through many waypoints
+
+
+MAX_ROUTE_WAYPOINTS = 2000
+
+
+def parse_waypoints(body: Any) -> tuple[WaypointsQuery, str | None]:
+    """POST /internal/route's JSON body → (query, provider name or None)."""
+    errors = ParameterErrors()
+    if not isinstance(body, dict):
+        errors.add(None, "the body must be a JSON object {waypoints, vehicle?, type?, provider?}")
+        errors.raise_if_any()
+    params = {k: str(v) for k, v in body.items() if k in ("vehicle", "type", "provider") and v is not None}
+    raw = body.get("waypoints")
+    waypoints: list[LatLon] = []
+    if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_ROUTE_WAYPOINTS:
+        errors.add("waypoints", f"must be a list of 2 to {MAX_ROUTE_WAYPOINTS} points {{lat, lon}}")
+        raw = []
+    for index, item in enumerate(raw):
+        parsed = parse_point(item)
+        if isinstance(parsed, str):
+            errors.add(f"waypoints[{index}]", parsed)
+        else:
+            waypoints.append(parsed)
+    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
+    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
+    provider = parse_provider(params, errors)
+    errors.raise_if_any()
+    return WaypointsQuery(waypoints, vehicle, route_type), provider

@@ -36,6 +36,8 @@ from route_service.model import (
     RouteQuery,
     RouteResult,
     Snapped,
+    WaypointsQuery,
+    WaypointsResult,
 )
 from route_service.osrm_profiles import SNAP_RADIUS_M, profile_name
 
@@ -198,6 +200,29 @@ class OsrmProvider:
                 return MatchResult([], [False] * len(points))
             raise RuntimeError(f"OSRM match failed: {exc}") from exc
         return to_match(response, len(points))
+
+    # ------------------------------------------------------------ one route through many waypoints (stop tours)
+
+    def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult:
+        """One Route call through every waypoint in order, with the full geometry and one leg
+        per pair. Turning around at a waypoint is allowed (`continue_straight=False`), as in
+        the Table durations the order was optimized on."""
+        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        radius = SNAP_RADIUS_M[query.vehicle]
+        params = osrm.RouteParameters(
+            coordinates=[(p.lon, p.lat) for p in query.waypoints],
+            geometries="geojson",
+            overview="full",
+            continue_straight=False,
+            radiuses=[radius] * len(query.waypoints),
+            generate_hints=False,
+        )
+        names = [f"waypoints[{i}]" for i in range(len(query.waypoints))]
+        response = call(engine.Route, params, names, query.vehicle, radius)
+        return WaypointsResult(
+            route=to_route(response["routes"][0], with_steps=False),
+            snapped=[to_snapped(plain(w)) for w in response["waypoints"]],
+        )
 
 
 # ---------------------------------------------------------------- OSRM errors
