@@ -377,3 +377,12 @@ class DetourInvalidEncoding(ApiError):
     type = "/problems/detour/invalid-encoding"
     title = "The detour file is not UTF-8 text"
     code = "DETOUR_ERROR_INVALID_ENCODING"
+
+
+class TooManyStops(ApiError):
+    """More stops in one optimization request than the documented maximum."""
+
+    status = 413
+    type = "/problems/optimize/too-many-stops"
+    title = "Too many stops"
+    code = "OPTIMIZE_ERROR_TOO_MANY_STOPS"

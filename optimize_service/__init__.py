@@ -1,0 +1,1 @@
+"""The stop-order optimization service: POST /v1/optimize/stops (port 8084)."""

@@ -1,0 +1,67 @@
+"""Plan → the JSON body of POST /v1/optimize/stops (no aiohttp here)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from common.osm_inputs import ATTRIBUTION
+from optimize_service.model import Plan, Visit
+
+
+def iso(moment: datetime) -> str:
+    """Rounded to the second (road durations are estimates), keeping the start time's offset."""
+    rounded = (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
+    return rounded.isoformat(timespec="seconds")
+
+
+def visit_body(plan: Plan, visit: Visit, position: int) -> dict[str, Any]:
+    stop = plan.request.stops[visit.stop_index]
+    return {
+        "name": stop.name,
+        "coordinate": {"lat": stop.coordinate.lat, "lon": stop.coordinate.lon},
+        "start": stop.start,
+        "destination": stop.destination,
+        "index": visit.stop_index,
+        "position": position,
+        "arrival": iso(visit.arrival),
+        "departure": iso(visit.departure),
+        "serviceTime": round((visit.departure - visit.arrival).total_seconds(), 1),
+        "distance": round(visit.leg.distance_m, 1) if visit.leg else 0.0,
+        "duration": round(visit.leg.duration_s, 1) if visit.leg else 0.0,
+    }
+
+
+def leg_body(plan: Plan, position: int) -> dict[str, Any]:
+    before, after = plan.visits[position], plan.visits[position + 1]
+    assert after.leg is not None  # every visit after the first has its leg
+    return {
+        "from": before.stop_index,
+        "to": after.stop_index,
+        "distance": round(after.leg.distance_m, 1),
+        "duration": round(after.leg.duration_s, 1),
+    }
+
+
+def plan_body(plan: Plan) -> dict[str, Any]:
+    request, route = plan.request, plan.route
+    options, ends = request.options, request.ends
+    first, last = plan.visits[0], plan.visits[-1]
+    return {
+        "stops": [visit_body(plan, visit, position) for position, visit in enumerate(plan.visits)],
+        "legs": [leg_body(plan, position) for position in range(len(plan.visits) - 1)],
+        "distance": round(route.distance_m, 1),
+        "duration": round(route.duration_s, 1),
+        "serviceTime": round(sum((v.departure - v.arrival).total_seconds() for v in plan.visits), 1),
+        "startTime": iso(first.arrival),
+        "endTime": iso(last.departure),
+        "roundTrip": ends.round_trip,
+        "openTour": ends.open,
+        "geometry": {"type": "LineString", "coordinates": route.geometry},
+        "vehicle": options.vehicle,
+        "type": options.route_type,
+        "provider": route.provider or options.provider,
+        "solver": plan.solver,
+        "dataset": route.dataset,
+        "attribution": ATTRIBUTION,
+    }

@@ -1,0 +1,52 @@
+"""HTTP handler of the optimize service: check the media type, read, parse, plan, format."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from aiohttp import web
+
+from common.errors import MalformedBody, UnsupportedMediaType
+from common.service import json_response
+from optimize_service.formatter import plan_body
+from optimize_service.parsing import parse_request
+from optimize_service.planner import plan_tour
+from optimize_service.routing import RouteClient
+from optimize_service.solver import Tour, TourProblem, solve
+
+
+@dataclass
+class OptimizeState:
+    routes: RouteClient
+    solver_pool: Executor  # processes: OR-Tools holds the GIL while it searches
+
+    async def solve(self, problem: TourProblem) -> Tour:
+        return await asyncio.get_running_loop().run_in_executor(self.solver_pool, solve, problem)
+
+
+STATE_KEY: web.AppKey[OptimizeState] = web.AppKey("optimize_state", OptimizeState)
+
+
+async def read_json_body(request: web.Request) -> object:
+    if request.content_type != "application/json":
+        raise UnsupportedMediaType(
+            f"send the stops as a JSON array with Content-Type: application/json, not {request.content_type!r}",
+            parameter="Content-Type",
+        )
+    try:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
+
+
+async def optimize_stops(request: web.Request) -> web.Response:
+    state = request.app[STATE_KEY]
+    body = await read_json_body(request)
+    known = await state.routes.provider_names() if "provider" in request.query else None
+    parsed = parse_request(body, request.query, datetime.now(UTC), known)
+    plan = await plan_tour(parsed, state.routes, state.solve)
+    return json_response(plan_body(plan))

@@ -1,0 +1,94 @@
+"""Typed stops, options and results of the optimize service (no aiohttp here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from common.params import LatLon
+
+MAX_STOPS = 1000  # more → 413 OPTIMIZE_ERROR_TOO_MANY_STOPS
+MAX_DIAMETER_M = 1_200_000.0  # API.md: the stops' region may be at most 1200 km wide
+MAX_SERVICE_TIME_S = 86_400.0
+MIN_TIME_LIMIT_S = 0.05
+MAX_TIME_LIMIT_S = 30.0
+VEHICLES = ("car", "truck", "bicycle", "pedestrian")
+ROUTE_TYPES = ("fastest", "shortest")
+
+
+@dataclass(frozen=True)
+class Stop:
+    name: str
+    coordinate: LatLon
+    start: bool = False
+    destination: bool = False
+    service_time_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class TourEnds:
+    """Where the tour begins and ends, as indexes into the stops."""
+
+    start: int
+    end: int | None  # None: open tour, ends wherever is best; == start: round trip
+
+    @property
+    def round_trip(self) -> bool:
+        return self.end == self.start
+
+    @property
+    def open(self) -> bool:
+        return self.end is None
+
+
+@dataclass(frozen=True)
+class Options:
+    start_time: datetime  # always with a UTC offset; arrival times keep it
+    vehicle: str = "car"
+    route_type: str = "fastest"
+    provider: str | None = None  # None: the route service's default
+    time_limit_s: float | None = None  # None: chosen from the number of stops
+
+
+@dataclass(frozen=True)
+class OptimizeRequest:
+    stops: list[Stop]
+    ends: TourEnds
+    options: Options
+
+
+@dataclass(frozen=True)
+class Leg:
+    distance_m: float
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class TourRoute:
+    """The road route through the stops in visiting order (from the route service)."""
+
+    distance_m: float
+    duration_s: float
+    geometry: list[list[float]]  # [lon, lat] pairs, GeoJSON order
+    legs: list[Leg]
+    provider: str = ""
+    dataset: str = ""
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One stop of the answer: arrival after the leg from the previous stop."""
+
+    stop_index: int  # into the request's stops
+    arrival: datetime
+    departure: datetime
+    leg: Leg | None  # None for the first stop
+
+
+@dataclass
+class Plan:
+    request: OptimizeRequest
+    visits: list[Visit]
+    route: TourRoute
+    solver: dict[str, Any] = field(default_factory=dict)

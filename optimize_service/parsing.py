@@ -1,0 +1,214 @@
+"""The request (JSON array of stops and query parameters) → OptimizeRequest, reporting every
+violation at once (no aiohttp here).
+
+Checks in order: too many stops (413, alone), then every stop, flag and parameter together
+(400), then the region's diameter (413) — all before any routing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
+from common.params import LatLon, parse_choice
+from optimize_service.geo import farthest_pair
+from optimize_service.model import (
+    MAX_DIAMETER_M,
+    MAX_SERVICE_TIME_S,
+    MAX_STOPS,
+    MAX_TIME_LIMIT_S,
+    MIN_TIME_LIMIT_S,
+    ROUTE_TYPES,
+    VEHICLES,
+    OptimizeRequest,
+    Options,
+    Stop,
+    TourEnds,
+)
+
+# An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
+_SPACE_FOR_PLUS = re.compile(r"^(\d{4}-?\d{2}-?\d{2}T[\d:.,]+) (\d{2}(:?\d{2})?)$")
+START_TIME_EXAMPLE = "2025-03-01T08:00:00+01:00"
+
+
+def parse_request(
+    body: Any, query: Mapping[str, str], now: datetime, known_providers: frozenset[str] | None = None
+) -> OptimizeRequest:
+    """Raises TooManyStops, one ApiError listing every violation, or DiameterTooLarge."""
+    if isinstance(body, list) and len(body) > MAX_STOPS:
+        raise TooManyStops(f"{len(body)} stops sent, at most {MAX_STOPS} are allowed per request", parameter="stops")
+    errors = ParameterErrors()
+    stops = parse_stops(body, errors)
+    ends = tour_ends(stops, errors)
+    options = parse_options(query, now, errors, known_providers)
+    errors.raise_if_any()
+    check_diameter(stops)
+    return OptimizeRequest(stops, ends, options)
+
+
+# ---------------------------------------------------------------- stops
+
+
+def parse_stops(body: Any, errors: ParameterErrors) -> list[Stop]:
+    if not isinstance(body, list):
+        errors.add(None, "the body must be a JSON array of stops {name, coordinate, start?, destination?}", MalformedBody)
+        return []
+    if not body:
+        errors.add("stops", "at least one stop is required")
+    stops: list[Stop] = []
+    for index, item in enumerate(body):
+        stop = parse_stop(item, f"stops[{index}]", errors)
+        if stop is not None:
+            stops.append(stop)
+    # Indexes into `stops` must match the request's: any broken stop fails the request anyway.
+    return stops if len(stops) == len(body) else []
+
+
+def parse_stop(item: Any, where: str, errors: ParameterErrors) -> Stop | None:
+    if not isinstance(item, dict):
+        errors.add(where, "must be an object {name, coordinate: {lat, lon}, start?, destination?}")
+        return None
+    before = len(errors.violations)
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.add(f"{where}.name", "is required: a non-blank string")
+    coordinate = parse_coordinate(item.get("coordinate"), f"{where}.coordinate", errors)
+    start = parse_flag(item, "start", where, errors)
+    destination = parse_flag(item, "destination", where, errors)
+    service = parse_seconds(item.get("serviceTime"), f"{where}.serviceTime", errors, default=0.0)
+    if len(errors.violations) > before or coordinate is None:
+        return None
+    return Stop(str(name), coordinate, start, destination, service)
+
+
+def parse_coordinate(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
+    if not isinstance(value, dict):
+        errors.add(where, "is required: an object {lat, lon} in decimal degrees")
+        return None
+    lat = parse_degrees(value.get("lat"), f"{where}.lat", 90.0, errors)
+    lon = parse_degrees(value.get("lon"), f"{where}.lon", 180.0, errors)
+    return LatLon(lat, lon) if lat is not None and lon is not None else None
+
+
+def is_number(value: Any) -> bool:
+    # JSON true/false arrive as bool, which Python counts as int: they are not numbers here.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def parse_degrees(value: Any, where: str, limit: float, errors: ParameterErrors) -> float | None:
+    if value is None:
+        errors.add(where, f"is required: a number between -{limit:g} and {limit:g}")
+        return None
+    if not is_number(value) or not math.isfinite(value):
+        errors.add(where, f"must be a number between -{limit:g} and {limit:g}, got {short(value)}")
+        return None
+    if not -limit <= value <= limit:
+        errors.add(where, f"must be between -{limit:g} and {limit:g}, got {value}")
+        return None
+    return float(value)
+
+
+def parse_flag(item: dict[str, Any], key: str, where: str, errors: ParameterErrors) -> bool:
+    value = item.get(key, False)
+    if not isinstance(value, bool):
+        errors.add(f"{where}.{key}", f"must be true or false, got {short(value)}")
+        return False
+    return value
+
+
+def parse_seconds(value: Any, where: str, errors: ParameterErrors, *, default: float) -> float:
+    if value is None:
+        return default
+    if not is_number(value) or not 0 <= value <= MAX_SERVICE_TIME_S:
+        errors.add(where, f"must be a number of seconds between 0 and {MAX_SERVICE_TIME_S:g}, got {short(value)}")
+        return default
+    return float(value)
+
+
+def short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def tour_ends(stops: list[Stop], errors: ParameterErrors) -> TourEnds:
+    """API.md: at most one start and one destination; without a start the first stop starts;
+    without a destination the tour is open; one stop both → round trip."""
+    starts = [i for i, stop in enumerate(stops) if stop.start]
+    destinations = [i for i, stop in enumerate(stops) if stop.destination]
+    for flag, marked in (("start", starts), ("destination", destinations)):
+        for extra in marked[1:]:
+            errors.add(f"stops[{extra}].{flag}", f"only one stop may be the {flag} (stops[{marked[0]}] already is)")
+    return TourEnds(starts[0] if starts else 0, destinations[0] if destinations else None)
+
+
+def check_diameter(stops: list[Stop]) -> None:
+    if len(stops) < 2:
+        return
+    i, j, distance = farthest_pair([stop.coordinate for stop in stops])
+    if distance > MAX_DIAMETER_M:
+        raise DiameterTooLarge(
+            f"stops[{i}] ({stops[i].name!r}) and stops[{j}] ({stops[j].name!r}) are {distance / 1000:.1f} km apart, but "
+            f"all stops must lie within {MAX_DIAMETER_M / 1000:.0f} km of each other (great-circle distance)",
+            parameter="stops",
+        )
+
+
+# ---------------------------------------------------------------- query parameters
+
+
+def parse_options(
+    query: Mapping[str, str], now: datetime, errors: ParameterErrors, known_providers: frozenset[str] | None
+) -> Options:
+    return Options(
+        start_time=parse_start_time(query.get("startTime"), now, errors),
+        vehicle=parse_choice(query, "vehicle", errors, default="car", choices=VEHICLES),
+        route_type=parse_choice(query, "type", errors, default="fastest", choices=ROUTE_TYPES),
+        provider=parse_provider(query.get("provider"), errors, known_providers),
+        time_limit_s=parse_time_limit(query.get("timeLimit"), errors),
+    )
+
+
+def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) -> datetime:
+    if raw is None:
+        return now
+    text = _SPACE_FOR_PLUS.sub(r"\1+\2", raw.strip())
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        errors.add("startTime", f"must be an ISO 8601 date-time with a UTC offset (e.g. {START_TIME_EXAMPLE}), got {short(raw)}")
+        return now
+    if value.tzinfo is None or value.utcoffset() is None:
+        errors.add("startTime", f"needs a UTC offset (e.g. {START_TIME_EXAMPLE} or ...Z), got {short(raw)}")
+        return now
+    return value
+
+
+def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:
+    if raw is None:
+        return None
+    name = raw.strip().lower()
+    if not name:
+        errors.add("provider", "must not be blank (omit it for the default provider)")
+        return None
+    # `known` is None when the route service could not list its providers: it checks itself then.
+    if known is not None and name not in known:
+        errors.add("provider", f"unknown provider {short(raw)} (known: {', '.join(sorted(known))})")
+        return None
+    return name
+
+
+def parse_time_limit(raw: str | None, errors: ParameterErrors) -> float | None:
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:  # NaN fails too
+        errors.add("timeLimit", f"must be a number of seconds between {MIN_TIME_LIMIT_S} and {MAX_TIME_LIMIT_S:g}, got {short(raw)}")
+        return None
+    return value

@@ -1,0 +1,48 @@
+"""One optimization from a parsed request to the plan: road matrix → order → road tour →
+schedule. Async because it calls the route service; no aiohttp server code here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from optimize_service.model import OptimizeRequest, Plan, TourRoute
+from optimize_service.reachability import reject_unreachable
+from optimize_service.routing import RouteClient
+from optimize_service.schedule import schedule
+from optimize_service.solver import Tour, TourProblem
+
+SolverRunner = Callable[[TourProblem], Awaitable[Tour]]
+
+
+async def plan_tour(request: OptimizeRequest, routes: RouteClient, run_solver: SolverRunner) -> Plan:
+    stops, ends, options = request.stops, request.ends, request.options
+    if len(stops) == 1:
+        return single_stop_plan(request)
+    matrix = await routes.matrix(stops, options)
+    reject_unreachable(matrix.durations_s, stops, ends.start)
+    tour = await run_solver(TourProblem(matrix.durations_s, ends.start, ends.end, options.time_limit_s))
+    visiting_order = [*tour.order, ends.start] if ends.round_trip else tour.order
+    route = await routes.tour(stops, visiting_order, options)
+    visits = schedule(stops, visiting_order, route.legs, options.start_time)
+    return Plan(request, visits, route, solver_summary(tour))
+
+
+def single_stop_plan(request: OptimizeRequest) -> Plan:
+    """Nothing to drive: the stop itself, a zero-length line and no legs."""
+    coordinate = request.stops[0].coordinate
+    here = [coordinate.lon, coordinate.lat]
+    route = TourRoute(distance_m=0.0, duration_s=0.0, geometry=[here, here], legs=[])
+    visits = schedule(request.stops, [0], [], request.options.start_time)
+    summary = {"method": "trivial", "optimal": True, "matrixDuration": 0.0, "timeLimit": None}
+    return Plan(request, visits, route, summary)
+
+
+def solver_summary(tour: Tour) -> dict[str, Any]:
+    return {
+        "method": tour.method,
+        "optimal": tour.optimal,
+        "matrixDuration": round(tour.duration_s, 1),  # what was minimized, on the road matrix
+        "timeLimit": tour.time_limit_s,
+    }
+

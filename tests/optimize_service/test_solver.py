@@ -1,0 +1,116 @@
+"""The solver: Held-Karp against brute force, OR-Tools against Held-Karp, every kind of tour."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
+from optimize_service.solver import TourProblem, default_time_limit, guided_local_search, solve
+
+
+def random_matrix(rng: np.random.Generator, n: int, *, symmetric: bool) -> np.ndarray:
+    """Road-like: distances between random points, stretched by a random detour factor that
+    differs per direction when asymmetric (one-way streets)."""
+    points = rng.uniform(0, 10_000, (n, 2))
+    straight = np.linalg.norm(points[:, None] - points[None], axis=-1)
+    detour = rng.uniform(1.0, 1.6, (n, n))
+    if symmetric:
+        detour = (detour + detour.T) / 2
+    costs = np.rint(straight * detour)
+    np.fill_diagonal(costs, 0)
+    return costs
+
+
+def brute_force(costs: np.ndarray, start: int, end: int | None) -> float:
+    middle = [i for i in range(len(costs)) if i not in (start, end)]
+    tail = [] if end is None or end == start else [end]
+    return min(tour_cost(costs, [start, *p, *tail], end == start) for p in itertools.permutations(middle))
+
+
+def ends_for(case: str, n: int, rng: np.random.Generator) -> tuple[int, int | None]:
+    start = int(rng.integers(n))
+    if case == "open":
+        return start, None
+    if case == "round trip":
+        return start, start
+    return start, int(rng.choice([i for i in range(n) if i != start]))
+
+
+def assert_valid(order: list[int], n: int, start: int, end: int | None) -> None:
+    assert sorted(order) == list(range(n))
+    assert order[0] == start
+    if end is not None and end != start:
+        assert order[-1] == end
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_held_karp_matches_brute_force(symmetric: bool, case: str) -> None:
+    rng = np.random.default_rng(hash((symmetric, case)) % 2**32)
+    for _ in range(25):
+        n = int(rng.integers(3, 9))
+        costs = random_matrix(rng, n, symmetric=symmetric)
+        start, end = ends_for(case, n, rng)
+        order, cost = held_karp(costs, start, end)
+        assert_valid(order, n, start, end)
+        assert cost == brute_force(costs, start, end)
+        assert tour_cost(costs, order, end == start) == cost
+
+
+def test_held_karp_uses_the_direction_of_one_way_costs() -> None:
+    # 0→1→2→3 is cheap one way round, expensive the other: an exact solver must see it.
+    costs = np.full((4, 4), 100.0)
+    np.fill_diagonal(costs, 0)
+    for a, b in ((0, 1), (1, 2), (2, 3), (3, 0)):
+        costs[a, b] = 1
+    assert held_karp(costs, 0, 0) == ([0, 1, 2, 3], 4.0)
+    assert held_karp(costs, 0, None) == ([0, 1, 2, 3], 3.0)
+    assert held_karp(costs, 0, 3) == ([0, 1, 2, 3], 3.0)
+
+
+def test_tiny_tours() -> None:
+    assert held_karp(np.zeros((1, 1)), 0, None) == ([0], 0.0)
+    assert held_karp(np.zeros((1, 1)), 0, 0) == ([0], 0.0)
+    costs = np.array([[0.0, 5.0], [7.0, 0.0]])
+    assert held_karp(costs, 1, None) == ([1, 0], 7.0)
+    assert held_karp(costs, 0, 0) == ([0, 1], 12.0)
+    assert solve(TourProblem(costs / 10, 1, 1)).order == [1, 0]
+
+
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_solve_is_exact_up_to_the_threshold(case: str) -> None:
+    rng = np.random.default_rng(7)
+    for n in (3, 6, 9, EXACT_MAX_STOPS):
+        durations = random_matrix(rng, n, symmetric=False) / 10
+        start, end = ends_for(case, n, rng)
+        tour = solve(TourProblem(durations, start, end))
+        assert tour.optimal and tour.method == "held-karp"
+        assert_valid(tour.order, n, start, end)
+        if n <= 9:
+            assert tour.duration_s == pytest.approx(brute_force(durations, start, end), abs=0.05)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_guided_local_search_finds_the_exact_optimum_of_small_instances(symmetric: bool, case: str) -> None:
+    rng = np.random.default_rng(11 if symmetric else 12)
+    for n in (8, EXACT_MAX_STOPS + 1):
+        costs = random_matrix(rng, n, symmetric=symmetric).astype(np.int64)
+        start, end = ends_for(case, n, rng)
+        order = guided_local_search(costs, start, end, time_limit_s=0.3)
+        assert_valid(order, n, start, end)
+        _, optimum = held_karp(costs, start, end)
+        assert tour_cost(costs, order, end == start) <= optimum * 1.01
+
+
+def test_larger_sets_go_to_or_tools_with_a_time_limit() -> None:
+    rng = np.random.default_rng(3)
+    durations = random_matrix(rng, 40, symmetric=False) / 10
+    tour = solve(TourProblem(durations, 5, None, time_limit_s=0.2))
+    assert tour.method == "or-tools-gls" and not tour.optimal and tour.time_limit_s == 0.2
+    assert_valid(tour.order, 40, 5, None)
+    assert tour.duration_s == pytest.approx(tour_cost(durations, tour.order, False), abs=0.5)
+    assert default_time_limit(100) < default_time_limit(300) <= 3.0
