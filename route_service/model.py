@@ -15,6 +15,8 @@ VEHICLES = ("car", "truck", "bicycle", "pedestrian")
 ROUTE_TYPES = ("fastest", "shortest")
 MAX_ALTERNATIVES = 2
 MAX_EMERGENCY_RADIUS_M = 5000
+# How far a point may lie from the nearest road the vehicle may use, in every provider.
+SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian": 500.0}
 
 
 @dataclass(frozen=True)

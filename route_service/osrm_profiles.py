@@ -16,8 +16,6 @@ from route_service.model import ROUTE_TYPES, VEHICLES
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # Every (vehicle, type) pair has its own dataset, named `<vehicle>-<type>`.
 PROFILE_NAMES: tuple[str, ...] = tuple(f"{vehicle}-{kind}" for vehicle in VEHICLES for kind in ROUTE_TYPES)
-# Largest distance from a road at which a point still snaps to it, per vehicle (metres).
-SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian": 500.0}
 
 
 def profile_name(vehicle: str, route_type: str) -> str:

@@ -17,6 +17,7 @@ from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stret
 from route_service.model import (
     MAX_EMERGENCY_RADIUS_M,
     ROUTE_TYPES,
+    SNAP_RADIUS_M,
     VEHICLES,
     EmergencySegment,
     MatrixQuery,
@@ -29,8 +30,6 @@ from route_service.model import (
 )
 
 GRAPH_DIR = "graph"
-# How far a point may lie from the nearest road the vehicle may use.
-SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian": 500.0}
 
 
 class GraphProvider:

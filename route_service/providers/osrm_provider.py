@@ -25,6 +25,7 @@ from common.params import LatLon
 from route_service.instructions import instruction
 from route_service.model import (
     ROUTE_TYPES,
+    SNAP_RADIUS_M,
     VEHICLES,
     Cost,
     Matching,
@@ -39,7 +40,7 @@ from route_service.model import (
     WaypointsQuery,
     WaypointsResult,
 )
-from route_service.osrm_profiles import SNAP_RADIUS_M, profile_name
+from route_service.osrm_profiles import profile_name
 
 OSRM_DIR = "osrm"
 MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
