@@ -57,7 +57,8 @@ class LoadResult:
     connections: int
     seconds: float
     requests: int
-    errors: int  # non-2xx answers plus socket errors and timeouts
+    errors: int  # non-2xx answers
+    socket_errors: int  # connect/read/write errors and timeouts (e.g. the server closed a keep-alive)
     p50_ms: float
     p99_ms: float
 
@@ -120,8 +121,8 @@ function request()
 end
 function done(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("RESULT %%d %%d %%d %%f %%f\\n", summary.requests, summary.duration,
-    e.connect + e.read + e.write + e.status + e.timeout, latency:percentile(50), latency:percentile(99)))
+  io.write(string.format("RESULT %%d %%d %%d %%d %%f %%f\\n", summary.requests, summary.duration, e.status,
+    e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
 end
 """
 
@@ -149,23 +150,23 @@ def run_wrk(wrk: str, load: Load, connections: int, seconds: float, threads: int
                    "-s", str(script), load.base_url]  # fmt: skip
         out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("RESULT "))
-    requests, duration_us, errors, p50_us, p99_us = line.split()[1:]
-    return LoadResult(connections, int(duration_us) / 1e6, int(requests), int(errors),
+    requests, duration_us, errors, socket_errors, p50_us, p99_us = line.split()[1:]
+    return LoadResult(connections, int(duration_us) / 1e6, int(requests), int(errors), int(socket_errors),
                       float(p50_us) / 1000, float(p99_us) / 1000)  # fmt: skip
 
 
 # ---------------------------------------------------------------- fallback: aiohttp
 
 
-async def _client_load(load: Load, connections: int, seconds: float) -> tuple[int, int, list[float], float]:
+async def _client_load(load: Load, connections: int, seconds: float) -> tuple[int, int, int, list[float], float]:
     latencies: list[float] = []
-    errors, serial = 0, 0
+    errors, socket_errors, serial = 0, 0, 0
     connector = aiohttp.TCPConnector(limit=connections)
     started = time.perf_counter()
     deadline = started + seconds
 
     async def worker(session: aiohttp.ClientSession) -> None:
-        nonlocal errors, serial
+        nonlocal errors, socket_errors, serial
         while time.perf_counter() < deadline:
             path, serial = load.path(serial), serial + 1
             sent = time.perf_counter()
@@ -174,23 +175,23 @@ async def _client_load(load: Load, connections: int, seconds: float) -> tuple[in
                     await resp.read()
                     errors += resp.status >= 400
             except (aiohttp.ClientError, TimeoutError):
-                errors += 1
+                socket_errors += 1
             latencies.append(time.perf_counter() - sent)
 
     timeout = aiohttp.ClientTimeout(total=5)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, skip_auto_headers=["Accept-Encoding"]) as s:
         await asyncio.gather(*(worker(s) for _ in range(connections)))
-    return len(latencies), errors, latencies, time.perf_counter() - started
+    return len(latencies), errors, socket_errors, latencies, time.perf_counter() - started
 
 
 def _client_process(load: Load, connections: int, seconds: float, queue: multiprocessing.Queue[str]) -> None:
-    requests, errors, latencies, elapsed = asyncio.run(_client_load(load, connections, seconds))
+    requests, errors, socket_errors, latencies, elapsed = asyncio.run(_client_load(load, connections, seconds))
     latencies.sort()
 
     def pct(q: float) -> float:
         return latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else 0.0
 
-    queue.put(json.dumps([requests, errors, pct(0.5), pct(0.99), elapsed]))
+    queue.put(json.dumps([requests, errors, socket_errors, pct(0.5), pct(0.99), elapsed]))
 
 
 def run_aiohttp(load: Load, connections: int, seconds: float) -> LoadResult:
@@ -200,12 +201,12 @@ def run_aiohttp(load: Load, connections: int, seconds: float) -> LoadResult:
     process = context.Process(target=_client_process, args=(load, connections, seconds, queue))
     process.start()
     try:
-        requests, errors, p50, p99, elapsed = json.loads(queue.get(timeout=seconds + 60))
+        requests, errors, socket_errors, p50, p99, elapsed = json.loads(queue.get(timeout=seconds + 60))
     finally:
         process.join(timeout=10)
         if process.is_alive():
             process.kill()
-    return LoadResult(connections, elapsed, requests, errors, p50, p99)
+    return LoadResult(connections, elapsed, requests, errors, socket_errors, p50, p99)
 
 
 def run_load(wrk: str | None, load: Load, connections: int, seconds: float) -> LoadResult:

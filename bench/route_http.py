@@ -20,8 +20,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,14 +210,14 @@ def measure(stack: Stack, routed: tuple[str, int], coords: list[Coords], runner:
 
 def table(rows: list[Row]) -> list[str]:
     reference = {r.result.connections: r.result for r in rows if r.target == "osrm-routed"}
-    lines = ["| target | cache | connections | req/s | p50 ms | p99 ms | errors | req/s ÷ osrm-routed "
-             "| CPU ms/request |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| target | cache | connections | req/s | p50 ms | p99 ms | errors | socket errors "
+             "| req/s ÷ osrm-routed | CPU ms/request |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         r, ref = row.result, reference.get(row.result.connections)
         ratio = f"{r.rps / ref.rps:.2f}" if ref and ref.rps else "-"
         cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in row.cpu_ms.items())
         lines.append(f"| {row.target} | {row.cache} | {r.connections} | {r.rps:.0f} | {r.p50_ms:.2f} | "
-                     f"{r.p99_ms:.2f} | {r.errors} | {ratio} | {cpu} |")  # fmt: skip
+                     f"{r.p99_ms:.2f} | {r.errors} | {r.socket_errors} | {ratio} | {cpu} |")  # fmt: skip
     return lines
 
 
@@ -255,8 +255,10 @@ def section(rows: list[Row], generator: str, rejected: int, failures: dict[str, 
             "`overview=full&geometries=geojson&steps=false`). Reference: `python -m osrm routed --algorithm mld "
             "-t 2` on the same files. *warm*: every answer comes from the route service's Redis cache (`X-Cache: "
             "hit`; each path requested once beforehand); *cold*: every request's coordinates differ by a few "
-            "µ° (≤ 1.3 m) so every request misses the cache (lookup, OSRM, store). Errors = non-2xx answers "
-            "and socket errors. Everything shares the same 2 cores with the load generator.",
+            "µ° (≤ 1.3 m) so every request misses the cache (lookup, OSRM, store). Errors: non-2xx answers; "
+            "socket errors: mostly keep-alive connections the server closed (osrm-routed does so after a number "
+            "of requests), which wrk counts as read errors. CPU ms/request: user + system time of each process "
+            "over the requests answered. Everything shares the same 2 cores with the load generator.",
             "",
             *table(rows),
             "",
@@ -264,6 +266,70 @@ def section(rows: list[Row], generator: str, rejected: int, failures: dict[str, 
             + goals(rows),
         ]
     )
+
+
+# ---------------------------------------------------------------- variants (the performance work)
+
+
+def variants_text(lines: list[str], seconds: float) -> str:
+    return "\n".join(
+        [
+            "### Request path settings (cold gateway path, 32 connections)",
+            "",
+            "Each setting is its own stack, all running at once; the load alternates between them "
+            f"({VARIANT_ROUNDS} rounds of {seconds:g} s, medians), so the shared machine's noise hits each alike. "
+            "CPU ms/request is the processes' user + system time over the requests answered: it hardly depends on "
+            "the other load on the machine, unlike req/s. `ROUTE_INLINE_PROVIDERS` (default `osrm`) runs OSRM calls "
+            "on the event loop instead of the thread pool (the binding holds the GIL, so the pool only adds a hop "
+            "and GIL hand-offs); `<SERVICE>_WORKERS` forks that many processes sharing the port (SO_REUSEPORT). "
+            "Workers only pay off when a core is idle: on a busy 2-core machine they add CPU per request.",
+            "",
+            *lines,
+        ]
+    )
+
+
+# Settings compared on the cold gateway path at 32 connections; each runs as its own stack
+# at the same time, and the load alternates between them, so a noisy moment hits all alike.
+VARIANTS = {
+    "OSRM in the thread pool (before)": {"ROUTE_INLINE_PROVIDERS": ""},
+    "OSRM inline (default)": {},
+    "inline + 2 route service workers": {"ROUTE_SERVICE_WORKERS": "2"},
+    "inline + 2 route service + 2 gateway workers": {"ROUTE_SERVICE_WORKERS": "2", "GATEWAY_WORKERS": "2"},
+}
+VARIANT_ROUNDS = 3
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def measure_variants(data_dir: Path, coords: list[Coords], wrk: str | None, seconds: float) -> list[str]:
+    runners: dict[str, Runner] = {}
+    loads: dict[str, Load] = {}
+    with ExitStack() as stacks:
+        for index, (label, env) in enumerate(VARIANTS.items()):
+            extra = {"MAP_DIR": str(data_dir / "maps"), **env}
+            stack = stacks.enter_context(platform(data_dir / f"variant-{index}", extra))
+            auth = {"Authorization": "Bearer " + user_token(stack)}
+            loads[label] = Load(stack.base_url, GATEWAY_PATH, coords, auth, jitter=True)
+            runners[label] = Runner(wrk, seconds)
+            runners[label].runs = 100 * (index + 1)  # distinct jitter salts: no stack sees another's keys
+            runners[label].watched = {name: stack.processes[key].pid for name, key in WATCHED.items()}
+        for round_ in range(VARIANT_ROUNDS):
+            for label in VARIANTS if round_ % 2 == 0 else reversed(VARIANTS):
+                runners[label].sweep("gateway", "cold", loads[label], (32,))
+    lines = ["| setting | req/s | p50 ms | p99 ms | CPU ms/request |", "|---|---|---|---|---|"]
+    for label, runner in runners.items():
+        results = [row.result for row in runner.rows]
+        cpu = {name: median([row.cpu_ms[name] for row in runner.rows]) for name in runner.watched}
+        lines.append(
+            f"| {label} | {median([r.rps for r in results]):.0f} | {median([r.p50_ms for r in results]):.1f} | "
+            f"{median([r.p99_ms for r in results]):.1f} | {', '.join(f'{n} {v:.2f}' for n, v in cpu.items())} |"
+        )
+    return lines
 
 
 def run(seconds: float = SECONDS, env: dict[str, str] | None = None) -> str:
@@ -276,15 +342,13 @@ def run(seconds: float = SECONDS, env: dict[str, str] | None = None) -> str:
         runner = Runner(wrk, seconds)
         with platform(data_dir, env or {}) as stack, osrm_routed(map_osrm, data_dir / "osrm-routed.log") as routed:
             failures = measure(stack, routed, coords, runner)
-    return section(runner.rows, generator, rejected, failures, seconds)
-
-
-def timed(call: Callable[[], str]) -> tuple[str, float]:
-    started = time.perf_counter()
-    return call(), time.perf_counter() - started
+        variants = measure_variants(data_dir, coords, wrk, seconds * 0.6)
+    return (
+        section(runner.rows, generator, rejected, failures, seconds) + "\n\n" + variants_text(variants, seconds * 0.6)
+    )
 
 
 if __name__ == "__main__":
-    text, took = timed(run)
-    print(text)
-    print(f"\n({took:.0f} s)")
+    started = time.perf_counter()
+    print(run())
+    print(f"\n({time.perf_counter() - started:.0f} s)")
