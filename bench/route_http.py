@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,12 +154,20 @@ def osrm_routed(map_osrm: Path, log: Path) -> Iterator[tuple[str, int]]:
         wait_for_port("127.0.0.1", port, timeout=60)
         yield f"http://127.0.0.1:{port}", process.pid
     finally:
-        process.terminate()
+        stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[bytes]) -> None:
+    """`python -m osrm routed` is a wrapper that starts the binary as its child: signal the
+    whole process group (its own session), or the server outlives the benchmark."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
         try:
             process.wait(timeout=10)
+            return
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            continue
 
 
 # ---------------------------------------------------------------- measuring
