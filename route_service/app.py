@@ -71,6 +71,7 @@ def create_app(config: RouteConfig) -> web.Application:
     app[HEALTH_CHECKS_KEY].append(dataset_health)
     app.router.add_get("/v1/route", route)
     app.router.add_get("/v1/providers", providers)
+    app.router.add_get("/internal/providers", providers)  # gathered by the gateway into /v1/providers
     app.router.add_post("/internal/matrix", matrix)
     app.router.add_post("/internal/route", route_waypoints)
     app.router.add_post("/v1/detour/file", detour_file)
