@@ -25,7 +25,7 @@ def route(item: Route) -> dict[str, Any]:
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
-        "geometry": {"type": "LineString", "coordinates": [[lon, lat] for lon, lat in item.geometry]},
+        "geometry": {"type": "LineString", "coordinates": item.geometry},
         "legs": item.legs,
         "emergencySegments": [emergency_segment(s) for s in item.emergency_segments],
     }
@@ -67,7 +67,7 @@ def waypoints_body(result: WaypointsResult, provider: str, dataset: str) -> dict
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
-        "geometry": {"type": "LineString", "coordinates": [[lon, lat] for lon, lat in item.geometry]},
+        "geometry": {"type": "LineString", "coordinates": item.geometry},
         "legs": [{"distance": leg["distance"], "duration": leg["duration"]} for leg in item.legs],
         "waypoints": [snapped(s) for s in result.snapped],
         "provider": provider,
