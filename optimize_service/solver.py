@@ -4,9 +4,9 @@ Runs in a worker process (see app.py): OR-Tools holds the GIL for the whole sear
 would stall the service's event loop. Everything here is plain data in, plain data out.
 
 Why OR-Tools and this configuration (measured on Heidelberg road matrices, docs/decisions.md):
-- First solution CHRISTOFIDES, then guided local search: within about 1 % of a 30 s search
-  in a second for 100-200 stops; the default first solution (PATH_CHEAPEST_ARC) needs
-  several times longer for the same quality, VROOM stayed 2.5-4 % above it.
+- First solution CHRISTOFIDES, then guided local search: the best of the configurations
+  measured for short searches (bench/optimize.py; the default first solution
+  PATH_CHEAPEST_ARC is far slower to converge from 200 stops on, VROOM's tours were longer).
 - The search runs until its time limit (GLS has no other stop), so the limit grows with the
   number of stops (`default_time_limit`).
 """
@@ -44,8 +44,11 @@ class Tour:
 
 
 def default_time_limit(stops: int) -> float:
-    """Seconds of guided local search: ~0.6 s for 100 stops, 3 s from 460 stops on."""
-    return min(3.0, max(0.2, 0.0065 * stops))
+    """Seconds of guided local search: 0.005 s per stop, at least 0.5 s (25 stops reached the
+    30 s result only after 0.2 s), at most 2.5 s, so that the whole request stays within 1 s for
+    100 stops and 5 s for 500 (bench/optimize.py). Longer searches gain little: on 100 stops the
+    next improvement came between 1 and 2 s."""
+    return min(2.5, max(0.5, 0.005 * stops))
 
 
 def solve(problem: TourProblem) -> Tour:
@@ -70,7 +73,13 @@ def tour(
     return Tour(order, duration, method, optimal, time_limit_s)
 
 
-def guided_local_search(costs: np.ndarray, start: int, end: int | None, time_limit_s: float) -> list[int]:
+CHRISTOFIDES = routing_enums_pb2.FirstSolutionStrategy.CHRISTOFIDES
+PATH_CHEAPEST_ARC = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
+
+
+def guided_local_search(
+    costs: np.ndarray, start: int, end: int | None, time_limit_s: float, first_solution: int = CHRISTOFIDES
+) -> list[int]:
     """OR-Tools routing with one vehicle. The nodes are relabelled so that the start is node 0
     (OR-Tools' CHRISTOFIDES fails on some instances otherwise; measured). An open tour ends at
     an extra node that every stop reaches at no cost, so the search may finish anywhere."""
@@ -85,9 +94,9 @@ def guided_local_search(costs: np.ndarray, start: int, end: int | None, time_lim
         last = n
     else:
         matrix, last = relabelled, (0 if end == start else n - 1)
-    order = solve_path(matrix, last, time_limit_s, routing_enums_pb2.FirstSolutionStrategy.CHRISTOFIDES)
+    order = solve_path(matrix, last, time_limit_s, first_solution)
     if order is None:  # never seen after relabelling; the default start is the safety net
-        order = solve_path(matrix, last, time_limit_s, routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC)
+        order = solve_path(matrix, last, time_limit_s, PATH_CHEAPEST_ARC)
     if order is None:
         raise RuntimeError("OR-Tools found no tour")
     return [labels[node] for node in order if node < n]
