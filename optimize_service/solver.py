@@ -24,6 +24,8 @@ from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
 
 # Durations are solved in tenths of a second: OR-Tools needs integers, OSRM gives 0.1 s.
 COST_SCALE = 10
+CHRISTOFIDES = routing_enums_pb2.FirstSolutionStrategy.CHRISTOFIDES
+PATH_CHEAPEST_ARC = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,6 @@ def tour(
 ) -> Tour:  # fmt: skip
     duration = tour_cost(costs, order, problem.end == problem.start) / COST_SCALE
     return Tour(order, duration, method, optimal, time_limit_s)
-
-
-CHRISTOFIDES = routing_enums_pb2.FirstSolutionStrategy.CHRISTOFIDES
-PATH_CHEAPEST_ARC = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
 
 
 def guided_local_search(
