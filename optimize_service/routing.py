@@ -39,7 +39,7 @@ class RouteClient:
         if self._providers is not None and now - self._providers[0] < PROVIDERS_TTL_S:
             return self._providers[1]
         try:
-            body = await self.client.get_json("/v1/providers")
+            body = await self.client.get_json("/internal/providers")
             names = frozenset(str(item["name"]) for item in body["providers"])
         except (ApiError, KeyError, TypeError):
             return None  # the matrix call will report what is wrong
