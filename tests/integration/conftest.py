@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.request
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +70,42 @@ def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Iterator[Stack]:
+    """Every service on real data: Monaco for routing (car fastest and the emergency graph),
+    Munich for geocoding. One stack for all end-to-end modules: starting it is the slow part."""
+    from geo_service.importer import run_import
+    from route_service.importer import Progress, import_maps
+
+    data_dir = tmp_path_factory.mktemp("full-platform")
+    # Services open their datasets at start, so the imports come first.
+    import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
+                progress=Progress(emit=lambda _line: None))  # fmt: skip
+    run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda _line: None)
+    # One solver process: the machine has few cores and the tests send one request at a time.
+    services = ["auth_service", "geo_service", "route_service", "optimize_service"]
+    stack = make_stack(data_dir, services, OPTIMIZE_SOLVER_PROCESSES="1")
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def user_token(stack: Stack, tier: str = "unlimited") -> str:
+    """A new account of the tier, logged in through the gateway."""
+    password = uuid.uuid4().hex
+    email = f"e2e-{uuid.uuid4().hex[:10]}@example.com"
+    console_ok(stack, "add-user", email, "--password", password, "--tier", tier)
+    request = urllib.request.Request(  # noqa: S310 - loopback
+        stack.base_url + "/v1/authenticate",
+        data=json.dumps({"user": email, "password": password}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
+        return str(json.loads(resp.read())["token"])
 
 
 @pytest.fixture

@@ -3,20 +3,14 @@ and the gateway as real processes, called over HTTP with a real token."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import pytest
 
-from common.config import REPO_ROOT
 from launcher.stack import Stack
-from tests.integration.conftest import LEGACY, PROBLEM, console_ok, login, make_stack
+from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
-PASSWORD = "detour e2e password"
 HEADER = "id,from_lat,from_lon,to_lat,to_lon,via_lat,via_lon"
 CASINO = "43.7393,7.4279"  # Place du Casino, Monte-Carlo
 STADIUM = "43.7276,7.4154"  # Stade Louis II, Fontvieille
@@ -25,27 +19,13 @@ SEA = "43.6900,7.4500"  # about 4 km out in the Mediterranean
 
 
 @pytest.fixture(scope="module")
-def detour_stack(tmp_path_factory: pytest.TempPathFactory, shared_osm: Any) -> Iterator[Stack]:
-    data_dir = tmp_path_factory.mktemp("detour-e2e")
-    # The importer's command line, as an operator runs it; only the default profile keeps it short.
-    subprocess.run(
-        [sys.executable, "-m", "route_service.importer", "--osm", str(shared_osm / "monaco.osm.pbf"),
-         "--out", str(data_dir / "maps"), "--profiles", "car-fastest"],
-        cwd=REPO_ROOT, check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    stack = make_stack(data_dir, ["auth_service", "route_service"])
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+def detour_stack(full_platform: Stack) -> Stack:
+    return full_platform
 
 
-@pytest.fixture
-async def token(detour_stack: Stack, http: aiohttp.ClientSession) -> str:
-    email = f"detour-{uuid.uuid4().hex[:8]}@example.com"
-    console_ok(detour_stack, "add-user", email, "--password", PASSWORD, "--tier", "unlimited")
-    return await login(http, detour_stack, email, PASSWORD)
+@pytest.fixture(scope="module")
+def token(detour_stack: Stack) -> str:
+    return user_token(detour_stack)
 
 
 async def upload(http: aiohttp.ClientSession, stack: Stack, token: str, body: bytes, *, query: str = "",

@@ -2,38 +2,22 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
 import aiohttp
 import pytest
 
-from geo_service.importer import run_import
 from launcher.stack import Stack
-from tests.integration.conftest import LEGACY, PROBLEM, console_ok, login, make_stack
-
-PASSWORD = "correct horse battery"
+from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
 
 @pytest.fixture(scope="module")
-def geo_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Iterator[Stack]:
-    data_dir = tmp_path_factory.mktemp("geo-platform")
-    # The service opens `<DATA_DIR>/geo/current.json`, so the index is imported before it starts.
-    run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda line: None)
-    stack = make_stack(data_dir, ["auth_service", "geo_service"])
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+def geo_platform(full_platform: Stack) -> Stack:
+    return full_platform
 
 
 async def token_for(stack: Stack, http: aiohttp.ClientSession) -> str:
-    email = f"geo{uuid.uuid4().hex[:10]}@example.com"
-    console_ok(stack, "add-user", email, "--password", PASSWORD, "--tier", "standard")
-    return await login(http, stack, email, PASSWORD)
+    return user_token(stack, tier="standard")
 
 
 async def test_a_known_munich_address_through_the_gateway(geo_platform: Stack, http: aiohttp.ClientSession) -> None:

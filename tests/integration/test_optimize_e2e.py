@@ -3,20 +3,15 @@ Monaco map and the gateway as real processes, called over HTTP with a real token
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from launcher.stack import Stack
-from route_service.importer import Progress, import_maps
-from tests.integration.conftest import LEGACY, PROBLEM, console_ok, login, make_stack
+from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
-PASSWORD = "optimize e2e password"
 URL = "/v1/optimize/stops"
 STOPS: list[dict[str, Any]] = [
     {"name": "Casino", "coordinate": {"lat": 43.7394, "lon": 7.4276}},
@@ -28,24 +23,13 @@ STOPS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def optimize_stack(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Iterator[Stack]:
-    data_dir = tmp_path_factory.mktemp("optimize-e2e")
-    import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
-                progress=Progress(emit=lambda _line: None))  # fmt: skip
-    # One solver process: the machine has few cores and the tests send one request at a time.
-    stack = make_stack(data_dir, ["auth_service", "route_service", "optimize_service"], OPTIMIZE_SOLVER_PROCESSES="1")
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+def optimize_stack(full_platform: Stack) -> Stack:
+    return full_platform
 
 
-@pytest.fixture
-async def token(optimize_stack: Stack, http: aiohttp.ClientSession) -> str:
-    email = f"optimize-{uuid.uuid4().hex[:8]}@example.com"
-    console_ok(optimize_stack, "add-user", email, "--password", PASSWORD, "--tier", "unlimited")
-    return await login(http, optimize_stack, email, PASSWORD)
+@pytest.fixture(scope="module")
+def token(optimize_stack: Stack) -> str:
+    return user_token(optimize_stack)
 
 
 async def post(http: aiohttp.ClientSession, stack: Stack, body: Any, headers: dict[str, str], query: str = "") -> tuple[int, Any]:

@@ -3,21 +3,16 @@ the gateway as real processes, called over HTTP with a real token."""
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import pytest
 
 from launcher.stack import Stack
-from route_service.importer import Progress, import_maps
-from tests.integration.conftest import LEGACY, PROBLEM, console_ok, make_stack
+from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
-PASSWORD = "route e2e password"
 CASINO = "43.7393,7.4279"  # Place du Casino, Monte-Carlo
 STADIUM = "43.7276,7.4154"  # Stade Louis II, Fontvieille
 SEA = "43.6900,7.4500"  # about 4 km out in the Mediterranean
@@ -25,31 +20,13 @@ MONACO_BOX = (43.70, 43.77, 7.38, 7.46)  # lat min, lat max, lon min, lon max (w
 
 
 @pytest.fixture(scope="module")
-def route_stack(tmp_path_factory: pytest.TempPathFactory, shared_osm: Any) -> Iterator[Stack]:
-    """The platform with the route service on Monaco (car fastest + the emergency graph)."""
-    data_dir = tmp_path_factory.mktemp("route-e2e")
-    # Only the default profile: the import stays at a few seconds.
-    import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
-                progress=Progress(emit=lambda _line: None))  # fmt: skip
-    stack = make_stack(data_dir, ["auth_service", "route_service"])
-    stack.start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
+def route_stack(full_platform: Stack) -> Stack:
+    return full_platform
 
 
 @pytest.fixture(scope="module")
 def token(route_stack: Stack) -> str:
-    email = f"route-{uuid.uuid4().hex[:8]}@example.com"
-    console_ok(route_stack, "add-user", email, "--password", PASSWORD, "--tier", "unlimited")
-    request = urllib.request.Request(  # noqa: S310 - loopback
-        route_stack.base_url + "/v1/authenticate",
-        data=json.dumps({"user": email, "password": PASSWORD}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
-        return str(json.loads(resp.read())["token"])
+    return user_token(route_stack)
 
 
 @pytest.fixture
