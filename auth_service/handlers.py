@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from auth_service.authentication import Authenticator
@@ -12,8 +11,8 @@ from auth_service.config import AuthConfig
 from auth_service.keys import KeyRing
 from auth_service.tokens import TokenIssuer
 from auth_service.validation import parse_apikey_login, parse_password_login
-from common.errors import MalformedBody, UnsupportedMediaType
-from common.service import json_response
+from common.errors import MalformedBody
+from common.service import json_response, read_json
 
 AUTH_CONFIG_KEY: web.AppKey[AuthConfig] = web.AppKey("auth_config", AuthConfig)
 AUTHENTICATOR_KEY: web.AppKey[Authenticator] = web.AppKey("authenticator", Authenticator)
@@ -24,20 +23,8 @@ KEYRING_KEY: web.AppKey[KeyRing] = web.AppKey("keyring", KeyRing)
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
-def is_json(content_type: str) -> bool:
-    return content_type == "application/json" or (
-        content_type.startswith("application/") and content_type.endswith("+json")
-    )
-
-
 async def read_json_object(request: web.Request) -> dict[str, Any]:
-    if not is_json(request.content_type):
-        raise UnsupportedMediaType(f"send the body as application/json, not {request.content_type}")
-    raw = await request.read()
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedBody("the body is not valid JSON") from exc
+    body = await read_json(request)
     if not isinstance(body, dict):
         raise MalformedBody("the body must be a JSON object")
     return body

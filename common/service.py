@@ -21,6 +21,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common.config import BaseConfig
+from common.errors import MalformedBody, UnsupportedMediaType
 from common.logging import setup_logging
 from common.middleware import make_middlewares
 from common.redis import ResilientRedis
@@ -31,6 +32,24 @@ HealthCheck = Callable[[web.Application], Awaitable[dict[str, Any]]]
 HEALTH_CHECKS_KEY: web.AppKey[list[HealthCheck]] = web.AppKey("health_checks", list)
 
 log = logging.getLogger("common.service")
+
+
+def is_json_media_type(content_type: str) -> bool:
+    return content_type == "application/json" or (content_type.startswith("application/") and content_type.endswith("+json"))
+
+
+async def read_json(request: web.Request, *, check_media_type: bool = True) -> Any:
+    """The request's JSON body: 415 unless it is sent as JSON, 400 when it does not parse.
+
+    Internal endpoints skip the media-type check: their only callers are our services."""
+    if check_media_type and not is_json_media_type(request.content_type):
+        raise UnsupportedMediaType(
+            f"send the body as application/json, not {request.content_type!r}", parameter="Content-Type"
+        )
+    try:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
+        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
 
 
 def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:

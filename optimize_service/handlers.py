@@ -7,11 +7,9 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import orjson
 from aiohttp import web
 
-from common.errors import MalformedBody, UnsupportedMediaType
-from common.service import json_response
+from common.service import json_response, read_json
 from optimize_service.formatter import plan_body
 from optimize_service.parsing import parse_request
 from optimize_service.planner import plan_tour
@@ -31,21 +29,9 @@ class OptimizeState:
 STATE_KEY: web.AppKey[OptimizeState] = web.AppKey("optimize_state", OptimizeState)
 
 
-async def read_json_body(request: web.Request) -> object:
-    if request.content_type != "application/json":
-        raise UnsupportedMediaType(
-            f"send the stops as a JSON array with Content-Type: application/json, not {request.content_type!r}",
-            parameter="Content-Type",
-        )
-    try:
-        return orjson.loads(await request.read())
-    except orjson.JSONDecodeError as exc:
-        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
-
-
 async def optimize_stops(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    body = await read_json_body(request)
+    body = await read_json(request)
     known = await state.routes.provider_names() if "provider" in request.query else None
     parsed = parse_request(body, request.query, datetime.now(UTC), known)
     plan = await plan_tour(parsed, state.routes, state.solve)

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from common.errors import DatasetNotReady, MalformedBody
-from common.service import json_response
+from common.errors import DatasetNotReady
+from common.service import json_response, read_json
 from route_service.cache import RouteCache, cache_key
 from route_service.dataset import Dataset
 from route_service.formatter import matrix_body, route_body, waypoints_body
@@ -100,11 +100,7 @@ async def matrix(request: web.Request) -> web.Response:
     """Internal (not routed by the gateway): durations and distances between point sets."""
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
-    try:
-        body = orjson.loads(await request.read())
-    except orjson.JSONDecodeError as exc:
-        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
-    query, name = parse_matrix(body)
+    query, name = parse_matrix(await read_json(request, check_media_type=False))
     provider = registry.get(name)
     result = await state.run(provider.matrix, query)
     return json_response(matrix_body(result, provider.name, dataset.hash))
@@ -115,11 +111,7 @@ async def route_waypoints(request: web.Request) -> web.Response:
     with geometry and per-leg distance and duration (the optimize service's tour)."""
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
-    try:
-        body = orjson.loads(await request.read())
-    except orjson.JSONDecodeError as exc:
-        raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
-    query, name = parse_waypoints(body)
+    query, name = parse_waypoints(await read_json(request, check_media_type=False))
     provider = registry.get(name)
     result = await state.run(route_through, provider, query)
     return json_response(waypoints_body(result, provider.name, dataset.hash))
