@@ -198,18 +198,16 @@ class IndexReader:
 
     def names_with_keys(self, keys: list[str], country: str | None) -> list[NameRow]:
         """Names whose key is exactly one of `keys`: short names ("Tal") that trigrams rank low."""
-        marks = ",".join("?" * len(keys))
-        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE key IN ({marks})"  # noqa: S608 - constant columns, "?" only
-        params: list[Any] = list(keys)
-        if country:
-            sql += " AND country = ?"
-            params.append(country)
-        return [name_row(r) for r in self.connection().execute(sql, params)]
+        return self._names_where("key", keys, country)
 
     def names_by_ids(self, ids: list[int], country: str | None) -> list[NameRow]:
-        marks = ",".join("?" * len(ids))
-        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE id IN ({marks})"  # noqa: S608 - constant columns, "?" only
-        params: list[Any] = list(ids)
+        return self._names_where("id", ids, country)
+
+    def _names_where(self, column: str, values: list[Any], country: str | None) -> list[NameRow]:
+        """Names whose `column` (a constant of ours, never input) is one of `values`."""
+        marks = ",".join("?" * len(values))
+        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE {column} IN ({marks})"  # noqa: S608 - constant column, "?" only
+        params: list[Any] = list(values)
         if country:
             sql += " AND country = ?"
             params.append(country)

@@ -102,13 +102,18 @@ def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors) ->
     return points
 
 
+def internal_body_options(body: Any, fields: str, errors: ParameterErrors) -> dict[str, str]:
+    """An internal endpoint's body must be an object; its vehicle/type/provider as text."""
+    if not isinstance(body, dict):
+        errors.add(None, f"the body must be a JSON object {{{fields}, vehicle?, type?, provider?}}")
+        errors.raise_if_any()
+    return {k: str(v) for k, v in body.items() if k in ("vehicle", "type", "provider") and v is not None}
+
+
 def parse_matrix(body: Any) -> tuple[MatrixQuery, str | None]:
     """POST /internal/matrix's JSON body → (query, provider name or None)."""
     errors = ParameterErrors()
-    if not isinstance(body, dict):
-        errors.add(None, "the body must be a JSON object {sources, destinations, vehicle?, type?, provider?}")
-        errors.raise_if_any()
-    params = {k: str(v) for k, v in body.items() if k in ("vehicle", "type", "provider") and v is not None}
+    params = internal_body_options(body, "sources, destinations", errors)
     sources = parse_points(body, "sources", errors)
     destinations = parse_points(body, "destinations", errors)
     vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
@@ -127,10 +132,7 @@ MAX_ROUTE_WAYPOINTS = 2000
 def parse_waypoints(body: Any) -> tuple[WaypointsQuery, str | None]:
     """POST /internal/route's JSON body → (query, provider name or None)."""
     errors = ParameterErrors()
-    if not isinstance(body, dict):
-        errors.add(None, "the body must be a JSON object {waypoints, vehicle?, type?, provider?}")
-        errors.raise_if_any()
-    params = {k: str(v) for k, v in body.items() if k in ("vehicle", "type", "provider") and v is not None}
+    params = internal_body_options(body, "waypoints", errors)
     raw = body.get("waypoints")
     waypoints: list[LatLon] = []
     if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_ROUTE_WAYPOINTS:
