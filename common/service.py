@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import logging
 import os
 import signal
@@ -35,7 +36,9 @@ log = logging.getLogger("common.service")
 
 
 def is_json_media_type(content_type: str) -> bool:
-    return content_type == "application/json" or (content_type.startswith("application/") and content_type.endswith("+json"))
+    return content_type == "application/json" or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )
 
 
 async def read_json(request: web.Request, *, check_media_type: bool = True) -> Any:
@@ -52,8 +55,14 @@ async def read_json(request: web.Request, *, check_media_type: bool = True) -> A
         raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
 
 
+def dump_json(data: Any) -> bytes:
+    """JSON bytes; numpy arrays (route geometries) are written directly, without a Python
+    object per number."""
+    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json", headers=headers)
+    return web.Response(body=dump_json(data), status=status, content_type="application/json", headers=headers)
 
 
 async def _redis_context(app: web.Application) -> AsyncIterator[None]:
@@ -78,6 +87,20 @@ async def health(request: web.Request) -> web.Response:
     return json_response({"service": config.service, "status": status, "checks": checks}, status=200 if ready else 503)
 
 
+async def freeze_startup_objects(app: web.Application) -> None:
+    """Moves everything alive after start-up (map data, indexes, imported modules) out of the
+    garbage collector's reach. Otherwise each full collection walks it all again: 44-69 ms
+    per collection with the Heidelberg route data loaded (measured), a stall that lands in
+    the latency tail of whatever requests are in flight."""
+    gc.collect()
+    gc.freeze()
+
+
+async def unfreeze(app: web.Application) -> None:
+    # Frozen objects are never released at exit; the OSRM binding then reports them as leaks.
+    gc.unfreeze()
+
+
 async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
@@ -95,6 +118,9 @@ def base_app(
         app.cleanup_ctx.append(_redis_context)
     app.router.add_get("/health", health_handler)
     app.router.add_get("/metrics", metrics)
+    # After the cleanup contexts (aiohttp runs them first), so the loaded data is included.
+    app.on_startup.append(freeze_startup_objects)
+    app.on_cleanup.append(unfreeze)
     return app
 
 

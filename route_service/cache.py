@@ -41,6 +41,7 @@ class RouteCache:
             return None
         return await self.redis.get(key)
 
-    async def put(self, key: str, body: bytes) -> None:
+    def put(self, key: str, body: bytes) -> None:
+        """Written behind the answer: the client never waits for the cache fill."""
         if self.ttl_seconds > 0:
-            await self.redis.set(key, body, self.ttl_seconds)
+            self.redis.set_behind(key, body, self.ttl_seconds)

@@ -38,7 +38,9 @@ class RouteConfig(BaseConfig):
             "threads": max(1, env_int("ROUTE_THREADS", 2)),
             "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
             "preload": env_int("ROUTE_PRELOAD", 1) != 0,
-            "inline_providers": tuple(p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()),
+            "inline_providers": tuple(
+                p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()
+            ),
         }
         values.update(overrides)
         return super().from_env(service, **values)

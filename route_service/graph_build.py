@@ -231,9 +231,7 @@ def read_pbf(pbf: Path) -> ReadResult:
     """Routable ways (with node locations) and blocking barrier nodes of the extract."""
     result = ReadResult()
     processor = (
-        osmium.FileProcessor(str(pbf))
-        .with_locations()
-        .with_filter(osmium.filter.KeyFilter("highway", "barrier"))
+        osmium.FileProcessor(str(pbf)).with_locations().with_filter(osmium.filter.KeyFilter("highway", "barrier"))
     )
     for obj in processor:
         if isinstance(obj, osmium.osm.Node):
@@ -262,8 +260,16 @@ def way_record(way: osmium.osm.Way) -> WayRecord | None:
         lons.append(node.lon)
     if len(refs) < 2:
         return None
-    return WayRecord(way.id, refs, lats, lons, tags["highway"], tags.get("name") or tags.get("ref") or "",
-                     oneway_of(tags, "car"), modes)
+    return WayRecord(
+        way.id,
+        refs,
+        lats,
+        lons,
+        tags["highway"],
+        tags.get("name") or tags.get("ref") or "",
+        oneway_of(tags, "car"),
+        modes,
+    )
 
 
 # ---------------------------------------------------------------- the networkx model
@@ -345,8 +351,19 @@ def add_barrier_connectors(graph: nx.MultiDiGraph, barriers: Mapping[int, frozen
         for a in nodes:
             for b in nodes:
                 if a != b:
-                    graph.add_edge(a, b, piece=-1, reverse=False, length_m=0.0, highway="barrier", name="",
-                                   oneway=0, way_id=0, mode=modes, speed_kmh=dict.fromkeys(modes, 5.0))
+                    graph.add_edge(
+                        a,
+                        b,
+                        piece=-1,
+                        reverse=False,
+                        length_m=0.0,
+                        highway="barrier",
+                        name="",
+                        oneway=0,
+                        way_id=0,
+                        mode=modes,
+                        speed_kmh=dict.fromkeys(modes, 5.0),
+                    )
 
 
 # ---------------------------------------------------------------- export to arrays
@@ -378,9 +395,9 @@ def edge_arrays(graph: nx.MultiDiGraph, index: Mapping[object, int]) -> dict[str
     }
     for vehicle in VEHICLES:
         out[f"mode_{vehicle}"] = np.array([d["mode"].get(vehicle, MODE_NO) for _, _, d in edges], np.int8)[order]
-        out[f"speed_{vehicle}"] = np.array(
-            [d["speed_kmh"].get(vehicle, 0.0) for _, _, d in edges], dtype=np.float32
-        )[order]
+        out[f"speed_{vehicle}"] = np.array([d["speed_kmh"].get(vehicle, 0.0) for _, _, d in edges], dtype=np.float32)[
+            order
+        ]
     counts = np.bincount(out["edge_src"], minlength=graph.number_of_nodes())
     out["indptr"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     return out

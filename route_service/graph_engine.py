@@ -321,7 +321,9 @@ class GraphEngine:
             return None
         return self._assemble(found)
 
-    def _exits(self, graph: VehicleGraph, weights: np.ndarray, origin: SnapPoint) -> list[tuple[int, float, int, float]]:
+    def _exits(
+        self, graph: VehicleGraph, weights: np.ndarray, origin: SnapPoint
+    ) -> list[tuple[int, float, int, float]]:
         """(node, cost, edge position, end offset) for leaving the start along its piece."""
         u, v = self._endpoints(origin.piece)
         out = []
@@ -331,7 +333,9 @@ class GraphEngine:
                 out.append((node, part[0], part[1], end))
         return out
 
-    def _entries(self, graph: VehicleGraph, weights: np.ndarray, dest: SnapPoint) -> list[tuple[int, float, int, float]]:
+    def _entries(
+        self, graph: VehicleGraph, weights: np.ndarray, dest: SnapPoint
+    ) -> list[tuple[int, float, int, float]]:
         """(node, cost, edge position, start offset) for reaching the destination along its piece."""
         u, v = self._endpoints(dest.piece)
         out = []

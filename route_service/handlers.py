@@ -8,11 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
 from aiohttp import web
 
 from common.errors import DatasetNotReady
-from common.service import json_response, read_json
+from common.service import dump_json, json_response, read_json
 from route_service.cache import RouteCache, cache_key
 from route_service.dataset import Dataset
 from route_service.formatter import matrix_body, route_body, waypoints_body
@@ -71,8 +70,8 @@ async def route(request: web.Request) -> web.Response:
         return json_bytes_response(cached, "hit")
     state.counters["cache_misses"] += 1
     result = await state.run_provider(provider.name, provider.route, parsed.query)
-    body = orjson.dumps(route_body(result, parsed.query, provider.name, dataset.hash))
-    await state.cache.put(key, body)
+    body = dump_json(route_body(result, parsed.query, provider.name, dataset.hash))
+    state.cache.put(key, body)
     return json_bytes_response(body, "miss")
 
 

@@ -165,7 +165,9 @@ def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def build_profile(profile: str, pbf: Path, work: Path, algorithm: str, threads: int, progress: Progress) -> dict[str, Any]:
+def build_profile(
+    profile: str, pbf: Path, work: Path, algorithm: str, threads: int, progress: Progress
+) -> dict[str, Any]:
     profile_dir = work / "osrm" / profile
     profile_dir.mkdir(parents=True)
     base, logfile = profile_dir / "map.osrm", profile_dir / "import.log"
@@ -241,7 +243,13 @@ def build_parts(
 
 
 def build_dataset(
-    inputs: Sequence[Path], work: Path, digest: str, profiles: Sequence[str], algorithm: str, jobs: int, progress: Progress
+    inputs: Sequence[Path],
+    work: Path,
+    digest: str,
+    profiles: Sequence[str],
+    algorithm: str,
+    jobs: int,
+    progress: Progress,
 ) -> dict[str, Any]:
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
@@ -302,7 +310,13 @@ def default_jobs() -> int:
 
 
 def build_into(
-    target: Path, inputs: Sequence[Path], digest: str, profiles: Sequence[str], algorithm: str, jobs: int, progress: Progress
+    target: Path,
+    inputs: Sequence[Path],
+    digest: str,
+    profiles: Sequence[str],
+    algorithm: str,
+    jobs: int,
+    progress: Progress,
 ) -> dict[str, Any]:
     work = target.parent / f".{digest}.partial-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
@@ -345,8 +359,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m route_service.importer", description=__doc__.split("\n\n")[0])
     parser.add_argument("--osm", action="append", help="an .osm.pbf file (repeat to merge several)")
     parser.add_argument("--out", type=Path, default=None, help="maps directory (default: $MAP_DIR or <data_dir>/maps)")
-    parser.add_argument("--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES))
-    parser.add_argument("--algorithm", choices=ALGORITHMS, default="mld", help="OSRM algorithm (default mld: fastest import)")
+    parser.add_argument(
+        "--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES)
+    )
+    parser.add_argument(
+        "--algorithm", choices=ALGORITHMS, default="mld", help="OSRM algorithm (default mld: fastest import)"
+    )
     parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
     return parser.parse_args(argv)
 
@@ -360,7 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
     try:
         inputs = input_files(args.osm)
-        result = import_maps(inputs, args.out or default_map_dir(), profiles=profiles, algorithm=args.algorithm, jobs=args.jobs and max(1, args.jobs))
+        result = import_maps(
+            inputs,
+            args.out or default_map_dir(),
+            profiles=profiles,
+            algorithm=args.algorithm,
+            jobs=args.jobs and max(1, args.jobs),
+        )
     except (ImportFailed, DefaultMapUnavailable, ValueError) as exc:
         print(f"import failed: {exc}", file=sys.stderr)
         return 1

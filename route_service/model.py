@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from common.params import LatLon
 
 VEHICLES = ("car", "truck", "bicycle", "pedestrian")
@@ -53,7 +55,7 @@ class EmergencySegment:
 class Route:
     distance_m: float
     duration_s: float
-    geometry: list[tuple[float, float]]  # (lon, lat) pairs, GeoJSON order
+    geometry: np.ndarray  # (n, 2) float64 of (lon, lat), GeoJSON order
     legs: list[dict[str, object]] = field(default_factory=list)
     emergency_segments: list[EmergencySegment] = field(default_factory=list)
 

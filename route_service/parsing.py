@@ -60,9 +60,7 @@ def parse_route(params: Mapping[str, str], check_provider: ProviderCheck) -> Rou
     vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
     route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
     alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
-    radius = parse_int(
-        params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M
-    )
+    radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
     provider = parse_provider(params, errors)
     check_provider(provider, radius, errors)
@@ -82,7 +80,12 @@ def parse_point(value: Any) -> LatLon | str:
     if not isinstance(value, dict) or not {"lat", "lon"} <= value.keys():
         return "must be an object {lat, lon}"
     lat, lon = value["lat"], value["lon"]
-    if isinstance(lat, bool) or isinstance(lon, bool) or not isinstance(lat, int | float) or not isinstance(lon, int | float):
+    if (
+        isinstance(lat, bool)
+        or isinstance(lon, bool)
+        or not isinstance(lat, int | float)
+        or not isinstance(lon, int | float)
+    ):
         return "lat and lon must be numbers"
     return parse_latlon_text(f"{float(lat)!r},{float(lon)!r}")
 

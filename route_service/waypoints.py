@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import pairwise
 
+import numpy as np
+
 from common.errors import ApiError
 from route_service.model import (
     Route,
@@ -29,7 +31,7 @@ def route_through(provider: RouteProvider, query: WaypointsQuery) -> WaypointsRe
 
 
 def route_leg_by_leg(provider: RouteProvider, query: WaypointsQuery) -> WaypointsResult:
-    geometry: list[tuple[float, float]] = []
+    pieces: list[np.ndarray] = []
     legs: list[dict[str, object]] = []
     snapped: list[Snapped] = []
     distance = duration = 0.0
@@ -41,11 +43,12 @@ def route_leg_by_leg(provider: RouteProvider, query: WaypointsQuery) -> Waypoint
             raise renamed(exc, {"from": f"waypoints[{index}]", "to": f"waypoints[{index + 1}]"}) from exc
         best = result.routes[0]
         # Consecutive legs share their joining point: keep it once.
-        geometry.extend(best.geometry[1:] if geometry else best.geometry)
+        pieces.append(best.geometry[1:] if pieces else best.geometry)
         legs.append({"distance": best.distance_m, "duration": best.duration_s})
         snapped.extend([result.origin, result.destination] if index == 0 else [result.destination])
         distance += best.distance_m
         duration += best.duration_s
+    geometry = np.concatenate(pieces)
     route = Route(distance_m=round(distance, 1), duration_s=round(duration, 1), geometry=geometry, legs=legs)
     return WaypointsResult(route=route, snapped=snapped)
 

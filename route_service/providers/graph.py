@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from common.errors import DatasetNotReady, InvalidParameter, NoRouteFound, PointNotRoutable
 from common.params import LatLon
 from route_service.graph_build import GRAPH_FILE
@@ -142,7 +144,7 @@ def to_route(path: PathResult, with_steps: bool = True) -> Route:
     return Route(
         distance_m=round(path.distance_m, 1),
         duration_s=round(path.duration_s, 1),
-        geometry=[(round(lon, 7), round(lat, 7)) for lon, lat in path.geometry],
+        geometry=np.round(np.asarray(path.geometry, dtype=np.float64).reshape(-1, 2), 7),
         legs=[leg],
         emergency_segments=[
             EmergencySegment(start, end, round(metres, 1), reason) for start, end, metres, reason in path.emergency

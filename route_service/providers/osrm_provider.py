@@ -41,6 +41,7 @@ from route_service.model import (
     WaypointsResult,
 )
 from route_service.osrm_profiles import profile_name
+from route_service.polyline import decode, point_count
 
 OSRM_DIR = "osrm"
 MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
@@ -71,7 +72,9 @@ class OsrmProvider:
     @classmethod
     def load(cls, dataset_dir: Path, manifest: dict[str, Any]) -> OsrmProvider:
         """The provider for an imported dataset; profiles come from its manifest."""
-        profiles = [p for p in manifest.get("profiles", {}) if (dataset_dir / OSRM_DIR / p / "map.osrm.properties").exists()]
+        profiles = [
+            p for p in manifest.get("profiles", {}) if (dataset_dir / OSRM_DIR / p / "map.osrm.properties").exists()
+        ]
         if not profiles:
             raise DatasetNotReady(f"dataset {dataset_dir.name} has no OSRM profiles")
         return cls(dataset_dir, str(manifest.get("algorithm", "mld")), profiles)
@@ -127,7 +130,7 @@ class OsrmProvider:
             coordinates=[(query.origin.lon, query.origin.lat), (query.destination.lon, query.destination.lat)],
             steps=query.steps,
             number_of_alternatives=query.alternatives,
-            geometries="geojson",
+            geometries="polyline6",  # one string: far cheaper to take over than GeoJSON
             overview="full",
             radiuses=[radius, radius],
             generate_hints=False,
@@ -140,7 +143,9 @@ class OsrmProvider:
     def matrix(self, query: MatrixQuery) -> MatrixResult:
         count = len(query.sources) + len(query.destinations)
         if not query.sources or not query.destinations or count > MAX_MATRIX_LOCATIONS:
-            raise InvalidParameter(f"needs 1 to {MAX_MATRIX_LOCATIONS} locations in all, got {count}", parameter="sources")
+            raise InvalidParameter(
+                f"needs 1 to {MAX_MATRIX_LOCATIONS} locations in all, got {count}", parameter="sources"
+            )
         engine = self._engine(self._profile_for(query.vehicle, query.route_type))
         radius = SNAP_RADIUS_M[query.vehicle]
         points = [*query.sources, *query.destinations]
@@ -212,7 +217,7 @@ class OsrmProvider:
         radius = SNAP_RADIUS_M[query.vehicle]
         params = osrm.RouteParameters(
             coordinates=[(p.lon, p.lat) for p in query.waypoints],
-            geometries="geojson",
+            geometries="polyline6",
             overview="full",
             continue_straight=False,
             radiuses=[radius] * len(query.waypoints),
@@ -275,8 +280,7 @@ def to_result(response: Any, query: RouteQuery) -> RouteResult:
 
 
 def to_route(route: Any, with_steps: bool) -> Route:
-    # Indexing the binding's arrays directly is 3 times faster than plain() on ~1000 points.
-    geometry = [(point[0], point[1]) for point in route["geometry"]["coordinates"]]
+    geometry = decode(str(route["geometry"]))
     return Route(
         distance_m=round(float(route["distance"]), 1),
         duration_s=round(float(route["duration"]), 1),
@@ -291,7 +295,7 @@ def to_leg(leg: Any, with_steps: bool, last_index: int) -> dict[str, object]:
     index = 0
     # Only the fields we answer are converted: the intersections make up most of the tree.
     for step in leg["steps"] if with_steps else []:
-        end = min(index + max(len(step["geometry"]["coordinates"]) - 1, 0), last_index)
+        end = min(index + max(point_count(str(step["geometry"])) - 1, 0), last_index)
         steps.append(to_step(step, index, end))
         index = end
     return {

@@ -36,7 +36,9 @@ class ProviderRegistry:
             return self.providers[self.default_name]
         provider = self.providers.get(name)
         if provider is None:
-            raise InvalidParameter(f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})", parameter="provider")
+            raise InvalidParameter(
+                f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})", parameter="provider"
+            )
         return provider
 
     def infos(self) -> list[ProviderInfo]:

@@ -66,7 +66,10 @@ def test_several_violations_are_all_reported_in_both_formats() -> None:
     with pytest.raises(InvalidParameter) as caught:
         errors.raise_if_any()
     problem = render_error(caught.value, accept=None, instance="/v1/route").body
-    assert problem["detail"] == "alternatives: must be at most 2, got 3; emergencyRoutingRadius: must be at most 5000, got 6000"
+    assert (
+        problem["detail"]
+        == "alternatives: must be at most 2, got 3; emergencyRoutingRadius: must be at most 5000, got 6000"
+    )
     legacy = render_error(caught.value, accept="application/json", instance="/v1/route").body
     assert [d["code"] for d in legacy["details"]] == ["ERROR_INVALID_PARAMETER"] * 2
     assert len(legacy["errors"]) == 2

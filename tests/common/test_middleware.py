@@ -95,7 +95,9 @@ async def test_oversized_body_is_a_413_in_our_format(client: TestClient) -> None
     assert (await resp.json())["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"
 
 
-async def test_crash_is_a_500_without_internals_and_is_logged(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+async def test_crash_is_a_500_without_internals_and_is_logged(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.ERROR):
         resp = await client.get("/crash", headers={"X-Request-ID": "req-42"})
     assert resp.status == 500

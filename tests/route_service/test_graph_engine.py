@@ -170,7 +170,7 @@ def test_access_no_used_only_within_radius(provider: GraphProvider) -> None:
 def test_radius_zero_is_the_normal_route(provider: GraphProvider) -> None:
     default = provider.route(RouteQuery(ll(2), ll(1)))
     zero = provider.route(RouteQuery(ll(2), ll(1), emergency_radius_m=0))
-    assert zero.routes[0].geometry == default.routes[0].geometry
+    assert np.array_equal(zero.routes[0].geometry, default.routes[0].geometry)
     assert zero.routes[0].emergency_segments == []
 
 

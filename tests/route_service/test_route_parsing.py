@@ -55,7 +55,13 @@ def test_all_parameters() -> None:
     parsed = parse_route(params, registry().check)
     assert parsed.provider == "graph"
     q = parsed.query
-    assert (q.vehicle, q.route_type, q.alternatives, q.emergency_radius_m, q.steps) == ("truck", "shortest", 2, 5000, False)
+    assert (q.vehicle, q.route_type, q.alternatives, q.emergency_radius_m, q.steps) == (
+        "truck",
+        "shortest",
+        2,
+        5000,
+        False,
+    )
 
 
 @pytest.mark.parametrize("value", ["49.4", "a,b", "91,0", "49.4,8.7,1", "", "  ", "49.4,181", "nan,8", "49.4;8.7"])
@@ -122,8 +128,14 @@ def test_matrix_body() -> None:
     [
         ([], [None]),
         ({}, ["sources", "destinations"]),
-        ({"sources": [{"lat": 91, "lon": 0}], "destinations": [{"lat": "1", "lon": 2}]}, ["sources[0]", "destinations[0]"]),
-        ({"sources": [{"lat": 1, "lon": 1}] * (MAX_MATRIX_SIDE + 1), "destinations": [{"lat": 1, "lon": 1}]}, ["sources"]),
+        (
+            {"sources": [{"lat": 91, "lon": 0}], "destinations": [{"lat": "1", "lon": 2}]},
+            ["sources[0]", "destinations[0]"],
+        ),
+        (
+            {"sources": [{"lat": 1, "lon": 1}] * (MAX_MATRIX_SIDE + 1), "destinations": [{"lat": 1, "lon": 1}]},
+            ["sources"],
+        ),
         ({"sources": [{"lat": 1, "lon": 1}], "destinations": [{"lat": 1}], "type": "x"}, ["destinations[0]", "type"]),
     ],
 )
@@ -138,12 +150,26 @@ def test_instructions() -> None:
     assert instruction({"type": "turn", "modifier": "left"}, "Plöck") == "Turn left onto Plöck"
     assert instruction({"type": "turn", "modifier": "uturn"}, "") == "Make a U-turn"
     assert instruction({"type": "new name", "modifier": "straight"}, "B 37") == "Continue onto B 37"
-    assert instruction({"type": "roundabout", "exit": 3}, "Ring") == "Enter the roundabout and take the 3rd exit onto Ring"
-    assert instruction({"type": "arrive", "modifier": "right"}, "") == "You have arrived at your destination, on the right"
+    assert (
+        instruction({"type": "roundabout", "exit": 3}, "Ring") == "Enter the roundabout and take the 3rd exit onto Ring"
+    )
+    assert (
+        instruction({"type": "arrive", "modifier": "right"}, "") == "You have arrived at your destination, on the right"
+    )
     assert instruction({"type": "fork", "modifier": "slight left"}, "") == "Keep slight left at the fork"
     assert instruction({"type": "something new", "modifier": "right"}, "X") == "Turn right onto X"
     assert [compass(b) for b in (0, 44, 46, 180, 359)] == ["north", "northeast", "northeast", "south", "north"]
-    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22)] == ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd"]
+    assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22)] == [
+        "1st",
+        "2nd",
+        "3rd",
+        "4th",
+        "11th",
+        "12th",
+        "13th",
+        "21st",
+        "22nd",
+    ]
 
 
 def test_cache_key_covers_everything_that_changes_the_answer() -> None:
