@@ -5,15 +5,25 @@ ROUTE_THREADS           threads running provider calls (default 2)
 ROUTE_CACHE_TTL_SECONDS lifetime of cached route answers in Redis, 0 disables the cache (default 3600)
 ROUTE_PRELOAD           1: open every OSRM dataset at start-up, 0: on first use (default 1)
 ROUTE_INLINE_PROVIDERS  comma-separated providers called on the event loop, not in the pool (default osrm)
+ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with 2 or more cores, else 1)
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
 from common.config import BaseConfig, env_int, env_str
+
+
+def default_workers() -> int:
+    """Two processes where there are two cores: OSRM holds the GIL for a whole route, so one
+    process routes on one core at a time (cold path +10-57 % req/s with two, bench/RESULTS.md).
+    Not more: the map files are shared (mmap), but each worker keeps its own graph-engine
+    arrays (~75 MB on Heidelberg), and the gateway and Redis need CPU too."""
+    return min(2, os.cpu_count() or 1)
 
 
 @dataclass
@@ -34,6 +44,7 @@ class RouteConfig(BaseConfig):
     def from_env(cls, service: str = "route_service", **overrides: Any) -> Self:
         map_dir = env_str("MAP_DIR", "")
         values: dict[str, Any] = {
+            "workers": max(1, env_int(service.upper() + "_WORKERS", default_workers())),
             "map_dir": Path(map_dir) if map_dir else None,
             "threads": max(1, env_int("ROUTE_THREADS", 2)),
             "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
