@@ -2,8 +2,9 @@
 
 The solver runs in a pool of worker processes (`OPTIMIZE_SOLVER_PROCESSES`), started and
 warmed up with the app: OR-Tools holds the GIL for its whole search, so in a thread it
-would stall every other request of the service for seconds. The road matrix and the tour
-geometry come from the route service (`ROUTE_SERVICE_URL`).
+would stall every other request of the service for seconds. With two or more workers, each
+request runs two differently configured searches at once and keeps the shorter tour. The road
+matrix and the tour geometry come from the route service (`ROUTE_SERVICE_URL`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def solver_pool(processes: int) -> Executor:
     return ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
 
 
+def parallel_searches(processes: int) -> int:
+    """Two searches per request when two workers exist (the solver's measured portfolio has two):
+    the shorter tour of two is ~1 % better at 100 stops. It trades throughput for quality: with
+    two workers, a second request at the same time waits for the first one's searches."""
+    return max(1, min(2, processes))
+
+
 def state_context(config: OptimizeConfig) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
         client = ServiceClient("route service", config.route_service_url, timeout=config.route_timeout_seconds)
@@ -42,8 +50,10 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
         loop = asyncio.get_running_loop()
         # One warm-up per worker, at once, so each has imported OR-Tools before the first request.
         await asyncio.gather(*(loop.run_in_executor(pool, warm_up) for _ in range(max(1, config.solver_processes))))
-        app[STATE_KEY] = OptimizeState(RouteClient(client), pool)
-        log.info("solver ready in %d process(es); route service at %s", config.solver_processes, config.route_service_url)
+        app[STATE_KEY] = OptimizeState(RouteClient(client), pool, parallel_searches(config.solver_processes))
+        log.info(
+            "solver ready in %d process(es); route service at %s", config.solver_processes, config.route_service_url
+        )
         yield
         await client.close()
         pool.shutdown(wait=False, cancel_futures=True)

@@ -2,7 +2,8 @@
 
 ROUTE_SERVICE_URL                 the route service's matrix and tour geometry (default http://127.0.0.1:8083)
 OPTIMIZE_SOLVER_PROCESSES         processes running the solver; 0 runs it in a thread of the service
-                                  (tests; OR-Tools then stalls the event loop while it searches) (default: CPUs, at most 4)
+                                  (tests; OR-Tools then stalls the event loop while it searches); with 2 or more,
+                                  each request runs two searches at once (default: CPUs, at most 4)
 OPTIMIZE_ROUTE_TIMEOUT_SECONDS    per call to the route service (default 50; the gateway gives up after 60)
 """
 

@@ -14,16 +14,24 @@ from optimize_service.formatter import plan_body
 from optimize_service.parsing import parse_request
 from optimize_service.planner import plan_tour
 from optimize_service.routing import RouteClient
-from optimize_service.solver import Tour, TourProblem, solve
+from optimize_service.solver import Tour, TourProblem, needs_search, searches, shortest, solve
 
 
 @dataclass
 class OptimizeState:
     routes: RouteClient
     solver_pool: Executor  # processes: OR-Tools holds the GIL while it searches
+    # Searches run at once per request, each in its own worker; at most the pool's workers,
+    # or they would run one after the other and double the time.
+    parallel_searches: int = 1
 
     async def solve(self, problem: TourProblem) -> Tour:
-        return await asyncio.get_running_loop().run_in_executor(self.solver_pool, solve, problem)
+        loop = asyncio.get_running_loop()
+        if not needs_search(problem) or self.parallel_searches < 2:
+            return await loop.run_in_executor(self.solver_pool, solve, problem)
+        chosen = searches(len(problem.durations_s))[: self.parallel_searches]
+        tours = await asyncio.gather(*(loop.run_in_executor(self.solver_pool, solve, problem, s) for s in chosen))
+        return shortest(list(tours))
 
 
 STATE_KEY: web.AppKey[OptimizeState] = web.AppKey("optimize_state", OptimizeState)

@@ -7,8 +7,20 @@ import itertools
 import numpy as np
 import pytest
 
+from optimize_service import solver
 from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
-from optimize_service.solver import TourProblem, default_time_limit, guided_local_search, solve
+from optimize_service.solver import (
+    BANDIT_MAX_STOPS,
+    CHRISTOFIDES,
+    PATH_CHEAPEST_ARC,
+    Search,
+    TourProblem,
+    default_time_limit,
+    guided_local_search,
+    search_parameters,
+    searches,
+    solve,
+)
 
 
 def random_matrix(rng: np.random.Generator, n: int, *, symmetric: bool) -> np.ndarray:
@@ -114,3 +126,43 @@ def test_larger_sets_go_to_or_tools_with_a_time_limit() -> None:
     assert_valid(tour.order, 40, 5, None)
     assert tour.duration_s == pytest.approx(tour_cost(durations, tour.order, False), abs=0.5)
     assert default_time_limit(100) < default_time_limit(300) <= 3.0
+
+
+def test_searches_by_size() -> None:
+    small, large = searches(100), searches(BANDIT_MAX_STOPS + 1)
+    # Small sets: two bandit searches from different first solutions (diversity is the point).
+    assert all(s.bandit for s in small) and len({s.first_solution for s in small}) == 2
+    # Large sets: the plain Christofides search first (best alone), the cheapest-arc start never.
+    assert large[0] == Search(CHRISTOFIDES) and all(s.first_solution == CHRISTOFIDES for s in large)
+
+
+def test_search_parameters_honour_the_search() -> None:
+    params = search_parameters(0.25, Search(PATH_CHEAPEST_ARC, bandit=True, penalty_weight=0.3))
+    assert params.first_solution_strategy == PATH_CHEAPEST_ARC
+    assert params.use_multi_armed_bandit_concatenate_operators
+    assert params.guided_local_search_lambda_coefficient == pytest.approx(0.3)
+    assert params.time_limit.ToMilliseconds() == 250
+    plain = search_parameters(1.0, Search())
+    assert plain.first_solution_strategy == CHRISTOFIDES and not plain.use_multi_armed_bandit_concatenate_operators
+
+
+def test_solve_runs_the_given_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[Search] = []
+    real = solver.solve_path
+
+    def recording(matrix: np.ndarray, last: int, time_limit_s: float, search: Search) -> list[int] | None:
+        used.append(search)
+        return real(matrix, last, time_limit_s, search)
+
+    monkeypatch.setattr(solver, "solve_path", recording)
+    durations = random_matrix(np.random.default_rng(5), 30, symmetric=False) / 10
+    chosen = Search(PATH_CHEAPEST_ARC, bandit=True)
+    solve(TourProblem(durations, 0, None, time_limit_s=0.1), chosen)
+    solve(TourProblem(durations, 0, None, time_limit_s=0.1))
+    assert used == [chosen, searches(30)[0]]
+
+
+def test_default_time_limits_leave_room_for_the_request_goals() -> None:
+    # The rest of a request takes ~0.1 s at 100 stops and ~0.8 s at 500 (goals: 1 s and 5 s).
+    assert default_time_limit(100) <= 0.8 and default_time_limit(500) <= 3.5
+    assert default_time_limit(25) == 0.5
