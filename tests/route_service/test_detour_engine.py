@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from common.errors import NoRouteFound, PointNotRoutable
@@ -53,7 +54,7 @@ class RouteOnly:
         if ISLAND in (query.origin, query.destination):
             raise NoRouteFound("no route", parameter="to")
         cost = straight(query.origin, query.destination)
-        route = Route(cost.distance_m, cost.duration_s, [])
+        route = Route(cost.distance_m, cost.duration_s, np.zeros((0, 2)))
         return RouteResult([route], Snapped(query.origin, 0), Snapped(query.destination, 0))
 
     def matrix(self, query: MatrixQuery) -> MatrixResult:
