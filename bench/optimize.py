@@ -39,10 +39,13 @@ from launcher.stack import Stack
 from optimize_service.exact import held_karp, tour_cost
 from optimize_service.solver import (
     COST_SCALE,
+    OR_TOOLS,
     PATH_CHEAPEST_ARC,
+    PYVRP,
     Search,
     default_time_limit,
     guided_local_search,
+    run_search,
     searches,
 )
 from route_service.importer import Progress, import_maps
@@ -176,17 +179,17 @@ def vroom_order(costs: np.ndarray, level: int) -> list[int]:
 
 
 def search_name(search: Search) -> str:
+    if search.engine == PYVRP:
+        return "PyVRP iterated local search"
     start = "Christofides" if search.first_solution != PATH_CHEAPEST_ARC else "cheapest-arc"
-    return f"{start} start{', operator bandit' if search.bandit else ''}"
+    return f"OR-Tools GLS, {start} start{', operator bandit' if search.bandit else ''}"
 
 
 def compare_solvers(durations_s: np.ndarray) -> dict[str, tuple[float, float]]:
     costs = costs_of(durations_s)
     n, limit = len(costs), default_time_limit(len(costs))
     results = {
-        f"OR-Tools GLS, {search_name(s)} (service search {i + 1})": timed(
-            partial(guided_local_search, costs, 0, None, limit, s), costs
-        )
+        f"{search_name(s)} (service search {i + 1})": timed(partial(run_search, costs, 0, None, limit, s), costs)
         for i, s in enumerate(searches(n))
     }
     # What the service answers with two workers: both searches at once, the shorter tour.
@@ -196,7 +199,7 @@ def compare_solvers(durations_s: np.ndarray) -> dict[str, tuple[float, float]]:
     if n <= 200:  # level 5 takes 10+ s at 200 stops here
         results["VROOM, exploration 5"] = timed(lambda: vroom_order(costs, 5), costs)
     results["reference: GLS, default start"] = timed(
-        lambda: guided_local_search(costs, 0, None, REFERENCE_S, Search(PATH_CHEAPEST_ARC)), costs
+        lambda: guided_local_search(costs, 0, None, REFERENCE_S, Search(OR_TOOLS, PATH_CHEAPEST_ARC)), costs
     )
     results["reference: GLS, Christofides start"] = timed(
         lambda: guided_local_search(costs, 0, None, REFERENCE_S, Search()), costs

@@ -1,15 +1,17 @@
-"""Stop order: exact for small sets, OR-Tools guided local search for the rest (no aiohttp).
+"""Stop order: exact for small sets, two heuristic searches at once for the rest (no aiohttp).
 
-Runs in a worker process (see app.py): OR-Tools holds the GIL for the whole search, which
+Runs in worker processes (see app.py): the solvers hold the GIL for their whole search, which
 would stall the service's event loop. Everything here is plain data in, plain data out.
 
-Why OR-Tools and this configuration (measured on Heidelberg road matrices, docs/decisions.md):
-- Guided local search from a first solution; VROOM's tours were longer at the same time.
-- Two differently configured searches run at once, one per core, and the shorter tour wins
-  (`searches`): one search alone stays ~1.6 % (median) above the 30 s result at 100 stops,
-  the better of two diverse ones ~0.9 %.
-- The search runs until its time limit (GLS has no other stop), so the limit grows with the
-  number of stops (`default_time_limit`).
+Why these searches (measured on Heidelberg road matrices, docs/decisions.md):
+- PyVRP's iterated local search (`ils.py`) is the best single search: in 0.7 s on 100 stops
+  it came within a median 0.1 % of what OR-Tools' guided local search finds in 30 s, where
+  OR-Tools itself stayed ~1.6-2 % above.
+- It has bad instances (one 100-stop set: +2.2 % where OR-Tools' bandit search from the
+  cheapest arc got +0.7 %), so an OR-Tools search runs beside it, one per core, and the
+  shorter tour wins (`searches`).
+- Both search until their time limit, so the limit grows with the number of stops
+  (`default_time_limit`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 
 from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
+from optimize_service.ils import iterated_local_search
 
 # Durations are solved in tenths of a second: OR-Tools needs integers, OSRM gives 0.1 s.
 COST_SCALE = 10
@@ -32,10 +35,17 @@ PATH_CHEAPEST_ARC = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
 BANDIT_MAX_STOPS = 300
 
 
+PYVRP = "pyvrp"
+OR_TOOLS = "or-tools"
+METHODS = {PYVRP: "pyvrp-ils", OR_TOOLS: "or-tools-gls"}
+
+
 @dataclass(frozen=True)
 class Search:
-    """One configuration of the guided local search."""
+    """One search: PyVRP's iterated local search, or a configuration of OR-Tools' guided local
+    search (the other fields are OR-Tools')."""
 
+    engine: str = OR_TOOLS
     first_solution: int = CHRISTOFIDES
     # OR-Tools picks its local search operators by a multi-armed bandit instead of in turn:
     # it stops wasting time on operators that never improve a one-vehicle tour.
@@ -47,12 +57,12 @@ class Search:
 
 def searches(stops: int) -> list[Search]:
     """The searches to run at once, best alone first (the one used with a single process).
-    Gaps to the 30 s result, medians over instances: 100 stops at 0.8 s: plain 2.0 %, bandit
-    1.6 %, the shorter of the two bandit searches below 0.9 %; 500 stops at 3.5 s: plain
-    0.05 %, bandit 1.0 %, bandit from the cheapest arc 5.7 % (that start is poor on large sets)."""
+    OR-Tools alone, gaps to its 30 s result, medians over instances: 100 stops at 0.8 s: plain
+    2.0 %, bandit 1.6 %; 500 stops at 3.5 s: plain 0.05 %, bandit 1.0 %, bandit from the
+    cheapest arc 5.7 % (that start is poor on large sets)."""
     if stops <= BANDIT_MAX_STOPS:
-        return [Search(CHRISTOFIDES, bandit=True, penalty_weight=0.2), Search(PATH_CHEAPEST_ARC, bandit=True)]
-    return [Search(CHRISTOFIDES), Search(CHRISTOFIDES, bandit=True)]
+        return [Search(PYVRP), Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
+    return [Search(PYVRP), Search(OR_TOOLS, CHRISTOFIDES)]
 
 
 @dataclass(frozen=True)
@@ -67,17 +77,17 @@ class TourProblem:
 class Tour:
     order: list[int]  # every stop once, the start first (a round trip's return is implied)
     duration_s: float  # on the matrix, including a round trip's return
-    method: str  # "trivial" | "held-karp" | "or-tools-gls"
+    method: str  # "trivial" | "held-karp" | "pyvrp-ils" | "or-tools-gls"
     optimal: bool
     time_limit_s: float | None = None
 
 
 def default_time_limit(stops: int) -> float:
     """Seconds of guided local search: 0.008 s per stop, at least 0.5 s (25 stops reached the
-    30 s result only after 0.2 s), at most 3.5 s. The rest of a request (matrix, geometry) takes
+    30 s result only after 0.2 s), at most 3.3 s. The rest of a request (matrix, geometry) takes
     ~0.1 s at 100 stops and ~0.8 s at 500, so the whole request stays within its goals of 1 s
     for 100 stops and 5 s for 500 (bench/optimize.py)."""
-    return min(3.5, max(0.5, 0.008 * stops))
+    return min(3.3, max(0.5, 0.008 * stops))
 
 
 def needs_search(problem: TourProblem) -> bool:
@@ -100,8 +110,15 @@ def solve(problem: TourProblem, search: Search | None = None) -> Tour:
         order, _ = held_karp(costs, problem.start, problem.end)
         return tour(problem, costs, order, "held-karp", optimal=True)
     limit = problem.time_limit_s if problem.time_limit_s is not None else default_time_limit(n)
-    order = guided_local_search(costs, problem.start, problem.end, limit, search or searches(n)[0])
-    return tour(problem, costs, order, "or-tools-gls", optimal=False, time_limit_s=limit)
+    search = search or searches(n)[0]
+    order = run_search(costs, problem.start, problem.end, limit, search)
+    return tour(problem, costs, order, METHODS[search.engine], optimal=False, time_limit_s=limit)
+
+
+def run_search(costs: np.ndarray, start: int, end: int | None, time_limit_s: float, search: Search) -> list[int]:
+    if search.engine == PYVRP:
+        return iterated_local_search(costs, start, end, time_limit_s)
+    return guided_local_search(costs, start, end, time_limit_s, search)
 
 
 def tour(
@@ -131,7 +148,7 @@ def guided_local_search(
         matrix, last = relabelled, (0 if end == start else n - 1)
     order = solve_path(matrix, last, time_limit_s, search)
     if order is None:  # never seen after relabelling; the default start is the safety net
-        order = solve_path(matrix, last, time_limit_s, Search(PATH_CHEAPEST_ARC))
+        order = solve_path(matrix, last, time_limit_s, Search(OR_TOOLS, PATH_CHEAPEST_ARC))
     if order is None:
         raise RuntimeError("OR-Tools found no tour")
     return [labels[node] for node in order if node < n]
@@ -168,5 +185,7 @@ def search_parameters(time_limit_s: float, search: Search) -> Any:
 
 
 def warm_up() -> None:
-    """Imports and exercises OR-Tools once, so a worker's first request pays no start-up."""
-    solve(TourProblem(np.ones((EXACT_MAX_STOPS + 1, EXACT_MAX_STOPS + 1)), 0, None, time_limit_s=0.05))
+    """Imports and exercises both solvers once, so a worker's first request pays no start-up."""
+    problem = TourProblem(np.ones((EXACT_MAX_STOPS + 1, EXACT_MAX_STOPS + 1)), 0, None, time_limit_s=0.05)
+    for search in searches(EXACT_MAX_STOPS + 1):
+        solve(problem, search)
