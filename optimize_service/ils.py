@@ -19,7 +19,9 @@ from pyvrp.stop import MaxRuntime
 UNUSED_ARC = 1 << 40
 
 
-def iterated_local_search(costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0) -> list[int]:
+def iterated_local_search(
+    costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0
+) -> list[int]:
     """Every stop once, `start` first and `end` (if any, and not a round trip) last."""
     n = len(costs)
     depots = [start] if end in (None, start) else [start, end]
@@ -40,7 +42,9 @@ def iterated_local_search(costs: np.ndarray, start: int, end: int | None, time_l
     return [start, *visits, *([end] if end is not None and end != start else [])]
 
 
-def problem_matrix(costs: np.ndarray, depots: list[int], clients: list[int], *, open_tour: bool) -> tuple[np.ndarray, int]:
+def problem_matrix(
+    costs: np.ndarray, depots: list[int], clients: list[int], *, open_tour: bool
+) -> tuple[np.ndarray, int]:
     """PyVRP's location order (depots, the open tour's extra end depot, clients) and the index
     of the end depot."""
     order = [*depots, *clients]
