@@ -41,5 +41,5 @@ async def cached(
         except orjson.JSONDecodeError:
             pass  # a damaged entry is recomputed and overwritten
     value = await compute()
-    await redis.set(key, orjson.dumps(value), ttl_seconds)
+    redis.set_behind(key, orjson.dumps(value), ttl_seconds)  # the answer does not wait for it
     return value

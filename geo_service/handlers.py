@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -10,7 +11,7 @@ from common.service import REDIS_KEY, json_response
 from geo_service.cache import cache_key, cached, normalized_text
 from geo_service.config import GeoConfig
 from geo_service.formatter import response_json
-from geo_service.providers import ProviderRegistry
+from geo_service.providers import GeocodeProvider, ProviderRegistry
 from geo_service.validation import geocode_request, reverse_request
 
 REGISTRY_KEY: web.AppKey[ProviderRegistry] = web.AppKey("geo_providers", ProviderRegistry)
@@ -24,13 +25,8 @@ async def geocode(request: web.Request) -> web.Response:
     async def compute() -> dict[str, Any]:
         return response_json(await provider.geocode(query), provider.name)
 
-    token = provider.cache_token()
-    key = (
-        None
-        if token is None
-        else cache_key("geocode", provider.name, token, (normalized_text(query.text), query.country, query.limit))
-    )
-    return json_response(await cached(request.app[REDIS_KEY], key, request.app[GEO_CONFIG_KEY].cache_seconds, compute))
+    parts = (normalized_text(query.text), query.country, query.limit)
+    return await cached_answer(request, "geocode", provider, parts, compute)
 
 
 async def reverse(request: web.Request) -> web.Response:
@@ -40,11 +36,24 @@ async def reverse(request: web.Request) -> web.Response:
     async def compute() -> dict[str, Any]:
         return response_json(await provider.reverse(query), provider.name)
 
-    token = provider.cache_token()
     # Rounded to ~1 cm: nearer points than that get the same answer anyway.
-    point = (round(query.lat, 7), round(query.lon, 7), query.limit)
-    key = None if token is None else cache_key("reverse", provider.name, token, point)
-    return json_response(await cached(request.app[REDIS_KEY], key, request.app[GEO_CONFIG_KEY].cache_seconds, compute))
+    parts = (round(query.lat, 7), round(query.lon, 7), query.limit)
+    return await cached_answer(request, "reverse", provider, parts, compute)
+
+
+async def cached_answer(
+    request: web.Request,
+    operation: str,
+    provider: GeocodeProvider,
+    parts: tuple[Any, ...],
+    compute: Callable[[], Awaitable[dict[str, Any]]],
+) -> web.Response:
+    """The answer from the cache, or computed and stored. A provider without a cache token
+    (no dataset to key the answer on) is never cached."""
+    token = provider.cache_token()
+    key = None if token is None else cache_key(operation, provider.name, token, parts)
+    ttl = request.app[GEO_CONFIG_KEY].cache_seconds
+    return json_response(await cached(request.app[REDIS_KEY], key, ttl, compute))
 
 
 async def providers(request: web.Request) -> web.Response:

@@ -20,7 +20,7 @@ from optimize_service.solver import Tour, TourProblem, needs_search, searches, s
 @dataclass
 class OptimizeState:
     routes: RouteClient
-    solver_pool: Executor  # processes: OR-Tools holds the GIL while it searches
+    solver_pool: Executor  # processes: the solvers hold the GIL while they search
     # Searches run at once per request, each in its own worker; at most the pool's workers,
     # or they would run one after the other and double the time.
     parallel_searches: int = 1

@@ -4,12 +4,13 @@ Runs in worker processes (see app.py): the solvers hold the GIL for their whole 
 would stall the service's event loop. Everything here is plain data in, plain data out.
 
 Why these searches (measured on Heidelberg road matrices, docs/decisions.md):
-- PyVRP's iterated local search (`ils.py`) is the best single search: in 0.7 s on 100 stops
-  it came within a median 0.1 % of what OR-Tools' guided local search finds in 30 s, where
-  OR-Tools itself stayed ~1.6-2 % above.
-- It has bad instances (one 100-stop set: +2.2 % where OR-Tools' bandit search from the
-  cheapest arc got +0.7 %), so an OR-Tools search runs beside it, one per core, and the
-  shorter tour wins (`searches`).
+- PyVRP's iterated local search (`ils.py`) is the best single search at 100 stops: in 0.7 s
+  it matched (median +0.0 % on 7 matrices) what OR-Tools' guided local search finds in 30 s,
+  where OR-Tools itself stayed ~1.6-2 % above.
+- It has bad instances (one 100-stop set: +2.3 % where OR-Tools' bandit search from the
+  cheapest arc got +0.7 %; the bench's 200 and 500 stops: +1.7 % and +1.4 % where the plain
+  Christofides search got +0.7 % and +0.0 %), so an OR-Tools search runs beside it, one per
+  core, and the shorter tour wins (`searches`).
 - Both search until their time limit, so the limit grows with the number of stops
   (`default_time_limit`).
 """

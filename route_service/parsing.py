@@ -90,10 +90,10 @@ def parse_point(value: Any) -> LatLon | str:
     return parse_latlon_text(f"{float(lat)!r},{float(lon)!r}")
 
 
-def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors) -> list[LatLon]:
+def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors, fewest: int, most: int) -> list[LatLon]:
     raw = body.get(name)
-    if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_MATRIX_SIDE:
-        errors.add(name, f"must be a list of 1 to {MAX_MATRIX_SIDE} points {{lat, lon}}")
+    if not isinstance(raw, list) or not fewest <= len(raw) <= most:
+        errors.add(name, f"must be a list of {fewest} to {most} points {{lat, lon}}")
         return []
     points: list[LatLon] = []
     for index, item in enumerate(raw):
@@ -117,13 +117,18 @@ def parse_matrix(body: Any) -> tuple[MatrixQuery, str | None]:
     """POST /internal/matrix's JSON body → (query, provider name or None)."""
     errors = ParameterErrors()
     params = internal_body_options(body, "sources, destinations", errors)
-    sources = parse_points(body, "sources", errors)
-    destinations = parse_points(body, "destinations", errors)
-    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
-    provider = parse_provider(params, errors)
+    sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
+    destinations = parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
+    vehicle, route_type, provider = parse_profile(params, errors)
     errors.raise_if_any()
     return MatrixQuery(sources, destinations, vehicle, route_type), provider
+
+
+def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str, str | None]:
+    """An internal body's vehicle, type and provider (None: the default provider)."""
+    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
+    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
+    return vehicle, route_type, parse_provider(params, errors)
 
 
 # ---------------------------------------------------------------- one route through many waypoints
@@ -136,19 +141,7 @@ def parse_waypoints(body: Any) -> tuple[WaypointsQuery, str | None]:
     """POST /internal/route's JSON body → (query, provider name or None)."""
     errors = ParameterErrors()
     params = internal_body_options(body, "waypoints", errors)
-    raw = body.get("waypoints")
-    waypoints: list[LatLon] = []
-    if not isinstance(raw, list) or not 2 <= len(raw) <= MAX_ROUTE_WAYPOINTS:
-        errors.add("waypoints", f"must be a list of 2 to {MAX_ROUTE_WAYPOINTS} points {{lat, lon}}")
-        raw = []
-    for index, item in enumerate(raw):
-        parsed = parse_point(item)
-        if isinstance(parsed, str):
-            errors.add(f"waypoints[{index}]", parsed)
-        else:
-            waypoints.append(parsed)
-    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
-    provider = parse_provider(params, errors)
+    waypoints = parse_points(body, "waypoints", errors, 2, MAX_ROUTE_WAYPOINTS)
+    vehicle, route_type, provider = parse_profile(params, errors)
     errors.raise_if_any()
     return WaypointsQuery(waypoints, vehicle, route_type), provider
