@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import ParameterErrors
 
 MISSING = object()
+_INTEGER = re.compile(r"[+-]?[0-9]{1,12}")
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,9 @@ def parse_int(
     if raw is None:
         return default
     text = raw.strip()
-    if not text.lstrip("+-").isdigit() or len(text) > 12:
+    # ASCII digits with at most one sign: str.isdigit() also accepts "²" and "①", and
+    # lstrip("+-") accepts "+-1", all of which int() then refuses.
+    if not _INTEGER.fullmatch(text):
         errors.add(name, f"must be an integer between {minimum} and {maximum}, got {raw[:40]!r}")
         return default
     value = int(text)

@@ -23,6 +23,7 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/authenticate/apikey", ("POST",), "auth_service", requires_token=False, timeout_seconds=10),
     PublicRoute("/v1/geocoder", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/geocoder/reverse", ("GET",), "geo_service", timeout_seconds=10),
+    PublicRoute("/v1/geocoder/autocomplete", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/route", ("GET",), "route_service"),
     PublicRoute("/v1/providers", ("GET",), "gateway", timeout_seconds=10),
     PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),

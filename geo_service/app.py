@@ -11,7 +11,7 @@ from aiohttp import web
 
 from common.service import HEALTH_CHECKS_KEY, base_app
 from geo_service.config import GeoConfig
-from geo_service.handlers import GEO_CONFIG_KEY, REGISTRY_KEY, geocode, providers, reverse
+from geo_service.handlers import GEO_CONFIG_KEY, REGISTRY_KEY, autocomplete, geocode, providers, reverse
 from geo_service.index import IndexLoader
 from geo_service.providers import DEFAULT_PROVIDER, OsmIndexProvider, ProviderRegistry
 
@@ -51,5 +51,6 @@ def create_app(config: GeoConfig) -> web.Application:
     app[HEALTH_CHECKS_KEY].append(index_health)
     app.router.add_get("/v1/geocoder", geocode)
     app.router.add_get("/v1/geocoder/reverse", reverse)
+    app.router.add_get("/v1/geocoder/autocomplete", autocomplete)
     app.router.add_get("/internal/providers", providers)
     return app

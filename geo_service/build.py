@@ -1,29 +1,38 @@
 """From raw OSM records to the index's rows: filled-in addresses, street groups, places, POIs.
 
-Missing addr:city / addr:postcode / country are filled, in this order of trust:
-the enclosing boundary (admin_level 4 to 8 for the city, postal_code areas or a boundary's
-postal_code tag for the postcode, ISO3166-1 for the country), then the nearest tagged
-addresses, then the nearest settlement (place=city/town/village/hamlet), then the
-dataset's default (the most common addr:city; the most common country in the data).
+Missing country / addr:city / addr:postcode are filled from where the object lies (locate.py):
+the country from a valid `addr:country` tag, else the map's country areas, else offline country
+polygons; the city from the enclosing municipality or settlement area, then the tagged
+addresses nearby, then the nearest settlement, then the city that names nearly all of the
+country's addresses in this input; the postcode from postal areas, then tagged neighbours on
+the same street. Neighbours and settlements are only looked up in the same country.
 
-Streets are named highway ways grouped by name key and proximity (one group per street and
-town); every address is attached to the nearest group of its street's key, or to a group
-made from its addresses when no highway carries that name.
+Streets are named highway ways grouped by name key, country and proximity (one group per
+street and town); every address is attached to the nearest group of its street's key in its
+country, or to a group made from its addresses when no highway carries that name.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from geo_service.extract import PLACE_TYPES, SETTLEMENTS, Boundary, Extract, LatLon, RawAddress, RawStreetWay
-from geo_service.geometry import METRES_PER_DEGREE, PointIndex, Projection, points_in_rings
+from geo_service.country_lookup import CountryLookup
+from geo_service.extract import PLACE_TYPES, SETTLEMENTS, Extract, LatLon, RawAddress, RawStreetWay
+from geo_service.geometry import METRES_PER_DEGREE, Projection
+from geo_service.locate import (
+    Locator,
+    NeighbourIndex,
+    Placement,
+    boundary_city,
+    boundary_postcode,
+    majority,
+)
 from geo_service.normalize import Normalizer, vocabulary_of
 
 STREET_JOIN_M = 300.0  # ways of one name closer than this are one street
@@ -31,9 +40,8 @@ ADDRESS_TO_STREET_M = 1000.0
 NEIGHBOUR_CITY_M = 500.0
 NEIGHBOUR_POSTCODE_M = 300.0
 NEIGHBOUR_CITY_FAR_M = 3000.0
-# An inferred default city is used only when it names nearly every address of the data.
+# An inferred default city is used only when it names nearly every address of its country.
 DOMINANT_CITY_SHARE = 0.8
-SETTLEMENT_RADIUS_M = {"city": 15_000.0, "town": 6_000.0, "village": 3_000.0, "hamlet": 1_000.0}
 
 
 @dataclass
@@ -80,132 +88,75 @@ class Dataset:
     default_city: str | None
 
 
-# ---------------------------------------------------------------- where is a point
-
-
-class Locator:
-    """Answers 'which city / postcode / country is this point in' from the data."""
-
-    def __init__(self, extract: Extract, projection: Projection, default_country: str | None) -> None:
-        self.boundaries = extract.boundaries
-        self.default_country = default_country
-        settlements = [p for p in extract.places if p.place_type in SETTLEMENTS]
-        self.settlements = settlements
-        self.settlement_index = PointIndex(
-            projection,
-            [p.lat for p in settlements],
-            [p.lon for p in settlements],
-            [str(i) for i in range(len(settlements))],
-        )
-        self.projection = projection
-        self.city_by_neighbours: PointIndex | None = None
-        self.postcode_by_neighbours: PointIndex | None = None
-
-    def enclosing(self, lats: np.ndarray, lons: np.ndarray) -> list[list[Boundary]]:
-        """For each point, the boundaries that contain it."""
-        found: list[list[Boundary]] = [[] for _ in range(len(lats))]
-        points = np.column_stack((lons, lats))
-        for boundary in self.boundaries:
-            min_lon, min_lat, max_lon, max_lat = boundary.bbox
-            candidates = np.flatnonzero((lons >= min_lon) & (lons <= max_lon) & (lats >= min_lat) & (lats <= max_lat))
-            for chunk in np.array_split(candidates, max(1, len(candidates) // 256)):
-                if len(chunk) == 0:
-                    continue
-                inside = points_in_rings(points[chunk], boundary.rings)
-                for i in chunk[inside]:
-                    found[int(i)].append(boundary)
-        return found
-
-    def nearest_settlement(self, lat: float, lon: float) -> str | None:
-        for label in self.settlement_index.nearby_labels(lat, lon, max(SETTLEMENT_RADIUS_M.values()), k=4):
-            place = self.settlements[int(label)]
-            radius = SETTLEMENT_RADIUS_M[place.place_type]
-            distance = math.dist(
-                self.projection.project(np.array([lat]), np.array([lon]))[0],
-                self.projection.project(np.array([place.lat]), np.array([place.lon]))[0],
-            )
-            if distance <= radius:
-                return place.name
-        return None
-
-
-def boundary_city(boundaries: list[Boundary]) -> str | None:
-    municipal = [b for b in boundaries if b.admin_level and 4 <= b.admin_level <= 8 and b.name]
-    return max(municipal, key=lambda b: b.admin_level or 0).name if municipal else None
-
-
-def boundary_postcode(boundaries: list[Boundary]) -> str | None:
-    with_code = [b for b in boundaries if b.postal_code]
-    return max(with_code, key=lambda b: b.admin_level or 99).postal_code if with_code else None
-
-
-def boundary_country(boundaries: list[Boundary]) -> str | None:
-    return next((b.country for b in boundaries if b.country), None)
-
-
-def majority(values: Iterable[str | None]) -> str | None:
-    counts = Counter(v for v in values if v)
-    return counts.most_common(1)[0][0] if counts else None
-
-
 # ---------------------------------------------------------------- addresses
 
 
-def fill_addresses(
-    raw: list[RawAddress], locator: Locator, normalizer: Normalizer, default_city: str | None
-) -> list[Address]:
-    lats = np.array([a.lat for a in raw])
-    lons = np.array([a.lon for a in raw])
-    enclosing = locator.enclosing(lats, lons) if raw else []
-    tagged_city = [(a.lat, a.lon, a.tags.city) for a in raw if a.tags.city]
-    city_index = PointIndex(
-        locator.projection, [t[0] for t in tagged_city], [t[1] for t in tagged_city], [str(t[2]) for t in tagged_city]
+@dataclass
+class Context:
+    """What every step of one input's build looks things up in."""
+
+    locator: Locator
+    normalizer: Normalizer
+    default_cities: dict[str | None, str]  # per country
+    tagged_cities: NeighbourIndex | None = None
+
+    def default_city(self, country: str | None) -> str | None:
+        return self.default_cities.get(country)
+
+    def city_nearby(self, lat: float, lon: float, country: str | None, radius_m: float) -> str | None:
+        if self.tagged_cities is None:
+            return None
+        return majority(self.tagged_cities.nearby_labels(lat, lon, country, radius_m))
+
+
+def countries_of(raw: list[RawAddress], placements: list[Placement]) -> list[str | None]:
+    """A valid addr:country tag wins over where the address lies."""
+    return [a.tags.country or where.country for a, where in zip(raw, placements, strict=True)]
+
+
+def fill_addresses(raw: list[RawAddress], placements: list[Placement], context: Context) -> list[Address]:
+    countries = countries_of(raw, placements)
+    projection = context.locator.projection
+    context.tagged_cities = NeighbourIndex(
+        projection, ((a.lat, a.lon, c, a.tags.city) for a, c in zip(raw, countries, strict=True) if a.tags.city)
     )
-    tagged_postcode = [(a, normalizer.key(a.tags.street_or_place or "")) for a in raw if a.tags.postcode]
-    postcode_index = PointIndex(
-        locator.projection,
-        [a.lat for a, _ in tagged_postcode],
-        [a.lon for a, _ in tagged_postcode],
-        [f"{key}\t{a.tags.postcode}" for a, key in tagged_postcode],
+    normalizer = context.normalizer
+    postcodes = NeighbourIndex(
+        projection,
+        (
+            (a.lat, a.lon, c, f"{normalizer.key(a.tags.street_or_place or '')}\t{a.tags.postcode}")
+            for a, c in zip(raw, countries, strict=True)
+            if a.tags.postcode
+        ),
     )
-    locator.city_by_neighbours = city_index
     addresses = []
-    for a, inside in zip(raw, enclosing, strict=True):
+    for a, where, country in zip(raw, placements, countries, strict=True):
         street = a.tags.street_or_place or ""
         city = (
             a.tags.city
-            or boundary_city(inside)
-            or majority(city_index.nearby_labels(a.lat, a.lon, NEIGHBOUR_CITY_M))
-            or locator.nearest_settlement(a.lat, a.lon)
-            or default_city
+            or boundary_city(where.boundaries)
+            or context.city_nearby(a.lat, a.lon, country, NEIGHBOUR_CITY_M)
+            or context.locator.nearest_settlement(a.lat, a.lon, country)
+            or context.default_city(country)
         )
         postcode = (
             a.tags.postcode
-            or boundary_postcode(inside)
-            or neighbour_postcode(postcode_index, a, normalizer.key(street))
+            or boundary_postcode(where.boundaries)
+            or neighbour_postcode(postcodes, a, country, normalizer.key(street))
         )
-        country = a.tags.country or boundary_country(inside) or locator.default_country
         number = a.house_number
         addresses.append(
             Address(
-                street,
-                a.house_number_text,
-                number.text,
-                number.base,
-                postcode,
-                city,
-                country,
-                a.lat,
-                a.lon,
+                street, a.house_number_text, number.text, number.base, postcode, city, country, a.lat, a.lon,
                 a.interpolated,
             )
         )
     return addresses
 
 
-def neighbour_postcode(index: PointIndex, address: RawAddress, street_key: str) -> str | None:
+def neighbour_postcode(index: NeighbourIndex, address: RawAddress, country: str | None, street_key: str) -> str | None:
     """The postcode of the nearest tagged addresses, preferring those on the same street."""
-    labels = index.nearby_labels(address.lat, address.lon, NEIGHBOUR_POSTCODE_M)
+    labels = index.nearby_labels(address.lat, address.lon, country, NEIGHBOUR_POSTCODE_M)
     same_street = [label.split("\t")[1] for label in labels if label.split("\t")[0] == street_key]
     return majority(same_street) or majority(label.split("\t")[1] for label in labels[:3])
 
@@ -216,12 +167,17 @@ def neighbour_postcode(index: PointIndex, address: RawAddress, street_key: str) 
 @dataclass
 class StreetCluster:
     key: str
+    country: str | None
     ways: list[RawStreetWay] = field(default_factory=list)
     addresses: list[Address] = field(default_factory=list)
 
     def coords(self) -> list[LatLon]:
         points = [c for w in self.ways for c in w.coords]
         return points or [(a.lat, a.lon) for a in self.addresses]
+
+    def anchors(self) -> list[LatLon]:
+        """The middle vertex of each way (where its country was found), else the addresses."""
+        return [middle(w) for w in self.ways] or [(a.lat, a.lon) for a in self.addresses]
 
     def bbox(self) -> tuple[float, float, float, float]:
         points = np.array(self.coords())
@@ -240,10 +196,10 @@ def bbox_gap_m(a: tuple[float, float, float, float], b: tuple[float, float, floa
     return math.hypot(dlat, dlon) * METRES_PER_DEGREE
 
 
-def cluster_ways(ways: list[RawStreetWay], key: str) -> list[StreetCluster]:
+def cluster_ways(ways: list[RawStreetWay], key: str, country: str | None) -> list[StreetCluster]:
     """Ways of one name whose boxes lie within STREET_JOIN_M of each other form one street."""
     if len(ways) == 1:
-        return [StreetCluster(key, list(ways))]
+        return [StreetCluster(key, country, list(ways))]
     boxes = np.array(
         [
             [
@@ -266,28 +222,32 @@ def cluster_ways(ways: list[RawStreetWay], key: str) -> list[StreetCluster]:
     rows, cols = np.nonzero(near)
     graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(ways), len(ways)))
     count, labels = connected_components(graph, directed=False)
-    clusters = [StreetCluster(key) for _ in range(count)]
+    clusters = [StreetCluster(key, country) for _ in range(count)]
     for way, label in zip(ways, labels, strict=True):
         clusters[label].ways.append(way)
     return clusters
 
 
-def street_clusters(ways: list[RawStreetWay], addresses: list[Address], normalizer: Normalizer) -> list[StreetCluster]:
-    by_key: dict[str, list[RawStreetWay]] = defaultdict(list)
-    for way in ways:
-        by_key[normalizer.key(way.name)].append(way)
-    clusters_by_key: dict[str, list[StreetCluster]] = {k: cluster_ways(v, k) for k, v in by_key.items() if k}
+def street_clusters(ways: list[RawStreetWay], addresses: list[Address], context: Context) -> list[StreetCluster]:
+    """Streets per name key and country: a street that crosses a border is two streets."""
+    middles = [middle(w) for w in ways]
+    placements = context.locator.place([m[0] for m in middles], [m[1] for m in middles])
+    by_key: dict[tuple[str, str | None], list[RawStreetWay]] = defaultdict(list)
+    for way, where in zip(ways, placements, strict=True):
+        by_key[(context.normalizer.key(way.name), where.country)].append(way)
+    clusters_by_key = {k: cluster_ways(v, *k) for k, v in by_key.items() if k[0]}
     boxes = {id(c): c.bbox() for cs in clusters_by_key.values() for c in cs}
-    orphans: dict[tuple[str, str | None], StreetCluster] = {}
+    orphans: dict[tuple[str, str | None, str | None], StreetCluster] = {}
     for address in addresses:
-        key = normalizer.key(address.street)
+        key = context.normalizer.key(address.street)
         point = (address.lat, address.lon, address.lat, address.lon)
-        candidates = [(bbox_gap_m(boxes[id(c)], point), c) for c in clusters_by_key.get(key, [])]
+        candidates = [(bbox_gap_m(boxes[id(c)], point), c) for c in clusters_by_key.get((key, address.country), [])]
         gap, nearest = min(candidates, key=lambda pair: pair[0], default=(math.inf, None))
         if nearest is not None and gap <= ADDRESS_TO_STREET_M:
             nearest.addresses.append(address)
         else:
-            orphans.setdefault((key, address.city), StreetCluster(key)).addresses.append(address)
+            orphan = (key, address.country, address.city)
+            orphans.setdefault(orphan, StreetCluster(key, address.country)).addresses.append(address)
     return [c for cs in clusters_by_key.values() for c in cs] + list(orphans.values())
 
 
@@ -310,118 +270,122 @@ def street_length_m(cluster: StreetCluster) -> float:
     return total
 
 
-def streets_as_names(clusters: list[StreetCluster], locator: Locator, default_city: str | None) -> list[Named]:
-    points = [representative_point(c.coords()) for c in clusters]
-    enclosing = locator.enclosing(np.array([p[0] for p in points]), np.array([p[1] for p in points])) if points else []
-    names = []
-    for cluster, (lat, lon), inside in zip(clusters, points, enclosing, strict=True):
-        city = majority(a.city for a in cluster.addresses) or boundary_city(inside)
-        if city is None and locator.city_by_neighbours is not None:
-            city = majority(locator.city_by_neighbours.nearby_labels(lat, lon, NEIGHBOUR_CITY_M))
-        city = city or locator.nearest_settlement(lat, lon)
-        if city is None and locator.city_by_neighbours is not None:
-            city = majority(locator.city_by_neighbours.nearby_labels(lat, lon, NEIGHBOUR_CITY_FAR_M))
-        city = city or default_city
-        postcodes = {a.postcode for a in cluster.addresses if a.postcode}
-        if not postcodes and (code := boundary_postcode(inside)):
-            postcodes.add(code)
-        country = majority(a.country for a in cluster.addresses) or boundary_country(inside) or locator.default_country
-        importance = min(1.0, math.log1p(len(cluster.addresses)) / 6 + street_length_m(cluster) / 20_000)
-        names.append(
-            Named(
-                kind="street",
-                name=display_name(cluster),
-                key=cluster.key,
-                lat=float(lat),
-                lon=float(lon),
-                city=city,
-                postcode=majority(a.postcode for a in cluster.addresses) or next(iter(sorted(postcodes)), None),
-                country=country,
-                importance=importance,
-                postcodes=postcodes,
-                geometry=[w.coords for w in cluster.ways],
-            )
-        )
-    return names
+
+
+def middle(way: RawStreetWay) -> LatLon:
+    return way.coords[len(way.coords) // 2]
+
+
+def streets_as_names(clusters: list[StreetCluster], context: Context) -> list[Named]:
+    # A point among the anchors lies in the cluster's country even when the street runs along a
+    # border (Rue Jean Jaurès between Beausoleil and Monaco); the mean of all vertices may not.
+    points = [representative_point(c.anchors()) for c in clusters]
+    placements = context.locator.place([p[0] for p in points], [p[1] for p in points])
+    return [
+        street_as_name(cluster, float(lat), float(lon), where, context)
+        for cluster, (lat, lon), where in zip(clusters, points, placements, strict=True)
+    ]
+
+
+def street_as_name(cluster: StreetCluster, lat: float, lon: float, where: Placement, context: Context) -> Named:
+    country = cluster.country or majority(a.country for a in cluster.addresses) or where.country
+    city = (
+        majority(a.city for a in cluster.addresses)
+        or boundary_city(where.boundaries)
+        or context.city_nearby(lat, lon, country, NEIGHBOUR_CITY_M)
+        or context.locator.nearest_settlement(lat, lon, country)
+        or context.city_nearby(lat, lon, country, NEIGHBOUR_CITY_FAR_M)
+        or context.default_city(country)
+    )
+    postcodes = {a.postcode for a in cluster.addresses if a.postcode}
+    if not postcodes and (code := boundary_postcode(where.boundaries)):
+        postcodes.add(code)
+    importance = min(1.0, math.log1p(len(cluster.addresses)) / 6 + street_length_m(cluster) / 20_000)
+    return Named(
+        kind="street",
+        name=display_name(cluster),
+        key=cluster.key,
+        lat=lat,
+        lon=lon,
+        city=city,
+        postcode=majority(a.postcode for a in cluster.addresses) or next(iter(sorted(postcodes)), None),
+        country=country,
+        importance=importance,
+        postcodes=postcodes,
+        geometry=[w.coords for w in cluster.ways],
+    )
 
 
 # ---------------------------------------------------------------- places and POIs
 
 
-def places_as_names(
-    extract: Extract, addresses: list[Address], locator: Locator, normalizer: Normalizer, default_city: str | None
-) -> list[Named]:
+def places_as_names(extract: Extract, addresses: list[Address], context: Context) -> list[Named]:
     names: list[Named] = []
-    seen: set[str] = set()
-    for place in extract.places:
+    seen: set[tuple[str, str | None]] = set()
+    placements = context.locator.place([p.lat for p in extract.places], [p.lon for p in extract.places])
+    for place, where in zip(extract.places, placements, strict=True):
         settlement = place.place_type in SETTLEMENTS
-        inside = locator.enclosing(np.array([place.lat]), np.array([place.lon]))[0]
         city = (
             place.name
             if settlement
-            else (boundary_city(inside) or locator.nearest_settlement(place.lat, place.lon) or default_city)
-        )
-        key = normalizer.key(place.name)
-        seen.add(key)
-        names.append(
-            Named(
-                "place",
-                place.name,
-                key,
-                place.lat,
-                place.lon,
-                city=city,
-                country=boundary_country(inside) or locator.default_country,
-                importance=PLACE_TYPES.get(place.place_type, 0.3),
-                category=f"place={place.place_type}",
+            else (
+                boundary_city(where.boundaries)
+                or context.locator.nearest_settlement(place.lat, place.lon, where.country)
+                or context.default_city(where.country)
             )
         )
-    # Cities named only by addr:city (no place node in the extract) become places at their addresses' centre.
-    by_city: dict[str, list[Address]] = defaultdict(list)
+        key = context.normalizer.key(place.name)
+        seen.add((key, where.country))
+        names.append(
+            Named(
+                "place", place.name, key, place.lat, place.lon, city=city, country=where.country,
+                importance=PLACE_TYPES.get(place.place_type, 0.3), category=f"place={place.place_type}",
+            )
+        )
+    return names + cities_of_addresses(addresses, seen, context.normalizer)
+
+
+def cities_of_addresses(
+    addresses: list[Address], seen: set[tuple[str, str | None]], normalizer: Normalizer
+) -> list[Named]:
+    """Cities named only by addr:city (no place node in the extract) become places at their
+    addresses' centre, one per country."""
+    by_city: dict[tuple[str, str | None], list[Address]] = defaultdict(list)
     for address in addresses:
         if address.city:
-            by_city[address.city].append(address)
-    for city, members in by_city.items():
+            by_city[(address.city, address.country)].append(address)
+    names = []
+    for (city, country), members in by_city.items():
         key = normalizer.key(city)
-        if key in seen or not key:
+        if (key, country) in seen or not key:
             continue
         lat, lon = representative_point([(a.lat, a.lon) for a in members])
         names.append(
             Named(
-                "place",
-                city,
-                key,
-                float(lat),
-                float(lon),
-                city=city,
-                country=majority(a.country for a in members),
-                importance=0.8,
-                category="place=city",
-                postcode=majority(a.postcode for a in members),
+                "place", city, key, float(lat), float(lon), city=city, country=country, importance=0.8,
+                category="place=city", postcode=majority(a.postcode for a in members),
             )
         )
     return names
 
 
-def pois_as_names(extract: Extract, locator: Locator, normalizer: Normalizer, default_city: str | None) -> list[Named]:
+def pois_as_names(extract: Extract, context: Context) -> list[Named]:
     pois = extract.pois
-    enclosing = locator.enclosing(np.array([p.lat for p in pois]), np.array([p.lon for p in pois])) if pois else []
+    placements = context.locator.place([p.lat for p in pois], [p.lon for p in pois])
     names = []
-    for poi, inside in zip(pois, enclosing, strict=True):
-        city = poi.tags.city or boundary_city(inside) or locator.nearest_settlement(poi.lat, poi.lon) or default_city
+    for poi, where in zip(pois, placements, strict=True):
+        country = poi.tags.country or where.country
+        city = (
+            poi.tags.city
+            or boundary_city(where.boundaries)
+            or context.locator.nearest_settlement(poi.lat, poi.lon, country)
+            or context.default_city(country)
+        )
         names.append(
             Named(
-                "poi",
-                poi.name,
-                normalizer.key(poi.name),
-                poi.lat,
-                poi.lon,
-                city=city,
-                postcode=poi.tags.postcode or boundary_postcode(inside),
-                country=poi.tags.country or boundary_country(inside) or locator.default_country,
-                importance=0.3,
-                category=poi.category,
-                street=poi.tags.street_or_place,
+                "poi", poi.name, context.normalizer.key(poi.name), poi.lat, poi.lon, city=city,
+                postcode=poi.tags.postcode or boundary_postcode(where.boundaries), country=country,
+                importance=0.3, category=poi.category, street=poi.tags.street_or_place,
                 house_number=poi.house_number_text,
             )
         )
@@ -431,16 +395,18 @@ def pois_as_names(extract: Extract, locator: Locator, normalizer: Normalizer, de
 # ---------------------------------------------------------------- the whole dataset
 
 
-def infer_default_country(extract: Extract) -> str | None:
-    return extract.country_votes.most_common(1)[0][0] if extract.country_votes else None
-
-
-def dominant_city(extract: Extract) -> str | None:
-    counts = Counter(a.tags.city for a in extract.addresses if a.tags.city)
-    if not counts:
-        return None
-    city, count = counts.most_common(1)[0]
-    return city if count >= DOMINANT_CITY_SHARE * len(extract.addresses) else None
+def dominant_cities(addresses: list[RawAddress], countries: list[str | None]) -> dict[str | None, str]:
+    """Per country, the addr:city that names at least DOMINANT_CITY_SHARE of its addresses."""
+    by_country: dict[str | None, Counter[str | None]] = defaultdict(Counter)
+    for address, country in zip(addresses, countries, strict=True):
+        by_country[country][address.tags.city] += 1
+    dominant = {}
+    for country, counts in by_country.items():
+        total = sum(counts.values())
+        named = [(city, n) for city, n in counts.most_common() if city]
+        if named and named[0][1] >= DOMINANT_CITY_SHARE * total:
+            dominant[country] = named[0][0]
+    return dominant
 
 
 def extract_vocabulary(extract: Extract) -> set[str]:
@@ -452,27 +418,29 @@ def extract_vocabulary(extract: Extract) -> set[str]:
 def build_dataset(
     extract: Extract,
     *,
+    countries: CountryLookup,
     default_country: str | None = None,
     default_city: str | None = None,
     vocabulary: set[str] | None = None,
 ) -> Dataset:
-    """`vocabulary`: of all inputs when several are merged, so every key is made the same way."""
+    """`vocabulary`: of all inputs when several are merged, so every key is made the same way.
+    `default_country` / `default_city`: the operator's, for objects nothing else places."""
     vocabulary = vocabulary if vocabulary is not None else extract_vocabulary(extract)
-    normalizer = Normalizer(vocabulary)
-    default_country = default_country or infer_default_country(extract)
-    default_city = default_city or dominant_city(extract)
     lats = [a.lat for a in extract.addresses] + [c[0] for w in extract.streets[:1000] for c in w.coords[:1]]
     projection = Projection(float(np.mean(lats)) if lats else 0.0)
-    locator = Locator(extract, projection, default_country)
-    addresses = fill_addresses(extract.addresses, locator, normalizer, default_city)
-    clusters = street_clusters(extract.streets, addresses, normalizer)
-    streets = streets_as_names(clusters, locator, default_city)
+    locator = Locator(extract, projection, countries, default_country)
+    raw = extract.addresses
+    placements = locator.place([a.lat for a in raw], [a.lon for a in raw])
+    cities = defaultdict(lambda: default_city) if default_city else dominant_cities(raw, countries_of(raw, placements))
+    context = Context(locator, Normalizer(vocabulary), cities)
+    addresses = fill_addresses(raw, placements, context)
+    clusters = street_clusters(extract.streets, addresses, context)
+    streets = streets_as_names(clusters, context)
     for street_id, cluster in enumerate(clusters):
         for address in cluster.addresses:
             address.street_id = street_id
     # Streets stay as they are (addresses refer to them by position); nameless others go.
-    others = places_as_names(extract, addresses, locator, normalizer, default_city)
-    others += pois_as_names(extract, locator, normalizer, default_city)
+    others = places_as_names(extract, addresses, context) + pois_as_names(extract, context)
     return Dataset(addresses, streets + [n for n in others if n.key], vocabulary, default_country, default_city)
 
 
@@ -489,5 +457,4 @@ def merge_datasets(datasets: list[Dataset]) -> Dataset:
         addresses += dataset.addresses
         names += dataset.names
         vocabulary |= dataset.vocabulary
-    countries = Counter(d.default_country for d in datasets for _ in d.addresses if d.default_country)
-    return Dataset(addresses, names, vocabulary, majority(countries.elements()), None)
+    return Dataset(addresses, names, vocabulary, datasets[0].default_country, datasets[0].default_city)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,9 +108,10 @@ class Boundary:
     name: str | None
     admin_level: int | None
     postal_code: str | None
-    country: str | None
+    country: str | None  # alpha-3, from ISO3166-1 (a country's own area)
     rings: list[np.ndarray]  # each (n, 2) of lon, lat; even-odd rule, so holes just work
     bbox: tuple[float, float, float, float]  # min_lon, min_lat, max_lon, max_lat
+    place: str | None = None  # a settlement's own area (place=town on a polygon): names the city
 
 
 @dataclass
@@ -121,8 +121,6 @@ class Extract:
     places: list[RawPlace] = field(default_factory=list)
     pois: list[RawPoi] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
-    # alpha-3 codes seen in addr:country and boundary ISO3166-1 tags, to infer the default.
-    country_votes: Counter[str] = field(default_factory=Counter)
 
     def merge(self, other: Extract) -> None:
         self.addresses += other.addresses
@@ -130,7 +128,6 @@ class Extract:
         self.places += other.places
         self.pois += other.pois
         self.boundaries += other.boundaries
-        self.country_votes.update(other.country_votes)
 
 
 def address_tags(tags: Any) -> AddressTags:
@@ -153,6 +150,10 @@ def poi_category(tags: Any) -> str | None:
         if value in values:
             return f"{key}={value}"
     return None
+
+
+def is_settlement_area(tags: Any) -> bool:
+    return bool(tags.get("name")) and tags.get("place") in SETTLEMENTS and tags.get("boundary") is None
 
 
 def way_coords(way: Any) -> list[LatLon]:
@@ -217,8 +218,6 @@ class _Reader:
     def add_addressable(self, tags: Any, point: LatLon, node_id: int | None = None) -> None:
         value = tags.get("addr:housenumber")
         address = address_tags(tags)
-        if address.country:
-            self.extract.country_votes[address.country] += 1
         if value and address.street_or_place:
             for number in house_numbers_of_tag(value):
                 raw = RawAddress(address, number, value.strip() if ";" not in value else number.text, *point)
@@ -260,10 +259,8 @@ class _Reader:
         tags = area.tags
         boundary = tags.get("boundary")
         iso = alpha3_from_tag(tags.get("ISO3166-1") or tags.get("ISO3166-1:alpha2"))
-        if iso:
-            self.extract.country_votes[iso] += 1
         rings = area_rings(area)
-        if boundary in ("administrative", "postal_code") and rings:
+        if rings and (boundary in ("administrative", "postal_code") or is_settlement_area(tags)):
             self.add_boundary(tags, rings, iso)
         if area.from_way():
             return  # closed ways were handled as ways
@@ -277,9 +274,10 @@ class _Reader:
         self.extract.boundaries.append(
             Boundary(
                 name=tags.get("name"),
-                admin_level=int(level) if level and level.isdigit() else None,
+                admin_level=int(level) if level and level.isascii() and level.isdigit() else None,
                 postal_code=tags.get("postal_code"),
                 country=iso,
+                place=tags.get("place") if is_settlement_area(tags) else None,
                 rings=rings,
                 bbox=(
                     float(stacked[:, 0].min()),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from geo_service.model import GeocodeResult, ResultAddress
+from geo_service.model import GeocodeResult, Note, ResultAddress
 
 # Countries that write the house number before the street ("12 Avenue de la Costa").
 NUMBER_FIRST = frozenset({"FRA", "MCO", "BEL", "LUX", "USA", "CAN", "GBR", "IRL", "AUS", "NZL"})
@@ -57,5 +58,8 @@ def result_json(result: GeocodeResult) -> dict[str, Any]:
     return body
 
 
-def response_json(results: list[GeocodeResult], provider: str) -> dict[str, Any]:
-    return {"results": [result_json(r) for r in results], "provider": provider}
+def response_json(results: list[GeocodeResult], provider: str, notes: Sequence[Note] = ()) -> dict[str, Any]:
+    body: dict[str, Any] = {"results": [result_json(r) for r in results], "provider": provider}
+    if notes:
+        body["notes"] = [{"code": n.code, "message": n.message} for n in notes]
+    return body

@@ -30,10 +30,12 @@ from common.config import data_dir
 from common.osm_inputs import ATTRIBUTION, input_files
 from geo_service.build import Dataset, build_dataset, extract_vocabulary, merge_datasets
 from geo_service.countries import alpha3_from_tag
+from geo_service.country_lookup import CountryLookup
 from geo_service.extract import read_osm
 from geo_service.store import INDEX_FILE, write_index
 
-IMPORTER_VERSION = "1"
+# 2: country from geometry (issue 10), autocomplete word table.
+IMPORTER_VERSION = "2"
 CURRENT = "current.json"
 HASH_LENGTH = 16
 
@@ -104,7 +106,8 @@ def build(
         )
     vocabulary = set().union(*(extract_vocabulary(e) for e in extracts))
     defaults = {"default_country": options["default_country"], "default_city": options["default_city"]}
-    dataset = merge_datasets([build_dataset(e, vocabulary=vocabulary, **defaults) for e in extracts])
+    countries = CountryLookup()
+    dataset = merge_datasets([build_dataset(e, countries=countries, vocabulary=vocabulary, **defaults) for e in extracts])
     counts = counts_of(dataset)
     progress.line("filled and grouped", ", ".join(f"{v} {k}" for k, v in counts.items()))
     meta = {
@@ -141,7 +144,8 @@ def run_import(
     missing = [p for p in inputs if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such OSM file: {', '.join(map(str, missing))}")
-    options = {"default_country": default_country, "default_city": default_city}
+    # The country data's version is part of the input: a new release may move a border.
+    options = {"default_country": default_country, "default_city": default_city, "countries": CountryLookup.version()}
     hash_ = dataset_hash(inputs, options)
     final = out / hash_
     out.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from geo_service.autocomplete import Autocompleter
 from geo_service.matcher import Matcher
 from geo_service.store import INDEX_FILE, IndexReader
 
@@ -23,6 +24,7 @@ class LoadedIndex:
     path: Path
     reader: IndexReader
     matcher: Matcher
+    autocompleter: Autocompleter
 
     @property
     def counts(self) -> dict[str, Any]:
@@ -46,7 +48,9 @@ def open_index(index_dir: Path, hash_: str) -> LoadedIndex:
     if not path.is_file():
         raise FileNotFoundError(f"current.json names {hash_}, but {path} does not exist")
     reader = IndexReader(path)
-    return LoadedIndex(hash_, path, reader, Matcher(reader))
+    matcher = Matcher(reader)
+    # The geocoder's trigram query (common trigrams left out) is the autocompleter's typo fallback.
+    return LoadedIndex(hash_, path, reader, matcher, Autocompleter(reader, matcher.normalizer, matcher.fts_query))
 
 
 class IndexLoader:

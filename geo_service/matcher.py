@@ -22,9 +22,10 @@ from rapidfuzz import fuzz, process
 from geo_service.countries import country_of_name
 from geo_service.formatter import label
 from geo_service.geometry import METRES_PER_DEGREE, haversine_m
-from geo_service.model import GeocodeQuery, GeocodeResult, ResultAddress, ReverseQuery
+from geo_service.model import GeocodeAnswer, GeocodeQuery, GeocodeResult, Note, ResultAddress, ReverseQuery
 from geo_service.normalize import Normalizer, compact
-from geo_service.parser import HouseNumber, ParsedQuery, parse_query
+from geo_service.notes import EmptyAnswerNotes
+from geo_service.parser import HouseNumber, ParsedQuery, parse_query, parse_structured
 from geo_service.store import AddressRow, IndexReader, NameRow
 
 CANDIDATES = 60
@@ -60,6 +61,14 @@ POSTCODE_UNKNOWN = 0.95
 REVERSE_RADII_M = (60.0, 250.0, 1000.0, 5000.0)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One way to read the query's words: which are the name and city, which country filters."""
+
+    words: list[str]
+    country: str | None
+
+
 @dataclass
 class Candidate:
     row: NameRow
@@ -82,6 +91,7 @@ class Matcher:
         meta = reader.meta
         self.normalizer = Normalizer(meta.get("vocabulary", []))
         self.postcodes = {str(p).lower(): str(p) for p in meta.get("postcodes", [])}
+        self.notes = EmptyAnswerNotes(reader, self.normalizer)
         counts = reader.trigram_document_counts()
         total = sum(meta.get("counts", {}).get(k, 0) for k in ("streets", "places", "pois")) or 1
         self.common_trigrams = frozenset(t for t, c in counts.items() if c > COMMON_TRIGRAM_SHARE * total)
@@ -92,23 +102,33 @@ class Matcher:
 
     # ------------------------------------------------------------ forward
 
-    def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]:
-        parsed = parse_query(query.text, self.normalizer, self.postcodes.keys())
-        words, country, contradicted = self.split_country(list(parsed.words[:MAX_WORDS]), query.country)
-        if contradicted:
-            return []
-        if not words:
-            return self.postcode_only(parsed, country, query.limit) if parsed.postcode else []
-        candidates = self.candidates(words, country)
-        results = self.results(candidates, parsed)
-        return rank(results, query.limit)
+    def geocode(self, query: GeocodeQuery) -> GeocodeAnswer:
+        parsed = self.parse(query)
+        readings, named_country = self.readings(list(parsed.words[:MAX_WORDS]), query.country)
+        results: list[tuple[GeocodeResult, float]] = []
+        for reading in readings:
+            if reading.words:
+                results += self.results(self.candidates(reading.words, reading.country), parsed)
+            elif parsed.postcode:
+                results += self.postcode_only(parsed, reading.country)
+        ranked = rank(results, query.limit)
+        return GeocodeAnswer(ranked, () if ranked else self.notes.why_empty(query, parsed, named_country))
 
-    def split_country(self, words: list[str], asked: str | None) -> tuple[list[str], str | None, bool]:
-        """A country named at the end of the text filters like `country`; True when it contradicts it."""
+    def parse(self, query: GeocodeQuery) -> ParsedQuery:
+        if query.structured is not None:
+            return parse_structured(query.structured, self.normalizer)
+        return parse_query(query.text, self.normalizer, self.postcodes.keys())
+
+    def readings(self, words: list[str], asked: str | None) -> tuple[list[Reading], str | None]:
+        """A country named at the end of the text ("…, Finland") filters like `country`. When the
+        same words also name a place of the map (Monaco, Luxembourg, "Andorra" for Andorra la
+        Vella, San Marino) they are read both ways, and the better answer wins."""
         for size in (2, 1):
-            if len(words) > size and (named := country_of_name(" ".join(words[-size:]))):
-                return words[:-size], named, bool(asked and asked != named)
-        return words, asked, False
+            if len(words) > size and (named := country_of_name(country_words := " ".join(words[-size:]))):
+                as_filter = [] if asked and asked != named else [Reading(words[:-size], named)]
+                as_place = [Reading(words, asked)] if self.notes.names_a_place(country_words) else []
+                return [*as_filter, *as_place], named
+        return [Reading(words, asked)], None
 
     def fts_query(self, words: Sequence[str]) -> str | None:
         grams: set[str] = set()
@@ -283,32 +303,46 @@ class Matcher:
         name = None if kind == "place" and row.name == row.city else row.name
         return GeocodeResult(row.lat, row.lon, address, kind, score, name=name or row.name, category=row.category)
 
-    def postcode_only(self, parsed: ParsedQuery, country: str | None, limit: int) -> list[GeocodeResult]:
+    def postcode_only(self, parsed: ParsedQuery, country: str | None) -> list[tuple[GeocodeResult, float]]:
         assert parsed.postcode is not None
         area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
         if area is None:
             return []
         address = ResultAddress(postcode=area.postcode, city=area.city, country=area.country)
-        return [GeocodeResult(area.lat, area.lon, address, "place", PLACE_ALONE, category="postcode")][:limit]
+        return [(GeocodeResult(area.lat, area.lon, address, "place", PLACE_ALONE, category="postcode"), 1.0)]
 
     # ------------------------------------------------------------ reverse
 
-    def reverse(self, query: ReverseQuery) -> list[GeocodeResult]:
-        """Nearest addresses first, searching ever larger boxes until enough are found."""
+    def reverse(self, query: ReverseQuery) -> GeocodeAnswer:
+        """Nearest addresses first, searching ever larger boxes until enough are found. An address
+        mapped twice (a node and its building, or two entrances) is answered once, at its nearest."""
         rows: list[AddressRow] = []
         for radius in REVERSE_RADII_M:
             d_lat = radius / METRES_PER_DEGREE
             d_lon = d_lat / max(0.01, math.cos(math.radians(query.lat)))
             rows = self.reader.addresses_near(query.lat, query.lon, d_lat, d_lon, limit=2000)
-            if len(rows) >= query.limit:
+            if len({address_identity(r) for r in rows}) >= query.limit:
                 break
         measured = sorted(((haversine_m(query.lat, query.lon, r.lat, r.lon), r) for r in rows), key=lambda p: p[0])
-        results = []
-        for distance, row in measured[: query.limit]:
-            score = 1.0 / (1.0 + distance / 100.0)
-            result = address_result(row, score)
+        results: list[GeocodeResult] = []
+        seen: set[tuple[str | None, ...]] = set()
+        for distance, row in measured:
+            if (identity := address_identity(row)) in seen:
+                continue
+            seen.add(identity)
+            result = address_result(row, 1.0 / (1.0 + distance / 100.0))
             results.append(GeocodeResult(**{**result.__dict__, "distance_m": distance}))
-        return results
+            if len(results) == query.limit:
+                break
+        if results:
+            return GeocodeAnswer(results)
+        note = f"no address within {REVERSE_RADII_M[-1] / 1000:g} km of the point{self.notes.coverage()}"
+        return GeocodeAnswer([], (Note("NO_MATCH", note),))
+
+
+def address_identity(row: AddressRow) -> tuple[str | None, ...]:
+    """What makes two address rows the same address for a reader of the answer."""
+    return (row.street, row.house_number, row.postcode, row.city, row.country)
 
 
 def same_number(tagged: str | None, number: HouseNumber) -> bool:

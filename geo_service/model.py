@@ -8,10 +8,25 @@ RESULT_TYPES = ("address", "street", "place", "poi")
 
 
 @dataclass(frozen=True)
+class StructuredAddress:
+    """The parts of an address given one by one (street=, houseNumber=, postalCode=, city=)."""
+
+    street: str | None = None
+    house_number: str | None = None
+    postcode: str | None = None
+    city: str | None = None
+
+    def as_text(self) -> str:
+        """One line, for cache keys and notes."""
+        return ", ".join(p for p in (self.street, self.house_number, self.postcode, self.city) if p)
+
+
+@dataclass(frozen=True)
 class GeocodeQuery:
-    text: str
+    text: str  # free text; empty when `structured` is given
     country: str | None = None  # ISO 3166-1 alpha-3, upper case
     limit: int = 5
+    structured: StructuredAddress | None = None
 
 
 @dataclass(frozen=True)
@@ -41,3 +56,27 @@ class GeocodeResult:
     category: str | None = None  # OSM key=value of a place or POI
     distance_m: float | None = None  # reverse geocoding: from the asked point
     interpolated: bool = False
+
+
+@dataclass(frozen=True)
+class Note:
+    """Why an answer is empty (or may be partial), for people and programs: a stable code and a sentence."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class GeocodeAnswer:
+    results: list[GeocodeResult]
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True)
+class AutocompleteQuery:
+    """Text being typed: its last word is a prefix unless the text ends in a space or comma."""
+
+    text: str
+    country: str | None = None  # ISO 3166-1 alpha-3, upper case
+    limit: int = 5
+    focus: tuple[float, float] | None = None  # (lat, lon): nearer suggestions first

@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from geo_service.model import StructuredAddress
 from geo_service.normalize import Normalizer, fold
 
 _COARSE_SPLIT = re.compile(r"[\s,;]+")
@@ -102,3 +103,12 @@ def parse_query(text: str, normalizer: Normalizer, known_postcodes: Collection[s
         rest.append(token)
     words = tuple(w for w in normalizer.words(" ".join(rest)) if w)
     return ParsedQuery(words, house_number, postcode)
+
+
+def parse_structured(address: StructuredAddress, normalizer: Normalizer) -> ParsedQuery:
+    """The parts say what they are: no guessing which number is the postcode. The street's
+    words come first and the city's last, as in free text, so the same matching applies."""
+    words = normalizer.words(address.street or "") + normalizer.words(address.city or "")
+    number = parse_house_number(address.house_number) if address.house_number else None
+    postcode = "".join(fold(address.postcode).split()) if address.postcode else None
+    return ParsedQuery(tuple(w for w in words if w), number, postcode or None)

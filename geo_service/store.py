@@ -4,6 +4,8 @@
                   normalized name, searched through names_fts (FTS5, trigram tokenizer)
     addresses     house numbers, each linked to its street row (street_id = names.id)
     addresses_rtree  R*Tree over addresses for reverse geocoding
+    name_words    (word, name_id) for every distinct word of every name's key: autocomplete
+                  finds the names with a word starting with a prefix by a range scan
     meta          dataset hash, counts, default country/city, vocabulary, known postcodes
 
 Readers open the file with `mode=ro&immutable=1`: no locks and no journal, so any number of
@@ -36,6 +38,7 @@ CREATE TABLE addresses (
     lat REAL NOT NULL, lon REAL NOT NULL, interpolated INTEGER NOT NULL
 );
 CREATE VIRTUAL TABLE addresses_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon);
+CREATE TABLE name_words (word TEXT NOT NULL, name_id INTEGER NOT NULL, PRIMARY KEY (word, name_id)) WITHOUT ROWID;
 """
 INDEXES = """
 CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
@@ -43,6 +46,7 @@ CREATE INDEX names_by_key ON names (key);
 CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
 """
 INDEX_FILE = "index.sqlite3"
+PREFIX_END = "\U0010ffff"  # sorts after every character: [p, p + PREFIX_END) holds the texts starting with p
 ATTRIBUTION_KEY = "attribution"
 
 
@@ -66,6 +70,12 @@ def _address_rows(addresses: list[Address]) -> Iterable[tuple[Any, ...]]:
                a.city, a.country, a.lat, a.lon, int(a.interpolated))  # fmt: skip
 
 
+def _name_word_rows(names: list[Named]) -> Iterable[tuple[str, int]]:
+    for i, n in enumerate(names, start=1):
+        for word in set(n.key.split()):
+            yield (word, i)
+
+
 def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
     """Writes the whole dataset in one transaction; `meta` values are stored as JSON."""
     connection = sqlite3.connect(path)
@@ -78,6 +88,7 @@ def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
             connection.executemany(names_sql, _name_rows(dataset.names))
             addresses_sql = f"INSERT INTO addresses VALUES ({','.join('?' * 12)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             connection.executemany(addresses_sql, _address_rows(dataset.addresses))
+            connection.executemany("INSERT INTO name_words VALUES (?, ?)", _name_word_rows(dataset.names))
             connection.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
             connection.execute("INSERT INTO addresses_rtree SELECT id, lat, lat, lon, lon FROM addresses")
             connection.executescript(INDEXES)
@@ -218,6 +229,64 @@ class IndexReader:
         rows = self.connection().execute("SELECT id, key FROM names WHERE length(key) <= ?", (max_length,))
         return [(int(i), str(k)) for i, k in rows]
 
+    # ------------------------------------------------------------ autocomplete
+
+    def has_table(self, name: str) -> bool:
+        row = self.connection().execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        return row.fetchone() is not None
+
+    def name_facts(self) -> list[tuple[int, str, float, float, float]]:
+        """(id, kind, lat, lon, importance) of every name."""
+        return list(self.connection().execute("SELECT id, kind, lat, lon, importance FROM names"))
+
+    def names_with_word_prefix(self, prefix: str, country: str | None, limit: int) -> list[tuple[int, int]]:
+        """(name id, length of the word) of names with a word starting with `prefix`, in word order:
+        one range scan of name_words, so the cost follows `limit`, not the size of the index."""
+        return self._name_words("w.word >= ? AND w.word < ?", [prefix, prefix + PREFIX_END], country, limit)
+
+    def names_with_word(self, word: str, country: str | None, limit: int) -> list[tuple[int, int]]:
+        return self._name_words("w.word = ?", [word], country, limit)
+
+    def names_with_word_and_prefix(
+        self, word: str, prefix: str, country: str | None, limit: int
+    ) -> list[tuple[int, int]]:
+        """Names holding `word` and a word starting with `prefix` (found in the key)."""
+        condition = "w.word = ? AND instr(' ' || n.key, ' ' || ?) > 0"
+        return self._name_words(condition, [word, prefix], country, limit, join=True)
+
+    def _name_words(
+        self, condition: str, params: list[Any], country: str | None, limit: int, join: bool = False
+    ) -> list[tuple[int, int]]:
+        """`condition` is a constant of ours, never input."""
+        sql = "SELECT w.name_id, length(w.word) FROM name_words w"
+        if country or join:
+            sql += " JOIN names n ON n.id = w.name_id"
+        sql += f" WHERE {condition}"  # a constant condition of ours; values only as "?" placeholders
+        if country:
+            sql += " AND n.country = ?"
+            params.append(country)
+        sql += " LIMIT ?"
+        params.append(limit)
+        return self.connection().execute(sql, params).fetchall()
+
+    def name_texts(self, ids: list[int]) -> list[tuple[int, str, str | None, str | None, str | None]]:
+        """(id, key, city, postcode, postcodes) of the names: what text matching reads, and no more."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        sql = f"SELECT id, key, city, postcode, postcodes FROM names WHERE id IN ({marks})"  # noqa: S608 - "?" only
+        return list(self.connection().execute(sql, ids))
+
+    def addresses_with_number_prefix(self, street_id: int, prefix: str, limit: int) -> list[AddressRow]:
+        """The street's addresses whose number starts with `prefix`, in number order (2, 2a, 20, 21, …);
+        an address mapped several times (entrances, building and node) once."""
+        rows = self.connection().execute(
+            f"SELECT {ADDRESS_COLUMNS} FROM addresses WHERE street_id = ? AND house_key >= ? AND house_key < ? "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            "GROUP BY house_key, postcode, city ORDER BY house_base, house_key LIMIT ?",
+            (street_id, prefix, prefix + PREFIX_END, limit),
+        )
+        return [address_row(r) for r in rows]
+
     def addresses_on(self, street_ids: list[int], house_base: int) -> list[AddressRow]:
         marks = ",".join("?" * len(street_ids))
         rows = self.connection().execute(
@@ -251,6 +320,13 @@ class IndexReader:
         )
         row = self.connection().execute(sql, [postcode, country] if country else [postcode]).fetchone()
         return PostcodeArea(*row) if row else None
+
+    def place_names(self) -> list[str]:
+        """Every city of the index and every place's name: what a text may name as its town."""
+        rows = self.connection().execute(
+            "SELECT city FROM names WHERE city IS NOT NULL UNION SELECT name FROM names WHERE kind = 'place'"
+        )
+        return [str(r[0]) for r in rows]
 
     def street_geometry(self, street_id: int) -> dict[str, Any] | None:
         row = self.connection().execute("SELECT geometry FROM names WHERE id = ?", (street_id,)).fetchone()

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors
-from common.params import parse_int
+from common.params import parse_int, parse_latlon_text
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
-from geo_service.model import GeocodeQuery, ReverseQuery
+from geo_service.model import AutocompleteQuery, GeocodeQuery, ReverseQuery, StructuredAddress
 from geo_service.normalize import clean
+from geo_service.parser import parse_house_number
 from geo_service.providers import GeocodeProvider, ProviderRegistry
 
 DEFAULT_LIMIT = 5
+# Reverse geocoding answers the one nearest address unless asked for more (as the spec says).
+REVERSE_DEFAULT_LIMIT = 1
 MAX_LIMIT = 50
 
 
@@ -55,6 +59,54 @@ def parse_address(params: Mapping[str, str], errors: ParameterErrors) -> str:
     return text
 
 
+# Structured input: the API's parameter → the field of StructuredAddress.
+STRUCTURED_PARAMETERS = {"street": "street", "houseNumber": "house_number", "postalCode": "postcode", "city": "city"}
+MAX_POSTCODE_CHARS = 20
+_POSTCODE = re.compile(rf"[A-Za-z0-9 -]{{1,{MAX_POSTCODE_CHARS}}}")
+
+
+def parse_structured(params: Mapping[str, str], errors: ParameterErrors) -> StructuredAddress | None:
+    """street / houseNumber / postalCode / city; blank ones count as absent."""
+    values: dict[str, str] = {}
+    too_long = False
+    for name, field in STRUCTURED_PARAMETERS.items():
+        raw = params.get(name)
+        if raw is None:
+            continue
+        if len(raw) > MAX_ADDRESS_CHARS:
+            errors.add(name, f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
+            too_long = True
+        elif text := " ".join(clean(raw).split()):
+            values[field] = text
+    if too_long:
+        return None
+    if not values:
+        errors.add("address", "is required: the address to look up, or street, postalCode and/or city", MissingAddress)
+        return None
+    number = values.get("house_number")
+    if number is not None and parse_house_number(number) is None:
+        errors.add("houseNumber", f"must be a house number such as 12, 12a or 12-14, got {number[:40]!r}")
+    if number is not None and "street" not in values:
+        errors.add("houseNumber", "needs street: a house number alone names no place")
+    postcode = values.get("postcode")
+    if postcode is not None and not _POSTCODE.fullmatch(postcode):
+        errors.add(
+            "postalCode", f"must be up to {MAX_POSTCODE_CHARS} letters, digits, spaces or hyphens, got {postcode[:40]!r}"
+        )
+    return StructuredAddress(**values)
+
+
+def parse_address_or_parts(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, StructuredAddress | None]:
+    """Free text in `address`, or its parts in the structured parameters: one form, not both."""
+    parts = [name for name in STRUCTURED_PARAMETERS if name in params]
+    if not parts:
+        return parse_address(params, errors), None
+    if "address" in params:
+        errors.add("address", f"give either address or {', '.join(parts)}, not both")
+        return "", None
+    return "", parse_structured(params, errors)
+
+
 def parse_country(params: Mapping[str, str], errors: ParameterErrors) -> str | None:
     raw = params.get("country")
     if raw is None or not raw.strip():
@@ -82,18 +134,18 @@ def parse_coordinate(params: Mapping[str, str], name: str, bound: float, errors:
     return value
 
 
-def parse_limit(params: Mapping[str, str], errors: ParameterErrors) -> int:
-    return parse_int(params, "limit", errors, default=DEFAULT_LIMIT, minimum=1, maximum=MAX_LIMIT)
+def parse_limit(params: Mapping[str, str], errors: ParameterErrors, default: int = DEFAULT_LIMIT) -> int:
+    return parse_int(params, "limit", errors, default=default, minimum=1, maximum=MAX_LIMIT)
 
 
 def geocode_request(params: Mapping[str, str], registry: ProviderRegistry) -> GeocodeRequest:
     errors = ParameterErrors()
-    address = parse_address(params, errors)
+    address, structured = parse_address_or_parts(params, errors)
     provider = parse_provider(params, registry, errors)
     country = parse_country(params, errors)
     limit = parse_limit(params, errors)
     errors.raise_if_any()
-    return GeocodeRequest(provider, GeocodeQuery(address, country, limit))
+    return GeocodeRequest(provider, GeocodeQuery(address, country, limit, structured))
 
 
 def reverse_request(params: Mapping[str, str], registry: ProviderRegistry) -> ReverseRequest:
@@ -101,6 +153,62 @@ def reverse_request(params: Mapping[str, str], registry: ProviderRegistry) -> Re
     lat = parse_coordinate(params, "lat", 90.0, errors)
     lon = parse_coordinate(params, "lon", 180.0, errors)
     provider = parse_provider(params, registry, errors)
-    limit = parse_limit(params, errors)
+    limit = parse_limit(params, errors, default=REVERSE_DEFAULT_LIMIT)
     errors.raise_if_any()
     return ReverseRequest(provider, ReverseQuery(lat, lon, limit))
+
+
+# ---------------------------------------------------------------- autocomplete
+
+AUTOCOMPLETE_DEFAULT_LIMIT = 5
+AUTOCOMPLETE_MAX_LIMIT = 20  # a list of suggestions under a text field, not a search result page
+
+
+@dataclass(frozen=True)
+class AutocompleteRequest:
+    provider: GeocodeProvider
+    query: AutocompleteQuery
+
+
+def parse_text(params: Mapping[str, str], errors: ParameterErrors) -> str:
+    """The text typed so far, spaces collapsed, but a trailing space kept: it says the last word
+    is finished. Missing or blank is an invalid `text`, not MissingAddress: that problem names the
+    geocoder's `address` parameter, and a client acting on its code would look at the wrong field."""
+    raw = params.get("text")
+    if raw is None:
+        errors.add("text", "is required: the text typed so far")
+        return ""
+    if len(raw) > MAX_ADDRESS_CHARS:
+        errors.add("text", f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
+        return ""
+    cleaned = clean(raw)
+    text = " ".join(cleaned.split())
+    if not text:
+        errors.add("text", "must not be blank")
+        return ""
+    return text + " " if cleaned[-1].isspace() else text
+
+
+def parse_focus(params: Mapping[str, str], errors: ParameterErrors) -> tuple[float, float] | None:
+    """`<lat>,<lon>` in decimal degrees, as the route endpoint reads its points; blank is absent."""
+    raw = params.get("focus")
+    if raw is None or not raw.strip():
+        return None
+    parsed = parse_latlon_text(raw.strip())
+    if isinstance(parsed, str):
+        errors.add("focus", f"{parsed}, got {raw[:40]!r}")
+        return None
+    return (parsed.lat, parsed.lon)
+
+
+def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry) -> AutocompleteRequest:
+    errors = ParameterErrors()
+    text = parse_text(params, errors)
+    provider = parse_provider(params, registry, errors)
+    country = parse_country(params, errors)
+    limit = parse_int(
+        params, "limit", errors, default=AUTOCOMPLETE_DEFAULT_LIMIT, minimum=1, maximum=AUTOCOMPLETE_MAX_LIMIT
+    )
+    focus = parse_focus(params, errors)
+    errors.raise_if_any()
+    return AutocompleteRequest(provider, AutocompleteQuery(text, country, limit, focus))

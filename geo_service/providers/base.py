@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from geo_service.model import GeocodeQuery, GeocodeResult, ReverseQuery
+from geo_service.model import AutocompleteQuery, GeocodeAnswer, GeocodeQuery, GeocodeResult, ReverseQuery
 
 
 @runtime_checkable
@@ -23,9 +23,13 @@ class GeocodeProvider(Protocol):
         """Changes whenever the answers may change (the dataset hash); None: do not cache."""
         ...
 
-    async def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]: ...
+    async def geocode(self, query: GeocodeQuery) -> GeocodeAnswer: ...
 
-    async def reverse(self, query: ReverseQuery) -> list[GeocodeResult]: ...
+    async def reverse(self, query: ReverseQuery) -> GeocodeAnswer: ...
+
+    async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
+        """Suggestions for a text being typed: its last word is a prefix."""
+        ...
 
     def close(self) -> None: ...
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from common.errors import GeocoderDatasetNotReady
 from geo_service.index import IndexLoader, LoadedIndex
-from geo_service.model import RESULT_TYPES, GeocodeQuery, GeocodeResult, ReverseQuery
+from geo_service.model import RESULT_TYPES, AutocompleteQuery, GeocodeAnswer, GeocodeQuery, GeocodeResult, ReverseQuery
 from geo_service.store import ATTRIBUTION_KEY
 
 T = TypeVar("T")
@@ -41,8 +41,12 @@ class OsmIndexProvider:
 
     def capabilities(self) -> dict[str, Any]:
         loaded = self.loader.current()
+        operations = ["geocode", "reverse"]
+        # An index written before autocomplete existed cannot answer it (until re-imported).
+        if loaded is None or loaded.autocompleter.available:
+            operations.append("autocomplete")
         return {
-            "operations": ["geocode", "reverse"],
+            "operations": operations,
             "resultTypes": list(RESULT_TYPES),
             "countries": loaded.countries if loaded else [],
             "dataset": loaded.hash if loaded else None,
@@ -55,13 +59,19 @@ class OsmIndexProvider:
             return function()
         return await asyncio.get_running_loop().run_in_executor(self.pool, function)
 
-    async def geocode(self, query: GeocodeQuery) -> list[GeocodeResult]:
+    async def geocode(self, query: GeocodeQuery) -> GeocodeAnswer:
         matcher = self.index().matcher
         return await self._run(lambda: matcher.geocode(query))
 
-    async def reverse(self, query: ReverseQuery) -> list[GeocodeResult]:
+    async def reverse(self, query: ReverseQuery) -> GeocodeAnswer:
         matcher = self.index().matcher
         return await self._run(lambda: matcher.reverse(query))
+
+    async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
+        autocompleter = self.index().autocompleter
+        if not autocompleter.available:
+            raise GeocoderDatasetNotReady("the geocoder index predates autocomplete: run python -m geo_service.importer")
+        return await self._run(lambda: autocompleter.complete(query))
 
     def close(self) -> None:
         if self.pool is not None:

@@ -53,3 +53,15 @@ def andorra_monaco_helsinki(shared_osm: Path, tmp_path_factory: pytest.TempPathF
     loaded = open_current(build(shared_osm, tmp_path_factory, "andorra", "monaco", "helsinki").path.parent)
     yield loaded
     loaded.reader.close()
+
+
+ALL_EXTRACTS = ("andorra", "heidelberg", "helsinki", "monaco", "munich")
+
+
+@pytest.fixture(scope="session")
+def all_extracts(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
+    """Every shared extract in one index: Germany twice, Finland, Monaco with French suburbs,
+    Andorra with Spanish and French edges — several countries in one map, as users load them."""
+    loaded = open_current(build(shared_osm, tmp_path_factory, *ALL_EXTRACTS).path.parent)
+    yield loaded
+    loaded.reader.close()

@@ -72,9 +72,56 @@ async def test_explicit_provider_and_country_case_insensitive(client: Client) ->
     assert (await get_json(client, "/v1/geocoder?address=Tal%204&country=FIN"))["results"] == []
 
 
-@pytest.mark.parametrize("address", ["qzxv%20wprtk%2017", "Mannerheimintie%205%20Helsinki"])
-async def test_nothing_found_is_200_with_an_empty_list(client: Client, address: str) -> None:
-    assert await get_json(client, f"/v1/geocoder?address={address}") == {"results": [], "provider": "osm"}
+@pytest.mark.parametrize(
+    ("address", "codes"),
+    [
+        ("qzxv%20wprtk%2017", ["NO_MATCH"]),
+        ("Mannerheimintie%205%2C%20Helsinki", ["PLACE_NOT_FOUND"]),
+        ("Marienplatz%208%2C%20Finland", ["COUNTRY_NOT_LOADED"]),
+        ("Marienplatz%208&country=FIN", ["COUNTRY_NOT_LOADED"]),
+    ],
+)
+async def test_nothing_found_is_200_with_an_empty_list_and_notes(client: Client, address: str, codes: list[str]) -> None:
+    body = await get_json(client, f"/v1/geocoder?address={address}")
+    assert body["results"] == [] and body["provider"] == "osm"
+    assert [n["code"] for n in body["notes"]] == codes
+    assert all(n["message"] for n in body["notes"])
+
+
+async def test_notes_only_on_empty_answers(client: Client) -> None:
+    assert "notes" not in await get_json(client, "/v1/geocoder?address=Marienplatz%208")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "street=Marienplatz&houseNumber=8&postalCode=80331&city=M%C3%BCnchen",
+        "street=marienplatz&houseNumber=8",
+        "street=Marienpl.&houseNumber=8&city=Muenchen",
+        "street=Marienplatz&houseNumber=8&postalCode=80331",
+    ],
+)
+async def test_structured_input_finds_the_address(client: Client, query: str) -> None:
+    first = (await get_json(client, f"/v1/geocoder?{query}"))["results"][0]
+    assert first["type"] == "address" and first["label"] == "Marienplatz 8, 80331 München"
+
+
+async def test_structured_city_or_postcode_alone(client: Client) -> None:
+    city = (await get_json(client, "/v1/geocoder?city=M%C3%BCnchen"))["results"][0]
+    assert city["type"] == "place" and city["address"]["city"] == "München"
+    postcode = (await get_json(client, "/v1/geocoder?postalCode=80331"))["results"][0]
+    assert postcode["address"]["postalCode"] == "80331"
+
+
+async def test_structured_parts_are_not_guessed(client: Client) -> None:
+    """A number given as houseNumber is the house number even where free text would read a postcode."""
+    body = await get_json(client, "/v1/geocoder?street=Sendlinger%20Stra%C3%9Fe&houseNumber=12")
+    assert (body["results"][0]["address"]["street"], body["results"][0]["address"]["houseNumber"]) == (
+        "Sendlinger Straße",
+        "12",
+    )
+    unknown = await get_json(client, "/v1/geocoder?street=Marienplatz&city=Lisboa")
+    assert unknown["results"] == [] or unknown["results"][0]["score"] < 0.9
 
 
 @pytest.mark.parametrize("address", ["Tal%004", "Tal%014%0A", "%00Tal 4%7F"])
@@ -102,6 +149,19 @@ async def test_control_characters_are_ignored(client: Client, address: str) -> N
         ("address=Tal&country=DE", INVALID, "ERROR_INVALID_PARAMETER", "country"),
         ("address=Tal&provider=nominatim", INVALID, "ERROR_INVALID_PARAMETER", "provider"),
         ("address=" + "x" * 501, INVALID, "ERROR_INVALID_PARAMETER", "address"),
+        ("address=Tal&limit=%2B-1", INVALID, "ERROR_INVALID_PARAMETER", "limit"),
+        ("address=Tal&limit=--1", INVALID, "ERROR_INVALID_PARAMETER", "limit"),
+        ("address=Tal&limit=%C2%B2", INVALID, "ERROR_INVALID_PARAMETER", "limit"),
+        ("address=Tal&limit=%E2%91%A0", INVALID, "ERROR_INVALID_PARAMETER", "limit"),
+        ("address=Tal&street=Tal", INVALID, "ERROR_INVALID_PARAMETER", "address"),
+        ("street=&city=%20", MISSING, "GEOCODER_ERROR_MISSING_ADDRESS", "address"),
+        ("houseNumber=4", INVALID, "ERROR_INVALID_PARAMETER", "houseNumber"),
+        ("street=Tal&houseNumber=vier", INVALID, "ERROR_INVALID_PARAMETER", "houseNumber"),
+        ("street=Tal&houseNumber=4%3B5", INVALID, "ERROR_INVALID_PARAMETER", "houseNumber"),
+        ("street=Tal&postalCode=%3Cscript%3E", INVALID, "ERROR_INVALID_PARAMETER", "postalCode"),
+        ("street=Tal&postalCode=" + "1" * 21, INVALID, "ERROR_INVALID_PARAMETER", "postalCode"),
+        ("street=" + "x" * 501, INVALID, "ERROR_INVALID_PARAMETER", "street"),
+        ("city=" + "x" * 501, INVALID, "ERROR_INVALID_PARAMETER", "city"),
     ],
 )
 async def test_each_error_in_both_formats(client: Client, query: str, type_: str, code: str, parameter: str) -> None:
@@ -116,6 +176,18 @@ async def test_each_error_in_both_formats(client: Client, query: str, type_: str
     assert problem["type"] == type_ and problem["status"] == 400 and problem["title"]
     assert problem["detail"].startswith(f"{parameter}: ")
     assert problem["instance"].startswith("/v1/geocoder")
+
+
+async def test_both_forms_at_once_name_every_structured_parameter(client: Client) -> None:
+    body = await get_json(client, "/v1/geocoder?address=Tal&street=Tal&city=M&limit=0", LEGACY, status=400)
+    messages = [d["message"] for d in body["details"]]
+    assert messages[0].startswith("address: ") and "street" in messages[0] and "city" in messages[0]
+    assert messages[1].startswith("limit: ")
+
+
+async def test_structured_violations_are_reported_together(client: Client) -> None:
+    body = await get_json(client, "/v1/geocoder?houseNumber=x&postalCode=%21%21&country=XX", LEGACY, status=400)
+    assert [d["message"].split(":")[0] for d in body["details"]] == ["houseNumber", "houseNumber", "postalCode", "country"]
 
 
 async def test_several_violations_are_reported_together(client: Client) -> None:
@@ -138,7 +210,13 @@ async def test_reverse_geocoding(client: Client) -> None:
     assert len(results) == 3 and body["provider"] == "osm"
     assert results[0]["label"] == "Marienplatz 8, 80331 München" and results[0]["distance"] < 1
     assert [r["distance"] for r in results] == sorted(r["distance"] for r in results)
-    assert (await get_json(client, "/v1/geocoder/reverse?lat=10&lon=10"))["results"] == []
+    far = await get_json(client, "/v1/geocoder/reverse?lat=10&lon=10")
+    assert far["results"] == [] and [n["code"] for n in far["notes"]] == ["NO_MATCH"]
+
+
+async def test_reverse_answers_one_address_unless_asked_for_more(client: Client) -> None:
+    body = await get_json(client, "/v1/geocoder/reverse?lat=48.1373943&lon=11.5760552")
+    assert len(body["results"]) == 1 and body["results"][0]["distance"] < 1
 
 
 @pytest.mark.parametrize(
@@ -162,7 +240,7 @@ async def test_internal_providers(client: Client) -> None:
     assert body["default"] == "osm"
     (osm,) = body["geocoder"]
     assert osm["name"] == "osm" and osm["ready"] and osm["default"]
-    assert set(osm["capabilities"]["operations"]) == {"geocode", "reverse"}
+    assert set(osm["capabilities"]["operations"]) == {"geocode", "reverse", "autocomplete"}
     assert osm["capabilities"]["countries"] == ["DEU"]
 
 

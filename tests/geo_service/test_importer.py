@@ -56,7 +56,9 @@ def test_missing_city_postcode_and_country_are_filled(heidelberg: LoadedIndex) -
     assert total > 900 and no_country == 0
     # Heidelberg has ~30 addresses without addr:city and ~50 without addr:postcode in OSM.
     assert no_city <= 5 and no_postcode <= 10
-    assert heidelberg.reader.meta["default_country"] == "DEU"
+    countries = heidelberg.reader.connection().execute("SELECT DISTINCT country FROM addresses").fetchall()
+    assert countries == [("DEU",)]
+    assert heidelberg.reader.meta["default_country"] is None  # from geometry, not a majority
     assert heidelberg.reader.meta["counts"]["interpolated"] > 100
 
 
@@ -70,3 +72,17 @@ def test_alpha3_table() -> None:
         None,
         None,
     ]
+
+
+def test_the_operators_default_country_fills_only_what_nothing_else_places(
+    shared_osm: Path, tmp_path: Path
+) -> None:
+    """--default-country is a last resort: it does not override where an object lies."""
+    result = run_import([shared_osm / "helsinki.osm.pbf"], tmp_path, default_country="EST", emit=lambda line: None)
+    import sqlite3
+
+    connection = sqlite3.connect(result.path / INDEX_FILE)
+    try:
+        assert connection.execute("SELECT DISTINCT country FROM addresses").fetchall() == [("FIN",)]
+    finally:
+        connection.close()

@@ -13,7 +13,7 @@ MARIENPLATZ_8 = (48.1373943, 11.5760552)
 
 
 def geocode(index: LoadedIndex, text: str, country: str | None = None, limit: int = 5) -> list[GeocodeResult]:
-    return index.matcher.geocode(GeocodeQuery(text, country, limit))
+    return index.matcher.geocode(GeocodeQuery(text, country, limit)).results
 
 
 def top(index: LoadedIndex, text: str, country: str | None = None) -> GeocodeResult:
@@ -108,7 +108,7 @@ def test_streets_places_postcodes_and_pois(munich: LoadedIndex) -> None:
 
 
 def test_reverse_gives_the_nearest_addresses_first(munich: LoadedIndex) -> None:
-    results = munich.matcher.reverse(ReverseQuery(*MARIENPLATZ_8, limit=5))
+    results = munich.matcher.reverse(ReverseQuery(*MARIENPLATZ_8, limit=5)).results
     assert len(results) == 5
     assert (results[0].address.street, results[0].address.house_number) == ("Marienplatz", "8")
     distances = [r.distance_m for r in results]
@@ -116,8 +116,17 @@ def test_reverse_gives_the_nearest_addresses_first(munich: LoadedIndex) -> None:
     assert distances == sorted(distances)  # type: ignore[type-var]
 
 
-def test_reverse_far_from_any_address_is_empty(munich: LoadedIndex) -> None:
-    assert munich.matcher.reverse(ReverseQuery(0.0, 0.0, limit=5)) == []
+def test_reverse_far_from_any_address_is_empty_and_says_why(munich: LoadedIndex) -> None:
+    answer = munich.matcher.reverse(ReverseQuery(0.0, 0.0, limit=5))
+    assert answer.results == []
+    assert [n.code for n in answer.notes] == ["NO_MATCH"] and "DEU" in answer.notes[0].message
+
+
+def test_reverse_answers_each_address_once(munich: LoadedIndex) -> None:
+    results = munich.matcher.reverse(ReverseQuery(*MARIENPLATZ_8, limit=20)).results
+    labels = [(r.address.street, r.address.house_number, r.address.postcode, r.address.city) for r in results]
+    assert len(results) == 20 and len(set(labels)) == len(labels)
+    assert all(r.distance_m is not None for r in results)
 
 
 def test_interpolated_house_numbers_are_found(heidelberg: LoadedIndex) -> None:

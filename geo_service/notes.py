@@ -1,0 +1,77 @@
+"""Why an answer is empty, said in `notes` (issue 10): a filter country without data, a country
+the text names against the filter, a town the map does not hold, or a map that covers elsewhere.
+
+Only empty answers get notes: a result list speaks for itself, and guessing at which words
+were meant as a town costs time on every query.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from rapidfuzz import fuzz, process
+
+from geo_service.countries import country_of_name
+from geo_service.model import GeocodeQuery, Note
+from geo_service.normalize import Normalizer
+from geo_service.parser import ParsedQuery
+from geo_service.store import IndexReader
+
+# The same threshold the matcher uses to accept words as a candidate's city.
+PLACE_MATCH = 85
+
+
+class EmptyAnswerNotes:
+    def __init__(self, reader: IndexReader, normalizer: Normalizer) -> None:
+        self.normalizer = normalizer
+        self.countries: list[str] = sorted(reader.meta.get("countries", []))
+        self.place_keys = sorted({key for name in reader.place_names() if (key := normalizer.key(name))})
+
+    def why_empty(self, query: GeocodeQuery, parsed: ParsedQuery, named_country: str | None) -> tuple[Note, ...]:
+        """`named_country`: the country the text ends with, if any."""
+        notes = self.country_notes(query.country, named_country)
+        town = self.town_text(query)
+        if town and not self.is_known_place(town):
+            notes.append(Note("PLACE_NOT_FOUND", f"{town!r} is no city, town or place of the loaded map"))
+        if not notes:
+            text = query.structured.as_text() if query.structured else query.text
+            what = "postcode" if parsed.postcode and not parsed.words else "address"
+            notes.append(Note("NO_MATCH", f"no {what} of the loaded map matches {text[:80]!r}{self.coverage()}"))
+        return tuple(notes)
+
+    def country_notes(self, asked: str | None, named: str | None) -> list[Note]:
+        notes = []
+        if asked and named and asked != named:
+            notes.append(Note("COUNTRY_CONFLICT", f"the text names {named} but country={asked}"))
+        for country in dict.fromkeys(c for c in (asked, named) if c):
+            if country not in self.countries:
+                notes.append(Note("COUNTRY_NOT_LOADED", f"the loaded map holds no data in {country}{self.coverage()}"))
+        return notes
+
+    def coverage(self) -> str:
+        return f" (it covers {', '.join(self.countries)})" if self.countries else " (it is empty)"
+
+    def town_text(self, query: GeocodeQuery) -> str | None:
+        """The words that name the town: `city=`, or the last comma-separated part of free text
+        (a trailing country name and postcode left out). One part alone: the town is unknown."""
+        if query.structured is not None:
+            return query.structured.city
+        parts = [p.strip() for p in query.text.split(",") if p.strip()]
+        if parts and country_of_name(" ".join(self.normalizer.words(parts[-1]))):
+            parts.pop()
+        if len(parts) < 2:
+            return None
+        words = [w for w in parts[-1].split() if not any(ch.isdigit() for ch in w)]
+        return " ".join(words) or None
+
+    def names_a_place(self, key: str) -> bool:
+        """Whether a place of the map is called `key` or starts with it as whole words."""
+        at = bisect.bisect_left(self.place_keys, key)
+        following = self.place_keys[at : at + 2]
+        return any(k == key or k.startswith(key + " ") for k in following)
+
+    def is_known_place(self, town: str) -> bool:
+        key = self.normalizer.key(town)
+        if not key or not self.place_keys:
+            return True
+        return process.extractOne(key, self.place_keys, scorer=fuzz.token_set_ratio, score_cutoff=PLACE_MATCH) is not None
