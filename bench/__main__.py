@@ -17,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 # In the order they appear in RESULTS.md.
-SECTIONS = ("route_engine", "route_emergency", "route_http", "geocoder", "optimize", "detour")
+SECTIONS = ("route_engine", "route_emergency", "route_http", "geocoder", "country_lookup", "optimize", "detour")
+# Each section in RESULTS.md follows its marker, so running some sections keeps the others.
+MARKER = "<!-- section: {} -->"
 RESULTS = Path(__file__).with_name("RESULTS.md")
 
 
@@ -26,14 +28,17 @@ def available_sections() -> list[str]:
     return [name for name in SECTIONS if (here / f"{name}.py").exists()]
 
 
-def header(sections: list[str]) -> str:
+def header(sections: list[str], present: list[str]) -> str:
     command = "make bench" if not sys.argv[1:] else f"python -m bench {' '.join(sys.argv[1:])}"
+    kept = [name for name in present if name not in sections]
     return (
         "# Benchmark results\n\n"
-        f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
+        f"Last written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, {platform.machine()}. "
         "Shared, noisy machine: compare ratios measured in the same run, not absolute numbers.\n\n"
-        f"Sections: {', '.join(sections)}.\n"
+        f"Sections run then: {', '.join(sections)}."
+        + (f" Kept from an earlier run: {', '.join(kept)}." if kept else "")
+        + "\n"
     )
 
 
@@ -42,16 +47,32 @@ def main() -> int:
     parser.add_argument("sections", nargs="*", help=f"default: all of {', '.join(available_sections())}")
     args = parser.parse_args()
     sections = args.sections or available_sections()
-    parts = [header(sections)]
+    written = previous_sections()
     for name in sections:
         started = time.perf_counter()
         print(f"== {name} ...", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        parts.append(module.run().rstrip() + "\n")
+        written[name] = module.run().rstrip() + "\n"
         print(f"== {name} done in {time.perf_counter() - started:.0f} s", flush=True)
+    order = [name for name in SECTIONS if name in written]
+    parts = [header(sections, order)] + [f"{MARKER.format(name)}\n{written[name]}" for name in order]
     RESULTS.write_text("\n".join(parts), encoding="utf-8")
     print(f"wrote {RESULTS}")
     return 0
+
+
+def previous_sections() -> dict[str, str]:
+    """The sections of the current RESULTS.md, by name (none when it has no markers yet)."""
+    text = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
+    found: dict[str, str] = {}
+    for name in SECTIONS:
+        start = text.find(MARKER.format(name))
+        if start < 0:
+            continue
+        body_start = start + len(MARKER.format(name)) + 1
+        end = text.find("<!-- section: ", body_start)
+        found[name] = text[body_start : end if end >= 0 else len(text)].rstrip() + "\n"
+    return found
 
 
 if __name__ == "__main__":

@@ -250,7 +250,8 @@ class _Reader:
         name = tags.get("name")
         if highway and name and highway not in SKIPPED_HIGHWAYS:
             self.extract.streets.append(RawStreetWay(name, coords))
-            return
+            if "addr:housenumber" not in tags:  # a building mapped as a ramp or a square can be both
+                return
         point = centroid(coords)
         if point is not None:
             self.add_addressable(tags, point)

@@ -20,6 +20,7 @@ _HOUSE_NUMBER = re.compile(r"^(\d{1,4})(?:\s*([a-z]))?(?:\s*([-/])\s*(\d{1,4}[a-
 _POSTCODE_SHAPE = re.compile(r"^(?:\d{5,6}|[a-z]{1,2}-?\d{3,5})$")
 _SINGLE_LETTER = re.compile(r"^[a-z]$")
 # Letters glued to a number ("Hauptstraße12") are split so the number is seen.
+MAX_NUMBER_READINGS = 3
 _GLUED_NUMBER = re.compile(r"(?<=[a-z]{3})(?=\d)")
 
 
@@ -40,6 +41,8 @@ class ParsedQuery:
     words: tuple[str, ...]
     house_number: HouseNumber | None
     postcode: str | None
+    # Other readings of a text with several numbers, each with another number as the house number.
+    alternatives: tuple[ParsedQuery, ...] = ()
 
 
 def parse_house_number(text: str) -> HouseNumber | None:
@@ -83,26 +86,43 @@ def _coarse_tokens(text: str) -> list[str]:
 
 
 def parse_query(text: str, normalizer: Normalizer, known_postcodes: Collection[str] = ()) -> ParsedQuery:
-    postcode: str | None = None
-    house_number: HouseNumber | None = None
-    rest: list[str] = []
-    for token in _coarse_tokens(text):
+    """The first number that can be a house number is the house number; any later one is kept
+    as an alternative reading ("Avenue du 3 Septembre 126": 3 first, then 126)."""
+    tokens = _coarse_tokens(text)
+    postcode_at = _postcode_position(tokens, known_postcodes)
+    numbers = [
+        i
+        for i, token in enumerate(tokens)
+        if i != postcode_at and not token.endswith(".") and parse_house_number(token) is not None
+    ]  # "17." is an ordinal, part of a name
+    if not numbers and postcode_at is not None and _weak_postcode(tokens[postcode_at]):
+        numbers, postcode_at = [postcode_at], None
+    readings = [_reading(tokens, normalizer, postcode_at, at) for at in numbers[:MAX_NUMBER_READINGS]]
+    if not readings:
+        return _reading(tokens, normalizer, postcode_at, None)
+    return ParsedQuery(readings[0].words, readings[0].house_number, readings[0].postcode, tuple(readings[1:]))
+
+
+def _weak_postcode(token: str) -> bool:
+    """A known postcode that does not look like one ("100", mapped in Andorra): the house number
+    when the text has no other."""
+    return not _POSTCODE_SHAPE.match(token) and parse_house_number(token) is not None
+
+
+def _postcode_position(tokens: list[str], known_postcodes: Collection[str]) -> int | None:
+    for i, token in enumerate(tokens):
         bare = token.strip(".")
-        if (
-            postcode is None
-            and (bare in known_postcodes or _POSTCODE_SHAPE.match(bare))
-            and any(c.isdigit() for c in bare)
-        ):
-            postcode = bare
-            continue
-        if house_number is None and not token.endswith("."):  # "17." is an ordinal, part of a name
-            parsed = parse_house_number(bare)
-            if parsed is not None:
-                house_number = parsed
-                continue
-        rest.append(token)
+        if (bare in known_postcodes or _POSTCODE_SHAPE.match(bare)) and any(c.isdigit() for c in bare):
+            return i
+    return None
+
+
+def _reading(tokens: list[str], normalizer: Normalizer, postcode_at: int | None, number_at: int | None) -> ParsedQuery:
+    rest = [t for i, t in enumerate(tokens) if i not in (postcode_at, number_at)]
     words = tuple(w for w in normalizer.words(" ".join(rest)) if w)
-    return ParsedQuery(words, house_number, postcode)
+    number = parse_house_number(tokens[number_at].strip(".")) if number_at is not None else None
+    postcode = tokens[postcode_at].strip(".") if postcode_at is not None else None
+    return ParsedQuery(words, number, postcode)
 
 
 def parse_structured(address: StructuredAddress, normalizer: Normalizer) -> ParsedQuery:

@@ -60,3 +60,20 @@ def test_known_postcodes_with_letters() -> None:
 def test_osm_lists_of_numbers_are_split() -> None:
     assert [n.text for n in house_numbers_of_tag("12;14, 16a")] == ["12", "14", "16a"]
     assert house_numbers_of_tag("UG1") == []
+
+
+def test_several_numbers_give_alternative_readings() -> None:
+    """'Avenue du 3 Septembre 126': the first number is tried first, the second as an alternative."""
+    parsed = parse_query("Avenue du 3 Septembre 126", NORMALIZER)
+    assert parsed.house_number is not None and parsed.house_number.text == "3"
+    assert [a.house_number.text for a in parsed.alternatives if a.house_number] == ["126"]
+    assert parsed.alternatives[0].words == tuple(NORMALIZER.words("Avenue du 3 Septembre"))
+
+
+def test_a_known_postcode_that_does_not_look_like_one_is_the_house_number_when_alone() -> None:
+    """Andorra maps postcodes such as '100': in 'Avinguda Meritxell 100' it is the house number."""
+    alone = parse_query("Avinguda Meritxell 100", NORMALIZER, {"100"})
+    assert alone.house_number is not None and alone.house_number.text == "100" and alone.postcode is None
+    with_number = parse_query("Carrer Major 5, 100 Canillo", NORMALIZER, {"100"})
+    assert with_number.postcode == "100" and with_number.house_number is not None
+    assert with_number.house_number.text == "5"

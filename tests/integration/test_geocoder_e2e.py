@@ -46,6 +46,24 @@ async def test_geocoder_errors_pass_through_the_gateway(geo_platform: Stack, htt
     assert codes == ["GEOCODER_ERROR_MISSING_ADDRESS", "ERROR_INVALID_PARAMETER"]
 
 
+async def test_structured_input_and_notes_through_the_gateway(geo_platform: Stack, http: aiohttp.ClientSession) -> None:
+    token = await token_for(geo_platform, http)
+    headers = {"Authorization": f"Bearer {token}", **PROBLEM}
+    url = f"{geo_platform.base_url}/v1/geocoder?street=Marienplatz&houseNumber=8&city={quote('München')}"
+    async with http.get(url, headers=headers) as resp:
+        assert resp.status == 200
+        assert (await resp.json())["results"][0]["label"] == "Marienplatz 8, 80331 München"
+    empty = f"{geo_platform.base_url}/v1/geocoder?address=Marienplatz%208&country=PRT"
+    async with http.get(empty, headers=headers) as resp:
+        body = await resp.json()
+    assert body["results"] == [] and [n["code"] for n in body["notes"]] == ["COUNTRY_NOT_LOADED"]
+    both = f"{geo_platform.base_url}/v1/geocoder?address=Tal&street=Tal"
+    async with http.get(both, headers={"Authorization": f"Bearer {token}", **LEGACY}) as resp:
+        assert resp.status == 400
+        details = (await resp.json())["details"]
+    assert details[0]["code"] == "ERROR_INVALID_PARAMETER" and "street" in details[0]["message"]
+
+
 async def test_autocomplete_through_the_gateway(geo_platform: Stack, http: aiohttp.ClientSession) -> None:
     token = await token_for(geo_platform, http)
     headers = {"Authorization": f"Bearer {token}", **PROBLEM}
