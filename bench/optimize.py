@@ -1,274 +1,688 @@
-"""Benchmark of POST /v1/optimize/stops on Heidelberg: the whole request through the gateway,
-and the solvers compared on the same road matrices.
+"""Benchmark of stop-order optimization: our solver against three references on the same road
+matrices, the whole request through the gateway, and the service under load.
 
-The auth service, route service, optimize service and gateway run as real processes
-(`launcher.stack.Stack`, free loopback ports, Heidelberg imported with the car-fastest
-profile); a user of tier `unlimited` has a token. For 10, 25, 50, 100, 200 and 500 seeded
-random stops in the dense box (a stop with no road within 1000 m is redrawn), it measures the
-wall time of the request (median of several) and the tour's duration, then fetches the same
-matrix from the route service and computes the reference: the best tour OR-Tools' guided
-local search finds in 30 s (from both the default and the Christofides first solution),
-Held-Karp at 10 stops, and VROOM on the same matrix.
+    python -m bench.optimize            # prints the Markdown section; `python -m bench optimize` writes it
+    BENCH_OPTIMIZE_REFERENCE_SECONDS=2 BENCH_OPTIMIZE_SIZES=25,100,200 \\
+        BENCH_OPTIMIZE_CITIES=heidelberg,monaco python -m bench.optimize    # a quick run
 
-`run()` returns a Markdown section; `python -m bench.optimize` prints it.
+Instances (bench/optimize_instances.py): seeded stops on the car roads of every shared extract,
+25 to 1000 stops as far as the extract holds them, open tours, fixed destinations and round
+trips, with OSRM matrices computed in this process. Per instance:
+- references (bench/optimize_references.py): VROOM (level 5), OR-Tools guided local search and
+  PyVRP, each given BENCH_OPTIMIZE_REFERENCE_SECONDS (60) on the matrix, run two at a time and
+  cached on disk; the reference is the shortest of the three;
+- ours in this process as the service solves: every search of `optimize_service.solver.searches`
+  at once, one per process, the shortest tour wins (so a changed portfolio is measured as is);
+- end to end for the round trips: auth, route and optimize services and the gateway as real
+  processes (`launcher.stack.Stack`, one stack per city), wall time of the whole request.
+Under load, on the first city holding 1000 stops: the route service's memory around a
+1000-stop request, a 20-stop request's latency while two 1000-stop requests run, and a burst
+of 1000-stop requests at once (how many are refused with 503 and Retry-After).
+
+Other knobs: BENCH_OPTIMIZE_SHAPES, BENCH_OPTIMIZE_E2E_REPEATS (3), BENCH_OPTIMIZE_FAIRNESS_TRIES
+(20), BENCH_OPTIMIZE_BURST (8), BENCH_OPTIMIZE_LOAD (1; 0 skips the load measurements).
+`run()` returns the Markdown section; progress goes to stderr.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import multiprocessing
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import vroom
-
+from bench.optimize_instances import (
+    CACHE_DIR,
+    CAPACITY_FACTOR,
+    CITIES,
+    ROUND_TRIP,
+    SHAPES,
+    SIZES,
+    SNAP_M,
+    SPACING_M,
+    Instance,
+    capacity,
+    instance,
+    instances,
+    network,
+    supported_sizes,
+)
+from bench.optimize_references import SOLVERS, VROOM_LEVEL, Result, references, tour_duration
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.redis_server import free_port
 from launcher.stack import Stack
-from optimize_service.exact import held_karp, tour_cost
-from optimize_service.solver import (
-    COST_SCALE,
-    OR_TOOLS,
-    PATH_CHEAPEST_ARC,
-    PYVRP,
-    Search,
-    default_time_limit,
-    guided_local_search,
-    run_search,
-    searches,
-)
-from route_service.importer import Progress, import_maps
+from optimize_service.config import default_solver_processes
+from optimize_service.solver import Tour, TourProblem, needs_search, searches, shortest, solve, warm_up
 
-PBF = REPO_ROOT.parent / "shared" / "osm" / "heidelberg.osm.pbf"
-DENSE_BOX = (49.37, 49.43, 8.62, 8.75)  # lat min, lat max, lon min, lon max
-SIZES = (10, 25, 50, 100, 200, 500)
-GOALS_S = {100: 1.0, 500: 5.0}
-REPEATS = {10: 5, 25: 5, 50: 5, 100: 5, 200: 3, 500: 3}
-SEED = 20250601
+GAP_GOAL_PCT = 1.0
+WALL_GOALS_S = {100: 1.0, 200: 2.0, 500: 5.0, 1000: 10.0}  # none below 100 stops
+FAIRNESS_GOAL_S = 1.5
+MEMORY_GOAL_MIB = 150.0
+NEAR_IDLE_MIB = 30.0  # "back near idle" 5 s after the large request
+LOAD_SIZE, SMALL_SIZE = 1000, 20
+SOLVER_NAMES = {"vroom": f"VROOM (level {VROOM_LEVEL})", "ortools": "OR-Tools GLS", "pyvrp": "PyVRP"}
 USER, PASSWORD = "bench-optimize@example.com", "bench password 1"
 Json = Any
 
 
-REFERENCE_S = 30.0  # the issue's goal: within 1 % of what GLS finds in 30 s
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    cities: list[str]
+    sizes: list[int]
+    shapes: list[str]
+    reference_s: float
+    e2e_repeats: int
+    fairness_tries: int
+    burst: int
+    load: bool
+
+    @property
+    def full(self) -> bool:
+        return (self.cities, self.sizes, self.shapes) == (list(CITIES), list(SIZES), list(SHAPES))
+
+
+def env_list(name: str, default: Sequence[str]) -> list[str]:
+    raw = os.environ.get(name, "")
+    return [part.strip() for part in raw.split(",") if part.strip()] or list(default)
+
+
+def settings_from_env() -> Settings:
+    return Settings(
+        cities=env_list("BENCH_OPTIMIZE_CITIES", CITIES),
+        sizes=[int(size) for size in env_list("BENCH_OPTIMIZE_SIZES", [str(s) for s in SIZES])],
+        shapes=env_list("BENCH_OPTIMIZE_SHAPES", SHAPES),
+        reference_s=float(os.environ.get("BENCH_OPTIMIZE_REFERENCE_SECONDS", "60")),
+        e2e_repeats=int(os.environ.get("BENCH_OPTIMIZE_E2E_REPEATS", "3")),
+        fairness_tries=int(os.environ.get("BENCH_OPTIMIZE_FAIRNESS_TRIES", "20")),
+        burst=int(os.environ.get("BENCH_OPTIMIZE_BURST", "8")),
+        load=os.environ.get("BENCH_OPTIMIZE_LOAD", "1") != "0",
+    )
+
+
+# ---------------------------------------------------------------- ours, in this process
+
+
+@dataclass(frozen=True)
+class Ours:
+    duration_s: float
+    method: str
+    wall_s: float
+
+
+class ServiceSolver:
+    """The optimize service's solving without HTTP: its solver processes (spawned, warmed up),
+    and per problem every search of the portfolio at once, one per process, the shortest tour
+    (as a solver lane of optimize_service does; one search alone with a single process)."""
+
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+        self.pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+        for future in [self.pool.submit(warm_up) for _ in range(processes)]:
+            future.result()
+
+    def solve(self, inst: Instance) -> Ours:
+        problem = TourProblem(inst.durations, inst.start, inst.end)
+        started = time.perf_counter()
+        if not needs_search(problem) or self.processes < 2:
+            tour: Tour = self.pool.submit(solve, problem).result()
+        else:
+            chosen = searches(inst.size)[: self.processes]
+            tour = shortest([f.result() for f in [self.pool.submit(solve, problem, s) for s in chosen]])
+        wall = time.perf_counter() - started
+        return Ours(tour_duration(inst, tour.order), tour.method, wall)
+
+    def close(self) -> None:
+        self.pool.shutdown()
+
+
+def solve_ours(insts: list[Instance]) -> dict[str, Ours]:
+    solver = ServiceSolver(default_solver_processes())
+    try:
+        found = {}
+        for inst in insts:
+            found[inst.key] = solver.solve(inst)
+            log(f"   ours {inst.key}: {found[inst.key].duration_s:.0f} s in {found[inst.key].wall_s:.2f} s")
+        return found
+    finally:
+        solver.close()
 
 
 # ---------------------------------------------------------------- HTTP
 
 
-def http(url: str, body: Json, headers: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, Json]:
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: Json
+    wall_s: float
+
+
+def http(url: str, body: Json, headers: dict[str, str] | None = None, timeout: float = 120) -> Answer:
+    data = json.dumps(body).encode()
     request = urllib.request.Request(  # noqa: S310 - loopback
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **(headers or {})}
+        url, data=data, headers={"Content-Type": "application/json", **(headers or {})}
     )
+    started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - loopback
-            return resp.status, json.loads(resp.read())
+            status, head, raw = resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+        status, head, raw = exc.code, dict(exc.headers), exc.read()
+    wall = time.perf_counter() - started
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = raw.decode(errors="replace")
+    return Answer(status, head, parsed, wall)
 
 
 def user_token(stack: Stack) -> str:
     command = [sys.executable, "-m", "auth_service.console", "add-user", USER, "--password", PASSWORD, "--tier", "unlimited"]
     subprocess.run(command, cwd=REPO_ROOT, env=stack.env(), capture_output=True, check=True, timeout=60)
-    status, answer = http(stack.base_url + "/v1/authenticate", {"user": USER, "password": PASSWORD})
-    assert status == 200, answer
-    return str(answer["token"])
+    answer = http(stack.base_url + "/v1/authenticate", {"user": USER, "password": PASSWORD})
+    assert answer.status == 200, answer.body
+    return str(answer.body["token"])
+
+
+@dataclass
+class Client:
+    stack: Stack
+    token: str
+
+    def optimize(self, inst: Instance) -> Answer:
+        return http(self.stack.base_url + "/v1/optimize/stops", stops_body(inst), {"Authorization": f"Bearer {self.token}"})
+
+
+def stops_body(inst: Instance) -> list[Json]:
+    return [
+        {
+            "name": f"stop {i}",
+            "coordinate": {"lat": lat, "lon": lon},
+            "start": i == inst.start,
+            "destination": i == inst.end,
+        }
+        for i, (lat, lon) in enumerate(inst.coordinates)
+    ]
+
+
+def answered_order(inst: Instance, body: Json) -> list[int]:
+    """The visiting order in request indexes; a round trip's answer repeats the start at the end."""
+    order = [int(stop["index"]) for stop in body["stops"]]
+    return order[:-1] if inst.end == inst.start and len(order) == inst.size + 1 else order
 
 
 @contextmanager
-def platform(data_dir: Path) -> Iterator[Stack]:
-    import_maps([PBF], data_dir / "maps", profiles=["car-fastest"], progress=Progress(emit=lambda _line: None))
+def city_stack(city: str, data_dir: Path) -> Iterator[Client]:
+    """Auth, route and optimize services and the gateway on the city's cached map."""
+    network(city)  # imports the map into the cache (a no-op when done) and makes it current there
     stack = Stack(
         data_dir=data_dir,
         ports={name: free_port() for name in DEFAULT_PORTS},
         redis_port=free_port(),
         services=["auth_service", "route_service", "optimize_service"],
-        extra_env={"LOG_LEVEL": "WARNING"},
+        extra_env={"LOG_LEVEL": "WARNING", "MAP_DIR": str(CACHE_DIR / "maps" / city)},
     )
     stack.start()
     try:
-        yield stack
+        client = Client(stack, user_token(stack))
+        client.optimize(instance(city, SMALL_SIZE, ROUND_TRIP))  # first requests load OSRM and solvers
+        yield client
     finally:
         stack.stop()
 
 
-# ---------------------------------------------------------------- one size
+# ---------------------------------------------------------------- end to end
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    inst: Instance
+    walls_s: list[float]
+    duration_s: float
+    method: str
+
+
+def end_to_end(client: Client, inst: Instance, repeats: int) -> EndToEnd:
+    walls: list[float] = []
+    answer: Answer | None = None
+    for _ in range(repeats):
+        answer = client.optimize(inst)
+        assert answer.status == 200, (answer.status, answer.body)
+        walls.append(answer.wall_s)
+    assert answer is not None
+    duration = tour_duration(inst, answered_order(inst, answer.body))
+    return EndToEnd(inst, walls, duration, str(answer.body["solver"]["method"]))
+
+
+# ---------------------------------------------------------------- memory of the route service
+
+
+def descendants(root: int) -> list[int]:
+    """The process and every process below it (the route service forks its workers, and they
+    may start helper processes)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
+def rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass  # the process ended between listing and reading
+    return 0.0
+
+
+def route_rss_mib(stack: Stack) -> tuple[float, int]:
+    """Sum of VmRSS over the route service's processes (forked ones share pages, so the sum
+    overstates what they use together; its changes are what the goal is about), and their count."""
+    pids = descendants(stack.processes["route_service"].pid)
+    return sum(rss_mib(pid) for pid in pids), len(pids)
 
 
 @dataclass
-class Measured:
-    stops: list[Json]
-    wall_s: list[float]
-    tour_s: float  # on the matrix, what the service minimized
-    method: str
-    durations_s: np.ndarray
+class Sampler:
+    """Samples the route service's RSS every 50 ms in a thread; keeps the peak."""
+
+    stack: Stack
+    peak_mib: float = 0.0
+    processes: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            total, count = route_rss_mib(self.stack)
+            self.peak_mib, self.processes = max(self.peak_mib, total), max(self.processes, count)
+            time.sleep(0.05)
+
+    @contextmanager
+    def running(self) -> Iterator[Sampler]:
+        thread = threading.Thread(target=self._loop, daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            thread.join()
 
 
-def random_stop(rng: np.random.Generator, name: str) -> Json:
-    lat0, lat1, lon0, lon1 = DENSE_BOX
-    return {"name": name, "coordinate": {"lat": float(rng.uniform(lat0, lat1)), "lon": float(rng.uniform(lon0, lon1))}}
+@dataclass(frozen=True)
+class Memory:
+    idle_mib: float
+    peak_mib: float
+    after_mib: float
+    processes: int
+    status: int
+    wall_s: float
 
 
-def routable_stops(stack: Stack, count: int) -> list[Json]:
-    """Seeded stops; one the route service cannot snap (forest, fields) is redrawn."""
-    rng = np.random.default_rng(SEED + count)
-    stops = [random_stop(rng, f"stop {i}") for i in range(count)]
-    while True:
-        points = [s["coordinate"] for s in stops]
-        status, answer = http(
-            stack.url("route_service") + "/internal/matrix",
-            {"sources": points, "destinations": points[:1]},
-            {"X-Internal-Errors": "full"},  # errors with their parameters, as services see them
-        )
-        if status == 200:
-            return stops
-        parameter = answer["violations"][0]["parameter"]  # "sources[i]"
-        index = int(parameter.split("[")[1].rstrip("]"))
-        stops[index] = random_stop(rng, f"stop {index}")
+def memory(client: Client, big: Instance) -> Memory:
+    time.sleep(2)  # the warm-up's work settles
+    idle, _count = route_rss_mib(client.stack)
+    with Sampler(client.stack).running() as sampler:
+        answer = client.optimize(big)
+    time.sleep(5)
+    after, _count = route_rss_mib(client.stack)
+    return Memory(idle, sampler.peak_mib, after, sampler.processes, answer.status, answer.wall_s)
 
 
-def measure(stack: Stack, token: str, count: int) -> Measured:
-    stops = routable_stops(stack, count)
-    headers = {"Authorization": f"Bearer {token}"}
-    walls: list[float] = []
-    answer: Json = {}
-    for _ in range(REPEATS[count]):
-        started = time.perf_counter()
-        status, answer = http(stack.base_url + "/v1/optimize/stops", stops, headers)
-        walls.append(time.perf_counter() - started)
-        assert status == 200, answer
-    points = [s["coordinate"] for s in stops]
-    status, matrix = http(stack.url("route_service") + "/internal/matrix", {"sources": points, "destinations": points})
-    assert status == 200, matrix
-    solver = answer["solver"]
-    return Measured(stops, walls, solver["matrixDuration"], solver["method"], np.array(matrix["durations"], dtype=float))
+# ---------------------------------------------------------------- fairness and bursts
 
 
-# ---------------------------------------------------------------- solvers on the same matrix
+@dataclass(frozen=True)
+class Fairness:
+    alone_s: list[float]
+    loaded_s: list[float]
+    statuses: Counter[int]
+    big_statuses: Counter[int]
+    overlapped: int  # tries that started while both large requests were in flight
 
 
-def costs_of(durations_s: np.ndarray) -> np.ndarray:
-    return np.rint(durations_s * COST_SCALE).astype(np.int64)
+@dataclass
+class Busy:
+    """Two threads sending the large request again and again, and how many are in flight."""
+
+    client: Client
+    big: Instance
+    statuses: Counter[int] = field(default_factory=Counter)
+    in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                self.in_flight += 1
+            answer = self.client.optimize(self.big)
+            with self._lock:
+                self.in_flight -= 1
+                self.statuses[answer.status] += 1
+            if answer.status != 200:  # refused: wait (at most 1 s) instead of hammering
+                self._stop.wait(min(1.0, float(answer.headers.get("Retry-After", 1))))
+
+    @contextmanager
+    def running(self, threads: int = 2) -> Iterator[Busy]:
+        workers = [threading.Thread(target=self._loop) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        try:
+            yield self
+        finally:
+            self._stop.set()
+            for worker in workers:
+                worker.join()
 
 
-def timed(solve: Callable[[], list[int]], costs: np.ndarray) -> tuple[float, float]:
-    """(tour seconds on the matrix, solver wall seconds) of an open tour from stop 0."""
+def fairness(client: Client, big: Instance, small: Instance, tries: int) -> Fairness:
+    alone = [client.optimize(small).wall_s for _ in range(5)]
+    loaded, statuses, overlapped = [], Counter[int](), 0
+    with Busy(client, big).running() as busy:
+        time.sleep(2.5)  # both large requests are past their matrix, solving or queued
+        for _ in range(tries):
+            overlapped += busy.in_flight >= 2
+            answer = client.optimize(small)
+            loaded.append(answer.wall_s)
+            statuses[answer.status] += 1
+    return Fairness(alone, loaded, statuses, busy.statuses, overlapped)
+
+
+@dataclass(frozen=True)
+class Burst:
+    answers: list[Answer]
+    seconds: float
+
+
+def burst(client: Client, big: Instance, count: int) -> Burst:
+    """`count` large requests released at the same moment."""
+    barrier = threading.Barrier(count)
+    answers: list[Answer | None] = [None] * count
+
+    def send(slot: int) -> None:
+        barrier.wait()
+        answers[slot] = client.optimize(big)
+
     started = time.perf_counter()
-    order = solve()
-    elapsed = time.perf_counter() - started
-    return tour_cost(costs, order, False) / COST_SCALE, elapsed
+    threads = [threading.Thread(target=send, args=(slot,)) for slot in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return Burst([a for a in answers if isinstance(a, Answer)], time.perf_counter() - started)
 
 
-def vroom_order(costs: np.ndarray, level: int) -> list[int]:
-    problem = vroom.Input()
-    problem.set_durations_matrix(profile="car", matrix_input=costs.astype(np.uint32))
-    problem.add_vehicle(vroom.Vehicle(0, start=0, profile="car"))
-    problem.add_job([vroom.Job(i, location=i) for i in range(1, len(costs))])
-    routes = problem.solve(exploration_level=level, nb_threads=2).routes
-    return [0, *(int(i) for i in routes[routes["type"] == "job"]["location_index"])]
+# ---------------------------------------------------------------- the stacks
 
 
-def search_name(search: Search) -> str:
-    if search.engine == PYVRP:
-        return "PyVRP iterated local search"
-    start = "Christofides" if search.first_solution != PATH_CHEAPEST_ARC else "cheapest-arc"
-    return f"OR-Tools GLS, {start} start{', operator bandit' if search.bandit else ''}"
+@dataclass
+class Load:
+    city: str
+    memory: Memory
+    fairness: Fairness
+    burst: Burst
 
 
-def compare_solvers(durations_s: np.ndarray) -> dict[str, tuple[float, float]]:
-    costs = costs_of(durations_s)
-    n, limit = len(costs), default_time_limit(len(costs))
-    results = {
-        f"{search_name(s)} (service search {i + 1})": timed(partial(run_search, costs, 0, None, limit, s), costs)
-        for i, s in enumerate(searches(n))
-    }
-    # What the service answers with two workers: both searches at once, the shorter tour.
-    service = [v for k, v in results.items() if "service search" in k]
-    results["service: shorter of its searches (run at once)"] = (min(t for t, _ in service), max(s for _, s in service))
-    results["VROOM, exploration 0"] = timed(lambda: vroom_order(costs, 0), costs)
-    if n <= 200:  # level 5 takes 10+ s at 200 stops here
-        results["VROOM, exploration 5"] = timed(lambda: vroom_order(costs, 5), costs)
-    results["reference: GLS, default start"] = timed(
-        lambda: guided_local_search(costs, 0, None, REFERENCE_S, Search(OR_TOOLS, PATH_CHEAPEST_ARC)), costs
-    )
-    results["reference: GLS, Christofides start"] = timed(
-        lambda: guided_local_search(costs, 0, None, REFERENCE_S, Search()), costs
-    )
-    if n <= 12:
-        results["Held-Karp (exact)"] = timed(lambda: held_karp(costs, 0, None)[0], costs)
-    return results
+def stack_measurements(settings: Settings, insts: list[Instance]) -> tuple[list[EndToEnd], Load | None]:
+    """One stack per city in turn: the round trips end to end; on the load city, first the
+    memory (so that idle is idle), then the round trips, then fairness and the burst."""
+    load_city = next((c for c in settings.cities if LOAD_SIZE in supported_sizes(c)), None) if settings.load else None
+    rows: list[EndToEnd] = []
+    load: Load | None = None
+    with tempfile.TemporaryDirectory(prefix="bench-optimize-") as tmp:
+        for city in settings.cities:
+            subset = [i for i in insts if i.city == city and i.shape == ROUND_TRIP]
+            if not subset and city != load_city:
+                continue
+            log(f"   stack for {city}")
+            with city_stack(city, Path(tmp) / city) as client:
+                big = instance(city, LOAD_SIZE, ROUND_TRIP) if city == load_city else None
+                mem = memory(client, big) if big is not None else None
+                for inst in subset:
+                    rows.append(end_to_end(client, inst, settings.e2e_repeats))
+                    log(f"   end to end {inst.key}: {statistics.median(rows[-1].walls_s):.2f} s")
+                if big is not None and mem is not None:
+                    log("   fairness and burst")
+                    small = instance(city, SMALL_SIZE, ROUND_TRIP)
+                    fair = fairness(client, big, small, settings.fairness_tries)
+                    load = Load(city, mem, fair, burst(client, big, settings.burst))
+    return rows, load
 
 
 # ---------------------------------------------------------------- report
 
 
-def gap(value: float, best: float) -> str:
-    return f"{100 * (value - best) / best:+.2f} %"
+def gap_pct(value: float, best: float) -> float:
+    return 100 * (value - best) / best
+
+
+def mark(ok: bool | None) -> str:
+    return "-" if ok is None else ("✓" if ok else "✗")
+
+
+def wall_ok(size: int, wall: float) -> bool | None:
+    goal = WALL_GOALS_S.get(size)
+    return None if goal is None else wall <= goal
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest rank: the p99 of 20 values is the largest."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def best_of(refs: dict[tuple[str, str], Result], key: str) -> Result:
+    return min((refs[key, s] for s in SOLVERS), key=lambda r: r.duration_s)
+
+
+def best_solvers(refs: dict[tuple[str, str], Result], key: str) -> list[str]:
+    """Every reference that found the best tour (ties are common up to 100 stops)."""
+    best = best_of(refs, key).duration_s
+    return [s for s in SOLVERS if refs[key, s].duration_s <= best + 0.05]
+
+
+def instance_rows(insts: list[Instance], ours: dict[str, Ours], refs: dict[tuple[str, str], Result]) -> list[str]:
+    rows = []
+    for inst in insts:
+        mine, best = ours[inst.key], best_of(refs, inst.key)
+        gap = gap_pct(mine.duration_s, best.duration_s)
+        cells = [f"{refs[inst.key, s].duration_s:.0f} / {refs[inst.key, s].wall_s:.1f}" for s in SOLVERS]
+        rows.append(
+            f"| {inst.city} | {inst.size} | {inst.shape} | {mine.duration_s:.0f} | {mine.method} | {mine.wall_s:.2f} | "
+            + " | ".join(cells)
+            + f" | {gap:+.2f} % | {mark(gap <= GAP_GOAL_PCT)} | {mark(wall_ok(inst.size, mine.wall_s))} |"
+        )
+    return rows
+
+
+def size_summary(
+    insts: list[Instance], ours: dict[str, Ours], refs: dict[tuple[str, str], Result], e2e: list[EndToEnd]
+) -> list[str]:
+    rows = []
+    for size in sorted({i.size for i in insts}):
+        group = [i for i in insts if i.size == size]
+        gaps = [gap_pct(ours[i.key].duration_s, best_of(refs, i.key).duration_s) for i in group]
+        walls = [ours[i.key].wall_s for i in group]
+        http_walls = [statistics.median(r.walls_s) for r in e2e if r.inst.size == size]
+        wins = Counter(ours[i.key].method for i in group)
+        bests = Counter(s for i in group for s in best_solvers(refs, i.key))
+        http_cell = f"{statistics.median(http_walls):.2f} / {max(http_walls):.2f}" if http_walls else "-"
+        rows.append(
+            f"| {size} | {len(group)} | {max(gaps):+.2f} % | {statistics.median(gaps):+.2f} % | "
+            f"{sum(g <= GAP_GOAL_PCT for g in gaps)}/{len(group)} | {statistics.median(walls):.2f} / {max(walls):.2f} | "
+            f"{http_cell} | {WALL_GOALS_S.get(size, '-')} | {counts(wins)} | {counts(bests)} |"
+        )
+    return rows
+
+
+def counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counter.most_common())
+
+
+def e2e_rows(e2e: list[EndToEnd], refs: dict[tuple[str, str], Result]) -> list[str]:
+    rows = []
+    for row in e2e:
+        median = statistics.median(row.walls_s)
+        gap = gap_pct(row.duration_s, best_of(refs, row.inst.key).duration_s)
+        rows.append(
+            f"| {row.inst.city} | {row.inst.size} | {median:.2f} | {max(row.walls_s):.2f} | "
+            f"{mark(wall_ok(row.inst.size, median))} | {row.method} | {row.duration_s:.0f} | {gap:+.2f} % |"
+        )
+    return rows
+
+
+def load_section(load: Load | None, settings: Settings) -> list[str]:
+    if load is None:
+        return ["Load measurements skipped (BENCH_OPTIMIZE_LOAD=0, or no city of the run holds 1000 stops)."]
+    mem, fair = load.memory, load.fairness
+    rise = mem.peak_mib - mem.idle_mib
+    p99 = percentile(fair.loaded_s, 99)
+    return [
+        f"Under load ({load.city}, {LOAD_SIZE}- and {SMALL_SIZE}-stop round trips through the gateway):",
+        "",
+        f"- **Route service memory** (VmRSS summed over its {mem.processes} processes): idle {mem.idle_mib:.0f} MiB, "
+        f"peak during a {LOAD_SIZE}-stop request {mem.peak_mib:.0f} MiB (+{rise:.0f} MiB; goal ≤ +{MEMORY_GOAL_MIB:.0f}: "
+        f"{mark(rise <= MEMORY_GOAL_MIB)}), 5 s after {mem.after_mib:.0f} MiB (+{mem.after_mib - mem.idle_mib:.0f}; "
+        f"back near idle, ≤ +{NEAR_IDLE_MIB:.0f}: {mark(mem.after_mib - mem.idle_mib <= NEAR_IDLE_MIB)}). "
+        f"The request answered {mem.status} in {mem.wall_s:.1f} s.",
+        f"- **Fairness**: a {SMALL_SIZE}-stop request alone p50 {statistics.median(fair.alone_s):.2f} s; with two "
+        f"{LOAD_SIZE}-stop requests running, over {len(fair.loaded_s)} tries p50 {statistics.median(fair.loaded_s):.2f} s, "
+        f"p99 {p99:.2f} s (goal ≤ {FAIRNESS_GOAL_S:g} s: {mark(p99 <= FAIRNESS_GOAL_S)}); statuses "
+        f"{dict(fair.statuses)}; both large requests in flight at the start of {fair.overlapped} of the tries; "
+        f"the large requests' statuses: {dict(fair.big_statuses)}.",
+        f"- **Burst**: {settings.burst} {LOAD_SIZE}-stop requests at once: {burst_summary(load.burst)}",
+    ]
+
+
+def burst_summary(result: Burst) -> str:
+    refused = [a for a in result.answers if a.status == 503]
+    with_retry = [a for a in refused if "Retry-After" in a.headers]
+    others = Counter(a.status for a in result.answers if a.status != 503)
+    retry_values = sorted(int(a.headers["Retry-After"]) for a in with_retry if a.headers["Retry-After"].isdigit())
+    done = [a.wall_s for a in result.answers if a.status == 200]
+    parts = [
+        f"{len(refused)} answered 503 ({len(with_retry)} with Retry-After"
+        + (f", {retry_values[0]}-{retry_values[-1]} s" if retry_values else "")
+        + f", answered within {max((a.wall_s for a in refused), default=0):.2f} s)",
+        f"other statuses {dict(others)}",
+    ]
+    if done:
+        parts.append(f"the 200s took {min(done):.1f}-{max(done):.1f} s")
+    return "; ".join(parts) + f"; all done after {result.seconds:.1f} s."
+
+
+def capacity_line(cities: Sequence[str]) -> str:
+    held = [f"{c} {capacity(c)}{'+' if capacity(c) >= 2 * max(SIZES) else ''} (≤ {max(supported_sizes(c))})" for c in cities]
+    return "Places per extract (sizes held): " + ", ".join(held) + "."
+
+
+def full_run_minutes() -> float:
+    """A cold full run: three 60 s references per instance on two processes, VROOM's first
+    tour at 1000 stops (~80 s, not interruptible), and ~10 min for ours, end to end and load."""
+    count = sum(len(supported_sizes(c)) for c in CITIES) * len(SHAPES)
+    largest = sum(max(SIZES) in supported_sizes(c) for c in CITIES) * len(SHAPES)
+    return (count * len(SOLVERS) * 60 + largest * 80) / 2 / 60 + 10
+
+
+def report(
+    settings: Settings,
+    insts: list[Instance],
+    ours: dict[str, Ours],
+    refs: dict[tuple[str, str], Result],
+    stacks: tuple[list[EndToEnd], Load | None],
+    elapsed_s: float,
+) -> str:
+    e2e, load = stacks
+    quick = "" if settings.full else " (a partial run: its settings are in the command)"
+    command = " ".join(
+        [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_OPTIMIZE_")] + ["python -m bench optimize"]
+    )
+    lines = [
+        "## Stop-order optimization (POST /v1/optimize/stops)",
+        "",
+        f"Reproduce: `{command}`{quick}. This run took {elapsed_s / 60:.1f} min; a full run "
+        f"(all extracts and sizes, 60 s references) takes about {full_run_minutes() / 60:.1f} h with an empty cache "
+        "(`var/bench-cache/optimize/`) and ~10 min once the references are cached. "
+        f"**Reference seconds used: {settings.reference_s:g}** per solver and instance.",
+        "",
+        f"Instances: car fastest, durations from OSRM in the bench's process; stops are uniform random points "
+        f"within {SNAP_M:g} m of a car road of the extract, snapped onto it, at least {SPACING_M:g} m apart, in the main "
+        f"strongly connected part of the network; an extract holds a size when a seeded draw finds "
+        f"{CAPACITY_FACTOR} times as many such places. {capacity_line(CITIES)} Shapes: open (start only), "
+        "destination (start and a different end), round-trip (start = end). Tour durations in seconds on the matrix.",
+        "",
+        f"Ours: `optimize_service.solver` as the service runs it, in this process: the searches of `searches(n)` at once "
+        f"in {default_solver_processes()} processes, the shortest wins; wall = solver only (the matrix and the tour "
+        f"geometry come on top, see end to end). References (tour s / wall s): VROOM level {VROOM_LEVEL}, OR-Tools "
+        "GLS from Christofides, PyVRP, each with the reference seconds; gap = ours against the best of them. "
+        f"Goals: gap ≤ {GAP_GOAL_PCT:g} %; wall ≤ 1 s at 100 stops, 2 s at 200, 5 s at 500, 10 s at 1000.",
+        "",
+        "| city | stops | shape | ours (s) | method | wall (s) | "
+        + " | ".join(SOLVER_NAMES[s] for s in SOLVERS)
+        + " | gap | ≤ 1 % | wall goal |",
+        "|---|---|---|---|---|---|" + "---|" * len(SOLVERS) + "---|---|---|",
+        *instance_rows(insts, ours, refs),
+        "",
+        "Per size (gaps over all instances of the size; wall p50 / max; HTTP: medians per city):",
+        "",
+        "| stops | instances | worst gap | median gap | ≤ 1 % | wall in process (s) | wall HTTP (s) | goal (s) | won by | best reference (ties count each) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *size_summary(insts, ours, refs, e2e),
+        "",
+        f"End to end through the gateway (round trips; wall of the whole request, median and max of {settings.e2e_repeats}; "
+        "tour on the same matrix):",
+        "",
+        "| city | stops | wall median (s) | wall max (s) | goal | method | tour (s) | gap |",
+        "|---|---|---|---|---|---|---|---|",
+        *e2e_rows(e2e, refs),
+        "",
+        *load_section(load, settings),
+    ]
+    return "\n".join(lines)
 
 
 def run() -> str:
-    rows, comparisons = [], []
-    with tempfile.TemporaryDirectory(prefix="bench-optimize-") as tmp, platform(Path(tmp)) as stack:
-        token = user_token(stack)
-        http(stack.base_url + "/v1/optimize/stops", routable_stops(stack, 10), {"Authorization": f"Bearer {token}"})
-        for count in SIZES:
-            measured = measure(stack, token, count)
-            results = compare_solvers(measured.durations_s)
-            best = min(v[0] for k, v in results.items() if k.startswith(("reference", "Held")))
-            rows.append(end_to_end_row(count, measured, best))
-            comparisons.extend(comparison_rows(count, results, best))
-            print(f"   {count} stops: {rows[-1]}", flush=True)
-    return "\n".join(report(rows, comparisons))
-
-
-def end_to_end_row(count: int, measured: Measured, best: float) -> str:
-    median = statistics.median(measured.wall_s)
-    goal = GOALS_S.get(count)
-    verdict = "" if goal is None else (f" (goal ≤ {goal:g} s: {'met' if median <= goal else 'missed'})")
-    return (
-        f"| {count} | {median:.2f}{verdict} | {max(measured.wall_s):.2f} | {measured.method} | "
-        f"{default_time_limit(count) if count > 12 else 0:g} | {measured.tour_s / 60:.1f} | {best / 60:.1f} | "
-        f"{gap(measured.tour_s, best)} |"
-    )
-
-
-def comparison_rows(count: int, results: dict[str, tuple[float, float]], best: float) -> list[str]:
-    return [f"| {count} | {name} | {tour / 60:.1f} | {gap(tour, best)} | {seconds:.2f} |" for name, (tour, seconds) in results.items()]
-
-
-def report(rows: list[str], comparisons: list[str]) -> list[str]:
-    return [
-        "## Stop-order optimization (POST /v1/optimize/stops)",
-        "",
-        "Heidelberg, car fastest, open tours from the first stop; seeded random stops in the dense box "
-        "lat 49.37 to 49.43, lon 8.62 to 8.75. Auth, route and optimize services and the gateway run as "
-        "real processes; each request goes through the gateway with a token (tier unlimited). "
-        "Wall time: the whole request (matrix, solver, tour geometry), median and maximum of 5 runs "
-        "(3 for 200 and 500 stops). Tour: total driving time on the route service's matrix. "
-        "Reference: the best of OR-Tools' guided local search for 30 s from the default and from "
-        "the Christofides first solution, and Held-Karp (exact) at 10 stops; gap = service tour "
-        "against it. The service runs two searches at once (one per worker) and keeps the shorter tour.",
-        "",
-        "| stops | wall median (s) | wall max (s) | method | search limit (s) | tour (min) | reference (min) | gap |",
-        "|---|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        "Solvers on the same matrices (solver time only, in this process):",
-        "",
-        "| stops | solver | tour (min) | gap | seconds |",
-        "|---|---|---|---|---|",
-        *comparisons,
-    ]
+    started = time.perf_counter()
+    settings = settings_from_env()
+    log(f"   instances: {settings.cities}, {settings.sizes}, {settings.shapes}")
+    insts = list(instances(settings.cities, settings.sizes, settings.shapes))
+    refs = references(insts, settings.reference_s, progress=log)
+    ours = solve_ours(insts)
+    stacks = stack_measurements(settings, insts)
+    return report(settings, insts, ours, refs, stacks, time.perf_counter() - started)
 
 
 if __name__ == "__main__":

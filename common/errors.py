@@ -386,3 +386,19 @@ class TooManyStops(ApiError):
     type = "/problems/optimize/too-many-stops"
     title = "Too many stops"
     code = "OPTIMIZE_ERROR_TOO_MANY_STOPS"
+
+
+class OptimizerBusy(ApiError):
+    """The optimizer's queue for this size of problem is full: try again after `Retry-After`
+    seconds (an estimate of when the work ahead leaves room), rather than wait past the
+    gateway's timeout."""
+
+    status = 503
+    type = "/problems/optimize/busy"
+    title = "The optimizer is busy"
+    code = "OPTIMIZE_ERROR_BUSY"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 1, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+        self.retry_after_s = max(1, retry_after_s)

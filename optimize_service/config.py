@@ -1,9 +1,19 @@
 """Configuration of the optimize service, from the environment (see `BaseConfig`).
 
 ROUTE_SERVICE_URL                 the route service's matrix and tour geometry (default http://127.0.0.1:8083)
-OPTIMIZE_SOLVER_PROCESSES         processes running the solver; 0 runs it in a thread of the service
-                                  (tests; OR-Tools then stalls the event loop while it searches); with 2 or more,
-                                  each request runs two searches at once (default: CPUs, at most 4)
+OPTIMIZE_SOLVER_PROCESSES         processes solving large problems (the large lane); 0 runs both lanes in threads
+                                  of the service (tests; OR-Tools then stalls the event loop while it searches);
+                                  with 2 or more, each request runs two searches at once (default: CPUs, at most 4)
+OPTIMIZE_SMALL_PROCESSES          processes solving small problems (the small lane: exact ones and searches of at
+                                  most OPTIMIZE_SMALL_SECONDS), never behind a large one (default: CPUs, at most 2)
+OPTIMIZE_SMALL_SECONDS            estimated solver seconds up to which a problem is small (default 1.0: up to
+                                  ~120 stops at the default time limit)
+OPTIMIZE_LARGE_NICE               niceness added to the large lane's processes, so small problems get the CPU first
+                                  (default 10)
+OPTIMIZE_QUEUE_SIZE               large requests that may wait behind the one solving; one more → 503
+                                  OPTIMIZE_ERROR_BUSY with Retry-After (default 4)
+OPTIMIZE_QUEUE_SECONDS            most estimated solver seconds a request may find ahead of it plus its own, in
+                                  either lane; more → 503 OPTIMIZE_ERROR_BUSY (default 40; the gateway waits 60)
 OPTIMIZE_ROUTE_TIMEOUT_SECONDS    per call to the route service (default 50; the gateway gives up after 60)
 """
 
@@ -22,10 +32,20 @@ def default_solver_processes() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def default_small_processes() -> int:
+    """Two where there are two cores: a small problem's two searches run at once, as before."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 @dataclass
 class OptimizeConfig(BaseConfig):
     route_service_url: str = DEFAULT_ROUTE_SERVICE_URL
     solver_processes: int = 1
+    small_processes: int = 1
+    small_lane_seconds: float = 1.0
+    large_niceness: int = 10
+    queue_size: int = 4
+    queue_seconds: float = 40.0
     route_timeout_seconds: float = 50.0
     # 1000 stops as JSON with long names fit; the gateway allows 2 MiB as well.
     max_body_bytes: int = 2 << 20
@@ -35,6 +55,11 @@ class OptimizeConfig(BaseConfig):
         values: dict[str, Any] = {
             "route_service_url": env_str("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL),
             "solver_processes": max(0, env_int("OPTIMIZE_SOLVER_PROCESSES", default_solver_processes())),
+            "small_processes": max(1, env_int("OPTIMIZE_SMALL_PROCESSES", default_small_processes())),
+            "small_lane_seconds": max(0.0, env_float("OPTIMIZE_SMALL_SECONDS", 1.0)),
+            "large_niceness": max(0, min(19, env_int("OPTIMIZE_LARGE_NICE", 10))),
+            "queue_size": max(0, env_int("OPTIMIZE_QUEUE_SIZE", 4)),
+            "queue_seconds": max(1.0, env_float("OPTIMIZE_QUEUE_SECONDS", 40.0)),
             "route_timeout_seconds": env_float("OPTIMIZE_ROUTE_TIMEOUT_SECONDS", 50.0),
         }
         values.update(overrides)

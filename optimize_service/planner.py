@@ -3,25 +3,32 @@ schedule. Async because it calls the route service; no aiohttp server code here.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from optimize_service.model import OptimizeRequest, Plan, TourRoute
 from optimize_service.reachability import reject_unreachable
 from optimize_service.routing import RouteClient
 from optimize_service.schedule import schedule
+from optimize_service.scheduler import SolverRunner
 from optimize_service.solver import Tour, TourProblem
 
-SolverRunner = Callable[[TourProblem], Awaitable[Tour]]
+
+class Solvers(Protocol):
+    """A place for a problem of this size with the solvers (`scheduler.Scheduler`)."""
+
+    def admit(self, stops: int, time_limit_s: float | None) -> AbstractAsyncContextManager[SolverRunner]: ...
 
 
-async def plan_tour(request: OptimizeRequest, routes: RouteClient, run_solver: SolverRunner) -> Plan:
+async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solvers) -> Plan:
     stops, ends, options = request.stops, request.ends, request.options
     if len(stops) == 1:
         return single_stop_plan(request)
-    matrix = await routes.matrix(stops, options)
-    reject_unreachable(matrix.durations_s, stops, ends.start)
-    tour = await run_solver(TourProblem(matrix.durations_s, ends.start, ends.end, options.time_limit_s))
+    # The solver's place first: a busy optimizer refuses at once, before any routing.
+    async with solvers.admit(len(stops), options.time_limit_s) as run_solver:
+        matrix = await routes.matrix(stops, options)
+        reject_unreachable(matrix.durations_s, stops, ends.start)
+        tour = await run_solver(TourProblem(matrix.durations_s, ends.start, ends.end, options.time_limit_s))
     visiting_order = [*tour.order, ends.start] if ends.round_trip else tour.order
     route = await routes.tour(stops, visiting_order, options)
     visits = schedule(stops, visiting_order, route.legs, options.start_time)

@@ -3,12 +3,13 @@
 At start-up the dataset named by `<MAP_DIR>/current.json` is loaded in a worker thread
 (OSRM per profile, and the `graph` provider when its data exists). Without a dataset the
 service still starts, answers 503 DatasetNotReady and reports itself unready in /health,
-so `make up` shows what is missing instead of crashing.
+so `make up` shows what is missing instead of crashing. With a dataset, large OSRM calls
+(big matrices, tours through many waypoints) get a niced child process of their own
+(`ROUTE_LARGE_PROCESSES`, see `route_service.calls`), so they never stall this worker's loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,8 +18,10 @@ from typing import Any
 from aiohttp import web
 
 from common.errors import ApiError
+from common.memory import fix_mmap_threshold
 from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from route_service.cache import RouteCache
+from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
 from route_service.dataset import current_dataset
 from route_service.detour_handlers import detour_file
@@ -43,13 +46,19 @@ def load(state: RouteState, config: RouteConfig) -> None:
 
 def state_context(config: RouteConfig) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
+        # A matrix's arrays and JSON (8-16 MiB each at 1000x1000) in mappings of their own,
+        # returned to the system when freed (common.memory).
+        fix_mmap_threshold()
         executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
-        state = RouteState(executor, RouteCache(app[REDIS_KEY], config.cache_ttl_seconds))
-        state.inline = frozenset(config.inline_providers)
+        calls = ProviderCalls(executor, frozenset(config.inline_providers))
+        state = RouteState(calls, RouteCache(app[REDIS_KEY], config.cache_ttl_seconds))
         app[STATE_KEY] = state
-        await asyncio.get_running_loop().run_in_executor(executor, load, state, config)
+        await calls.run(load, state, config)
+        if state.dataset is not None and config.large_processes > 0:
+            calls.large = LargeCalls(state.dataset, config.large_processes, config.large_niceness)
+            await calls.large.start()
         yield
-        executor.shutdown(wait=True, cancel_futures=True)
+        calls.shutdown()
 
     return context
 

@@ -6,6 +6,9 @@ ROUTE_CACHE_TTL_SECONDS lifetime of cached route answers in Redis, 0 disables th
 ROUTE_PRELOAD           1: open every OSRM dataset at start-up, 0: on first use (default 1)
 ROUTE_INLINE_PROVIDERS  comma-separated providers called on the event loop, not in the pool (default osrm)
 ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with 2 or more cores, else 1)
+ROUTE_LARGE_PROCESSES   child processes per worker for large OSRM calls (matrices of 20 000 cells or more,
+                        routes through 150 waypoints or more); 0 runs them in the worker (default 1)
+ROUTE_LARGE_NICE        niceness added to those child processes, so small requests come first (default 10)
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class RouteConfig(BaseConfig):
     preload: bool = True
     # OSRM holds the GIL for its whole call, so the pool only adds overhead for it (measured).
     inline_providers: tuple[str, ...] = ("osrm",)
+    # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
+    large_processes: int = 1
+    large_niceness: int = 10
 
     @property
     def maps_path(self) -> Path:
@@ -49,6 +55,8 @@ class RouteConfig(BaseConfig):
             "threads": max(1, env_int("ROUTE_THREADS", 2)),
             "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
             "preload": env_int("ROUTE_PRELOAD", 1) != 0,
+            "large_processes": max(0, env_int("ROUTE_LARGE_PROCESSES", 1)),
+            "large_niceness": max(0, min(19, env_int("ROUTE_LARGE_NICE", 10))),
             "inline_providers": tuple(
                 p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()
             ),

@@ -50,10 +50,12 @@ def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: s
 
 
 def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, Any]:
-    """Row i, column j: from sources[i] to destinations[j]; null where no route exists."""
+    """Row i, column j: from sources[i] to destinations[j]; null where no route exists. A
+    table not asked for (`annotations`) is left out. OSRM's tables are float64 arrays, which
+    `common.service.dump_json` writes without a Python float per cell (NaN as null)."""
+    tables = {"duration": result.durations_s, "distance": result.distances_m}
     return {
-        "durations": result.durations_s,
-        "distances": result.distances_m,
+        **{name + "s": tables[name] for name in result.annotations},
         "sources": [snapped(s) for s in result.snapped_sources],
         "destinations": [snapped(d) for d in result.snapped_destinations],
         "provider": provider,

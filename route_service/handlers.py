@@ -1,10 +1,9 @@
-"""HTTP handlers of the route service: parse, choose a provider, run it in the pool, format."""
+"""HTTP handlers of the route service: parse, choose a provider, run it (`calls.ProviderCalls`
+decides where), format."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -13,11 +12,11 @@ from aiohttp import web
 from common.errors import DatasetNotReady
 from common.service import dump_json, json_response, read_json
 from route_service.cache import RouteCache, cache_key
+from route_service.calls import ProviderCalls
 from route_service.dataset import Dataset
 from route_service.formatter import matrix_body, route_body, waypoints_body
 from route_service.parsing import parse_matrix, parse_route, parse_waypoints
 from route_service.providers.registry import ProviderRegistry
-from route_service.waypoints import route_through
 
 T = TypeVar("T")
 
@@ -26,14 +25,12 @@ T = TypeVar("T")
 class RouteState:
     """What the handlers need; `registry` stays None until a dataset is loaded."""
 
-    executor: ThreadPoolExecutor
+    calls: ProviderCalls
     cache: RouteCache
     dataset: Dataset | None = None
     registry: ProviderRegistry | None = None
     load_error: str | None = None
     counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
-    # Providers whose calls run on the event loop instead of the pool (ROUTE_INLINE_PROVIDERS).
-    inline: frozenset[str] = frozenset()
 
     def ready(self) -> tuple[Dataset, ProviderRegistry]:
         if self.dataset is None or self.registry is None:
@@ -41,14 +38,8 @@ class RouteState:
         return self.dataset, self.registry
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
-
-    async def run_provider(self, provider: str, function: Callable[..., T], *args: Any) -> T:
-        """Inline for providers that hold the GIL for their whole call (OSRM): the loop stalls
-        either way, and the pool's hop and GIL hand-offs cost ~15 % of the CPU of a route."""
-        if provider in self.inline:
-            return function(*args)
-        return await self.run(function, *args)
+        """In the thread pool (detour files)."""
+        return await self.calls.run(function, *args)
 
 
 STATE_KEY: web.AppKey[RouteState] = web.AppKey("route_state", RouteState)
@@ -69,7 +60,7 @@ async def route(request: web.Request) -> web.Response:
         state.counters["cache_hits"] += 1
         return json_bytes_response(cached, "hit")
     state.counters["cache_misses"] += 1
-    result = await state.run_provider(provider.name, provider.route, parsed.query)
+    result = await state.calls.run_provider(provider.name, provider.route, parsed.query)
     body = dump_json(route_body(result, parsed.query, provider.name, dataset.hash))
     state.cache.put(key, body)
     return json_bytes_response(body, "miss")
@@ -101,7 +92,7 @@ async def matrix(request: web.Request) -> web.Response:
     dataset, registry = state.ready()
     query, name = parse_matrix(await read_json(request, check_media_type=False))
     provider = registry.get(name)
-    result = await state.run(provider.matrix, query)
+    result = await state.calls.matrix(provider, query)
     return json_response(matrix_body(result, provider.name, dataset.hash))
 
 
@@ -112,5 +103,5 @@ async def route_waypoints(request: web.Request) -> web.Response:
     dataset, registry = state.ready()
     query, name = parse_waypoints(await read_json(request, check_media_type=False))
     provider = registry.get(name)
-    result = await state.run(route_through, provider, query)
+    result = await state.calls.route_waypoints(provider, query)
     return json_response(waypoints_body(result, provider.name, dataset.hash))

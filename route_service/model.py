@@ -69,20 +69,35 @@ class RouteResult:
     notes: list[str] = field(default_factory=list)
 
 
+MATRIX_ANNOTATIONS = ("duration", "distance")
+# Rows of cells: a float64 array with NaN where no route exists (OSRM: 8 bytes a cell, written
+# to JSON by orjson without a Python float each), or lists with None (the graph provider).
+Matrix = np.ndarray | list[list[float | None]]
+
+
 @dataclass(frozen=True)
 class MatrixQuery:
     sources: list[LatLon]
     destinations: list[LatLon]
     vehicle: str = "car"
     route_type: str = "fastest"
+    annotations: tuple[str, ...] = MATRIX_ANNOTATIONS  # which tables to compute
+
+    @property
+    def cells(self) -> int:
+        return len(self.sources) * len(self.destinations)
 
 
 @dataclass
 class MatrixResult:
-    durations_s: list[list[float | None]]  # None where no route exists
-    distances_m: list[list[float | None]]
+    durations_s: Matrix  # empty (0 x 0) when not among `annotations`
+    distances_m: Matrix
     snapped_sources: list[Snapped]
     snapped_destinations: list[Snapped]
+    annotations: tuple[str, ...] = MATRIX_ANNOTATIONS  # the tables computed
+
+
+NOT_ASKED: np.ndarray = np.empty((0, 0))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any
 from common.errors import ParameterErrors
 from common.params import LatLon, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from route_service.model import (
+    MATRIX_ANNOTATIONS,
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
     ROUTE_TYPES,
@@ -120,8 +121,23 @@ def parse_matrix(body: Any) -> tuple[MatrixQuery, str | None]:
     sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
     destinations = parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
     vehicle, route_type, provider = parse_profile(params, errors)
+    annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
     errors.raise_if_any()
-    return MatrixQuery(sources, destinations, vehicle, route_type), provider
+    return MatrixQuery(sources, destinations, vehicle, route_type, annotations), provider
+
+
+def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:
+    """Which tables to answer: `["duration"]` costs the route service half the memory and the
+    caller half the JSON of the default `["duration", "distance"]`."""
+    if (
+        not isinstance(raw, list)
+        or not raw
+        or any(item not in MATRIX_ANNOTATIONS for item in raw)
+        or len(set(raw)) != len(raw)
+    ):
+        errors.add("annotations", f"must be a list of distinct values among {', '.join(MATRIX_ANNOTATIONS)}")
+        return MATRIX_ANNOTATIONS
+    return tuple(raw)
 
 
 def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str, str | None]:

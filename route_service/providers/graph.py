@@ -108,10 +108,11 @@ class GraphProvider:
             durations.append([None if c is None else round(c[0], 1) for c in cells])
             distances.append([None if c is None else round(c[1], 1) for c in cells])
         return MatrixResult(
-            durations_s=durations,
+            durations_s=durations,  # both cost the same search: the formatter leaves one out
             distances_m=distances,
             snapped_sources=[to_snapped(s, self.engine) for s in sources],
             snapped_destinations=[to_snapped(d, self.engine) for d in dests],
+            annotations=query.annotations,
         )
 
 

@@ -2,8 +2,8 @@
 
 One `osrm.OSRM` instance per profile dataset (`<dataset>/osrm/<vehicle>-<type>/map.osrm`),
 created on first use or by `preload()`. Calls are synchronous and hold the GIL for their
-whole duration (measured; see docs/decisions.md), so the service runs them in its thread
-pool only to keep the handler code uniform, and scales with processes, not threads.
+whole duration (measured; see docs/decisions.md), so the service scales with processes, not
+threads, and runs large calls in a child process (`route_service.calls`).
 
 Emergency routing needs per-query edge costs, which a preprocessed OSRM graph cannot
 give: `emergency_radius_m > 0` is refused here, and the registry routes such queries to
@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import osrm
 
 from common.errors import DatasetNotReady, InvalidParameter, NoRouteFound, PointNotRoutable
 from common.params import LatLon
 from route_service.instructions import instruction
 from route_service.model import (
+    NOT_ASKED,
     ROUTE_TYPES,
     SNAP_RADIUS_M,
     VEHICLES,
@@ -45,8 +47,23 @@ from route_service.polyline import decode, point_count
 
 OSRM_DIR = "osrm"
 MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
+# Values (cells x annotations) per Table call. The binding answers a tree of JSON values of
+# ~63 bytes each, and reading a table out of it copies that table once more (measured, 1000x1000
+# durations: +65 MiB for the call, +61 MiB for `table["durations"]`; iterating the rows would
+# copy them all a third time, so rows are read by index), so a large matrix is asked in row
+# blocks. Not smaller ones: every call repeats ~0.2 s of work for 1000 destinations (Heidelberg:
+# 1x1000 0.18 s, 1000x1000 1.3 s). 1000x1000 durations: two calls, peak +64 MiB, not +195.
+MAX_TABLE_VALUES = 500_000
 MATCH_RADIUS_M = 10.0  # map matching: the GPS error (standard deviation) OSRM assumes per point
 _SEGMENT_ERROR = re.compile(r"NoSegment.*coordinate (\d+)")
+
+
+def copy_rows(rows: Any, target: np.ndarray) -> None:
+    """The binding's array of rows into `target`; null (no route) becomes NaN. One Python
+    list per row at a time: 0.14 s for 1000x1000, where `plain()` took 1.07 s (and 200 MiB).
+    By index: iterating the binding's array copies every row first."""
+    for i in range(len(rows)):
+        target[i] = list(rows[i])
 
 
 def plain(value: Any) -> Any:
@@ -141,6 +158,8 @@ class OsrmProvider:
     # ------------------------------------------------------------ matrix
 
     def matrix(self, query: MatrixQuery) -> MatrixResult:
+        """Row blocks of at most MAX_TABLE_VALUES values per Table call, each copied into
+        float64 arrays as it comes (see MAX_TABLE_VALUES for the memory this saves)."""
         count = len(query.sources) + len(query.destinations)
         if not query.sources or not query.destinations or count > MAX_MATRIX_LOCATIONS:
             raise InvalidParameter(
@@ -148,23 +167,37 @@ class OsrmProvider:
             )
         engine = self._engine(self._profile_for(query.vehicle, query.route_type))
         radius = SNAP_RADIUS_M[query.vehicle]
-        points = [*query.sources, *query.destinations]
-        n = len(query.sources)
-        params = osrm.TableParameters(
-            coordinates=[(p.lon, p.lat) for p in points],
-            sources=list(range(n)),
-            destinations=list(range(n, len(points))),
-            annotations=["duration", "distance"],
-            radiuses=[radius] * len(points),
-            generate_hints=False,
-        )
-        names = [f"sources[{i}]" for i in range(n)] + [f"destinations[{j}]" for j in range(len(points) - n)]
-        table = plain(call(engine.Table, params, tuple(names), query.vehicle, radius))
+        shape = (len(query.sources), len(query.destinations))
+        tables = {a: np.full(shape, np.nan) for a in query.annotations}
+        rows_per_call = max(1, MAX_TABLE_VALUES // (shape[1] * max(1, len(tables))))
+        destinations = [(p.lon, p.lat) for p in query.destinations]
+        snapped_sources: list[Snapped] = []
+        snapped_destinations: list[Snapped] = []
+        for first in range(0, shape[0], rows_per_call):
+            block = [(p.lon, p.lat) for p in query.sources[first : first + rows_per_call]]
+            params = osrm.TableParameters(
+                coordinates=[*block, *destinations],
+                sources=list(range(len(block))),
+                destinations=list(range(len(block), len(block) + shape[1])),
+                annotations=list(query.annotations),
+                radiuses=[radius] * (len(block) + shape[1]),
+                generate_hints=False,
+            )
+            names = [f"sources[{first + i}]" for i in range(len(block))]
+            names += [f"destinations[{j}]" for j in range(shape[1])]
+            table = call(engine.Table, params, tuple(names), query.vehicle, radius)
+            for annotation, values in tables.items():
+                copy_rows(table[annotation + "s"], values[first : first + len(block)])
+            snapped_sources += [to_snapped(plain(w)) for w in table["sources"]]
+            if not snapped_destinations:
+                snapped_destinations = [to_snapped(plain(w)) for w in table["destinations"]]
+            del table  # the binding's tree of this block (~63 bytes a value) before the next
         return MatrixResult(
-            durations_s=table["durations"],
-            distances_m=table["distances"],
-            snapped_sources=[to_snapped(w) for w in table["sources"]],
-            snapped_destinations=[to_snapped(w) for w in table["destinations"]],
+            durations_s=tables.get("duration", NOT_ASKED),
+            distances_m=tables.get("distance", NOT_ASKED),
+            snapped_sources=snapped_sources,
+            snapped_destinations=snapped_destinations,
+            annotations=query.annotations,
         )
 
     # ------------------------------------------------------------ lean costs and map matching (detours)

@@ -84,9 +84,10 @@ def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) ->
     import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
                 progress=Progress(emit=lambda _line: None))  # fmt: skip
     run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda _line: None)
-    # One solver process: the machine has few cores and the tests send one request at a time.
+    # One solver process per lane (small, large): the machine has few cores and most tests send
+    # one request at a time.
     services = ["auth_service", "geo_service", "route_service", "optimize_service"]
-    stack = make_stack(data_dir, services, OPTIMIZE_SOLVER_PROCESSES="1")
+    stack = make_stack(data_dir, services, OPTIMIZE_SOLVER_PROCESSES="1", OPTIMIZE_SMALL_PROCESSES="1")
     stack.start()
     try:
         yield stack

@@ -1,4 +1,4 @@
-"""Two searches per request: the handler's state runs them at once and keeps the shorter tour."""
+"""Two searches per request: a lane runs them at once and keeps the shorter tour."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from optimize_service import handlers
-from optimize_service.app import parallel_searches
+from optimize_service import scheduler
 from optimize_service.exact import EXACT_MAX_STOPS
-from optimize_service.handlers import OptimizeState
+from optimize_service.scheduler import Lane, parallel_searches
 from optimize_service.solver import Search, Tour, TourProblem, searches
 
 
@@ -31,29 +30,33 @@ def problem(stops: int) -> TourProblem:
     return TourProblem(np.ones((stops, stops)), 0, None)
 
 
+def lane(pool: ThreadPoolExecutor, processes: int) -> Lane:
+    return Lane("large", pool, processes, queue_size=None, queue_seconds=60)
+
+
 @pytest.mark.parametrize("stops", [50, 500])
 async def test_two_searches_run_and_the_shorter_tour_wins(monkeypatch: pytest.MonkeyPatch, stops: int) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(handlers, "solve", fake_solve(calls))
+    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        tour = await OptimizeState(routes=None, solver_pool=pool, parallel_searches=2).solve(problem(stops))  # type: ignore[arg-type]
+        tour = await lane(pool, 2).run(problem(stops))
     assert sorted(map(repr, calls)) == sorted(map(repr, searches(stops)))
     assert tour.method == "search 1" and tour.duration_s == 99.0
 
 
 async def test_one_worker_runs_the_best_single_search(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(handlers, "solve", fake_solve(calls))
+    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tour = await OptimizeState(routes=None, solver_pool=pool, parallel_searches=1).solve(problem(50))  # type: ignore[arg-type]
+        tour = await lane(pool, 1).run(problem(50))
     assert calls == [None] and tour.method == "search 0"
 
 
 async def test_an_exact_tour_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(handlers, "solve", fake_solve(calls))
+    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        await OptimizeState(routes=None, solver_pool=pool, parallel_searches=2).solve(problem(EXACT_MAX_STOPS))  # type: ignore[arg-type]
+        await lane(pool, 2).run(problem(EXACT_MAX_STOPS))
     assert calls == [None]
 
 

@@ -1,0 +1,183 @@
+"""Which solver processes answer a problem, and when: two lanes and a bounded queue (no aiohttp).
+
+Measured before (Heidelberg, two cores, one pool of two processes for every request): with two
+1000-stop requests running, a 20-stop request waited 10.5 s for an answer that takes 0.55 s
+alone. Now:
+
+- **Small lane**: exact problems (Held-Karp, up to 12 stops) and short searches, those whose
+  estimated solver time (`estimate_s`) is at most `OPTIMIZE_SMALL_SECONDS` (1 s: up to ~120
+  stops at the default time limit). Processes of their own at normal priority, so a small
+  problem never waits behind a large one and gets the CPU first.
+- **Large lane**: everything else, including a small set with a long `timeLimit` (it asked for
+  long work). Its processes are niced (`OPTIMIZE_LARGE_NICE`): on two cores a large search
+  would otherwise take half the CPU from a small one.
+- Each lane solves one request at a time, with all its processes (the portfolio's searches run
+  at once, one per process); the others wait in arrival order. A lane admits a request only
+  while the work ahead of it plus its own stays within `OPTIMIZE_QUEUE_SECONDS` (40 s; the
+  gateway gives up on an optimization after 60 s) and, for the large lane, while at most
+  `OPTIMIZE_QUEUE_SIZE` wait behind the one solving. Otherwise `OptimizerBusy`: 503 with
+  `Retry-After`, the estimated seconds until the lane would admit it, at once and never a
+  timeout. Admission comes before the road matrix, so a refused request costs no routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.errors import OptimizerBusy
+from optimize_service.exact import EXACT_MAX_STOPS
+from optimize_service.solver import Tour, TourProblem, default_time_limit, needs_search, searches, shortest, solve
+
+SMALL, LARGE = "small", "large"
+SolverRunner = Callable[[TourProblem], Awaitable[Tour]]
+
+# An exact problem's solver time (Held-Karp: 30-80 ms at 12 stops).
+EXACT_ESTIMATE_S = 0.1
+# A search takes its time limit plus a set-up growing with the matrix: PyVRP measured 0.72 s
+# beyond the limit at 1000 stops, 0.06 s at 300, nothing visible at 20 (Heidelberg matrices).
+SETUP_S_PER_STOP_SQUARED = 0.75e-6
+
+
+def estimate_s(stops: int, time_limit_s: float | None) -> float:
+    """Seconds a lane's processes are busy with one problem of this size."""
+    if stops <= EXACT_MAX_STOPS:
+        return EXACT_ESTIMATE_S
+    limit = time_limit_s if time_limit_s is not None else default_time_limit(stops)
+    return limit + SETUP_S_PER_STOP_SQUARED * stops * stops
+
+
+def parallel_searches(processes: int) -> int:
+    """Two searches per request when the lane has two processes (the solver's portfolio has two;
+    on the bench, PyVRP alone is 1.4-1.7 % above the reference at 200 and 500 stops, the pair
+    ≤ 0.71 %); never more than its processes, or they would run one after the other."""
+    return max(1, min(2, processes))
+
+
+@dataclass(eq=False)
+class Job:
+    """One admitted request: counted in its lane from admission (before its matrix) to the end
+    of its solve."""
+
+    estimate_s: float
+    started: float | None = None  # clock time its solve began
+
+
+@dataclass
+class Lane:
+    name: str
+    pool: Executor
+    processes: int
+    queue_size: int | None  # requests that may wait behind the one solving; None: no limit
+    queue_seconds: float  # most estimated solver seconds ahead of a request plus its own
+    clock: Callable[[], float] = time.monotonic
+    jobs: list[Job] = field(default_factory=list)  # admitted, in arrival order
+    _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def parallel(self) -> int:
+        return parallel_searches(self.processes)
+
+    def remaining_s(self, jobs: list[Job] | None = None) -> float:
+        """Estimated solver seconds left in `jobs` (default: every admitted request)."""
+        now = self.clock()
+        total = 0.0
+        for job in self.jobs if jobs is None else jobs:
+            total += job.estimate_s if job.started is None else max(0.0, job.started + job.estimate_s - now)
+        return total
+
+    def fits(self, jobs: list[Job], estimate: float) -> bool:
+        if not jobs:
+            return True  # an idle lane takes anything: the gateway's limit bounds timeLimit
+        if self.queue_size is not None and len(jobs) > self.queue_size:
+            return False
+        return self.remaining_s(jobs) + estimate <= self.queue_seconds
+
+    def retry_after_s(self, estimate: float) -> int:
+        """Seconds until the lane would admit a request of `estimate`, if the work ahead runs
+        as estimated: the one solving first, then the others in arrival order."""
+        ahead = sorted(self.jobs, key=lambda job: job.started is None)
+        waited = 0.0
+        for done in range(len(ahead) + 1):
+            if self.fits(ahead[done:], estimate):
+                break
+            waited += self.remaining_s([ahead[done]])
+        return max(1, math.ceil(waited))
+
+    def admit(self, estimate: float) -> Job:
+        if not self.fits(self.jobs, estimate):
+            retry = self.retry_after_s(estimate)
+            raise OptimizerBusy(
+                f"{len(self.jobs)} {self.name} optimizations hold about {self.remaining_s():.0f} s of solver "
+                f"work; try again in {retry} s",
+                retry_after_s=retry,
+            )
+        job = Job(estimate)
+        self.jobs.append(job)
+        return job
+
+    def release(self, job: Job) -> None:
+        self.jobs.remove(job)
+
+    async def solve(self, job: Job, problem: TourProblem) -> Tour:
+        async with self._turn:
+            job.started = self.clock()
+            return await self.run(problem)
+
+    async def run(self, problem: TourProblem) -> Tour:
+        loop = asyncio.get_running_loop()
+        if not needs_search(problem) or self.parallel < 2:
+            return await loop.run_in_executor(self.pool, solve, problem)
+        chosen = searches(len(problem.durations_s))[: self.parallel]
+        # Every search to its end, even when one fails: the lane's processes are busy until then.
+        tours = await asyncio.gather(
+            *(loop.run_in_executor(self.pool, solve, problem, s) for s in chosen), return_exceptions=True
+        )
+        for tour in tours:
+            if isinstance(tour, BaseException):
+                raise tour
+        return shortest([t for t in tours if isinstance(t, Tour)])
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "processes": self.processes,
+            "solving": sum(job.started is not None for job in self.jobs),
+            "admitted": len(self.jobs),
+            "queueSize": self.queue_size,
+            "workSeconds": round(self.remaining_s(), 1),
+        }
+
+
+@dataclass
+class Scheduler:
+    small: Lane
+    large: Lane
+    small_max_s: float  # OPTIMIZE_SMALL_SECONDS
+
+    def lane_for(self, stops: int, time_limit_s: float | None) -> Lane:
+        small = stops <= EXACT_MAX_STOPS or estimate_s(stops, time_limit_s) <= self.small_max_s
+        return self.small if small else self.large
+
+    @asynccontextmanager
+    async def admit(self, stops: int, time_limit_s: float | None) -> AsyncIterator[SolverRunner]:
+        """A place in the problem's lane (or OptimizerBusy) for the time of the block; inside,
+        the runner solves in that lane once its turn comes."""
+        lane = self.lane_for(stops, time_limit_s)
+        job = lane.admit(estimate_s(stops, time_limit_s))
+
+        async def run_solver(problem: TourProblem) -> Tour:
+            return await lane.solve(job, problem)
+
+        try:
+            yield run_solver
+        finally:
+            lane.release(job)
+
+    def health(self) -> dict[str, Any]:
+        return {SMALL: self.small.health(), LARGE: self.large.health()}
