@@ -12,6 +12,8 @@ from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
 from optimize_service.solver import (
     CHEAPEST_ARC_MAX_STOPS,
     CHRISTOFIDES,
+    INSERTION_MIN_STOPS,
+    LOCAL_CHEAPEST_INSERTION,
     OR_TOOLS,
     PATH_CHEAPEST_ARC,
     PYVRP,
@@ -139,6 +141,11 @@ def test_searches_by_size() -> None:
     assert small[1] == Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)
     # Large sets: the plain Christofides search (the cheapest-arc start is poor there).
     assert large[1] == Search(OR_TOOLS, CHRISTOFIDES)
+    # The largest: two OR-Tools starts, no PyVRP (it falls 5-6 % behind at 1000 stops in seconds).
+    largest = searches(INSERTION_MIN_STOPS)
+    assert searches(INSERTION_MIN_STOPS - 1) == large
+    assert largest == [Search(OR_TOOLS, LOCAL_CHEAPEST_INSERTION), Search(OR_TOOLS, CHRISTOFIDES)]
+    assert all(search.engine != PYVRP for search in searches(1000))
 
 
 def test_search_parameters_honour_the_search() -> None:
@@ -171,3 +178,5 @@ def test_default_time_limits_leave_room_for_the_request_goals() -> None:
     # The rest of a request takes ~0.1 s at 100 stops and ~0.8 s at 500 (goals: 1 s and 5 s).
     assert default_time_limit(100) <= 0.8 and default_time_limit(500) <= 3.5
     assert default_time_limit(25) == 0.5
+    # 1000 stops: ~2.5 s of matrix and geometry around the search, goal 10 s.
+    assert default_time_limit(500) < default_time_limit(750) < default_time_limit(1000) == 6.0
