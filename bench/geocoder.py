@@ -23,12 +23,9 @@ import multiprocessing
 import random
 import re
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 import unicodedata
-import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -484,8 +481,6 @@ STACK_ENV = {
     "ARGON2_MEMORY_KIB": "8192",
     "ARGON2_PARALLELISM": "1",
 }
-USER = "bench-geocoder@example.com"
-PASSWORD = "bench-geocoder-password-1"  # noqa: S105 - a throwaway account in a temporary stack
 
 
 @contextmanager
@@ -505,18 +500,6 @@ def platform(data_dir: Path) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
-
-
-def user_token(stack: Stack) -> str:
-    command = [sys.executable, "-m", "auth_service.console", "add-user", USER, "--password", PASSWORD]
-    subprocess.run([*command, "--tier", "unlimited"], cwd=REPO_ROOT, env=stack.env(), check=True, capture_output=True)
-    request = urllib.request.Request(  # noqa: S310 - loopback
-        stack.base_url + "/v1/authenticate",
-        data=json.dumps({"user": USER, "password": PASSWORD}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
-        return str(json.loads(resp.read())["token"])
 
 
 async def get(session: aiohttp.ClientSession, url: str, params: dict[str, str]) -> tuple[int, Any, float]:
@@ -859,7 +842,7 @@ def run() -> str:
         random.Random(SEED).shuffle(cases)
         local = in_process(data_dir / "geo", cases)
         with platform(data_dir) as stack:
-            token = user_token(stack)
+            token = stack.login()
             warm = warm_up_cases(truths, samples)
             run_ = asyncio.run(measure_http(stack.base_url, token, cases, samples, warm))
     return report(imported, truths, samples, run_, local, time.perf_counter() - started) + "\n"

@@ -31,7 +31,6 @@ import math
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -63,7 +62,7 @@ from bench.optimize_instances import (
     supported_sizes,
 )
 from bench.optimize_references import SOLVERS, VROOM_LEVEL, Result, references, tour_duration
-from common.config import DEFAULT_PORTS, REPO_ROOT
+from common.config import DEFAULT_PORTS
 from launcher.redis_server import free_port
 from launcher.stack import Stack
 from optimize_service.config import default_solver_processes
@@ -76,7 +75,6 @@ MEMORY_GOAL_MIB = 150.0
 NEAR_IDLE_MIB = 30.0  # "back near idle" 5 s after the large request
 LOAD_SIZE, SMALL_SIZE = 1000, 20
 SOLVER_NAMES = {"vroom": f"VROOM (level {VROOM_LEVEL})", "ortools": "OR-Tools GLS", "pyvrp": "PyVRP"}
-USER, PASSWORD = "bench-optimize@example.com", "bench password 1"
 Json = Any
 
 
@@ -199,14 +197,6 @@ def http(url: str, body: Json, headers: dict[str, str] | None = None, timeout: f
     return Answer(status, head, parsed, wall)
 
 
-def user_token(stack: Stack) -> str:
-    command = [sys.executable, "-m", "auth_service.console", "add-user", USER, "--password", PASSWORD, "--tier", "unlimited"]
-    subprocess.run(command, cwd=REPO_ROOT, env=stack.env(), capture_output=True, check=True, timeout=60)
-    answer = http(stack.base_url + "/v1/authenticate", {"user": USER, "password": PASSWORD})
-    assert answer.status == 200, answer.body
-    return str(answer.body["token"])
-
-
 @dataclass
 class Client:
     stack: Stack
@@ -247,7 +237,7 @@ def city_stack(city: str, data_dir: Path) -> Iterator[Client]:
     )
     stack.start()
     try:
-        client = Client(stack, user_token(stack))
+        client = Client(stack, stack.login())
         client.optimize(instance(city, SMALL_SIZE, ROUND_TRIP))  # first requests load OSRM and solvers
         yield client
     finally:

@@ -43,7 +43,6 @@ CONNECTIONS = (8, 32, 64)
 WATCHED = {"gateway": "gateway", "route service": "route_service", "redis": "redis"}  # label -> Stack name
 SECONDS = 10.0
 SNAP_RADIUS_M = 1000  # the route service's car radius, so a kept pair routes there too
-USER, PASSWORD = "bench@example.com", "bench-password-1"
 # Same answer detail everywhere: full GeoJSON overview geometry, no turn-by-turn steps.
 GATEWAY_PATH = "/v1/route?from=%.7f%%2C%.7f&to=%.7f%%2C%.7f&steps=false"
 OSRM_PATH = "/route/v1/driving/%.7f,%.7f;%.7f,%.7f?overview=full&geometries=geojson&steps=false"
@@ -99,15 +98,6 @@ def http_json(url: str, body: dict[str, object] | None = None, headers: dict[str
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})  # noqa: S310
     with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
         return json.loads(resp.read())
-
-
-def user_token(stack: Stack) -> str:
-    command = [sys.executable, "-m", "auth_service.console", "add-user", USER, "--password", PASSWORD,
-               "--tier", "unlimited"]  # fmt: skip
-    subprocess.run(command, cwd=REPO_ROOT, env=stack.env(), capture_output=True, check=True, timeout=60)
-    answer = http_json(stack.base_url + "/v1/authenticate", {"user": USER, "password": PASSWORD})
-    assert isinstance(answer, dict)
-    return str(answer["token"])
 
 
 def check_all(load: Load) -> tuple[int, str]:
@@ -198,7 +188,7 @@ class Runner:
 
 def measure(stack: Stack, routed: tuple[str, int], coords: list[Coords], runner: Runner) -> dict[str, int]:
     """All sweeps; returns the failures of the one-by-one check of each target."""
-    auth = {"Authorization": "Bearer " + user_token(stack)}
+    auth = {"Authorization": "Bearer " + stack.login()}
     gateway = Load(stack.base_url, GATEWAY_PATH, coords, auth)
     direct = Load(stack.url("route_service"), GATEWAY_PATH, coords, {})
     reference = Load(routed[0], OSRM_PATH, coords, {}, lonlat=True)
@@ -323,7 +313,7 @@ def measure_variants(data_dir: Path, coords: list[Coords], wrk: str | None, seco
         for index, (label, env) in enumerate(VARIANTS.items()):
             extra = {"MAP_DIR": str(data_dir / "maps"), **env}
             stack = stacks.enter_context(platform(data_dir / f"variant-{index}", extra))
-            auth = {"Authorization": "Bearer " + user_token(stack)}
+            auth = {"Authorization": "Bearer " + stack.login()}
             loads[label] = Load(stack.base_url, GATEWAY_PATH, coords, auth, jitter=True)
             runners[label] = Runner(wrk, seconds)
             runners[label].runs = 100 * (index + 1)  # distinct jitter salts: no stack sees another's keys

@@ -6,6 +6,7 @@ so all three start the platform the same way.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +79,22 @@ class Stack:
             env[URL_ENV[name]] = self.url(name)
         env.update(self.extra_env)
         return env
+
+    def login(self, tier: str = "unlimited") -> str:
+        """A token for a new account of `tier`: made with the account console, logged in through
+        the gateway. What the integration tests and the benchmarks call the API with."""
+        email, password = f"user-{uuid.uuid4().hex[:12]}@example.com", uuid.uuid4().hex
+        console = [sys.executable, "-m", "auth_service.console", "add-user", email, "--password", password]
+        subprocess.run(
+            [*console, "--tier", tier], cwd=REPO_ROOT, env=self.env(), capture_output=True, check=True, timeout=60
+        )
+        request = urllib.request.Request(  # noqa: S310 - loopback
+            self.base_url + "/v1/authenticate",
+            data=json.dumps({"user": email, "password": password}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - loopback
+            return str(json.loads(answer.read())["token"])
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import urllib.request
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,16 +94,7 @@ def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) ->
 
 def user_token(stack: Stack, tier: str = "unlimited") -> str:
     """A new account of the tier, logged in through the gateway."""
-    password = uuid.uuid4().hex
-    email = f"e2e-{uuid.uuid4().hex[:10]}@example.com"
-    console_ok(stack, "add-user", email, "--password", password, "--tier", tier)
-    request = urllib.request.Request(  # noqa: S310 - loopback
-        stack.base_url + "/v1/authenticate",
-        data=json.dumps({"user": email, "password": password}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as resp:  # noqa: S310 - loopback
-        return str(json.loads(resp.read())["token"])
+    return stack.login(tier)
 
 
 @pytest.fixture
