@@ -12,7 +12,7 @@ else (time windows, shift length) constrains the search.
 from __future__ import annotations
 
 import numpy as np
-from pyvrp import Client, Depot, Location, ProblemData, VehicleType, solve
+from pyvrp import Client, Depot, Location, ProblemData, Route, Solution, VehicleType, solve
 from pyvrp.stop import MaxRuntime
 
 # Never taken: leaving the open tour's extra end depot (PyVRP needs every entry finite).
@@ -20,9 +20,12 @@ UNUSED_ARC = 1 << 40
 
 
 def iterated_local_search(
-    costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0
-) -> list[int]:
-    """Every stop once, `start` first and `end` (if any, and not a round trip) last."""
+    costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0,
+    initial: list[int] | None = None,
+) -> list[int]:  # fmt: skip
+    """Every stop once, `start` first and `end` (if any, and not a round trip) last. `initial`:
+    a tour to start from (every stop once, in any order around the start and end); None: PyVRP
+    builds its own from a random one."""
     n = len(costs)
     depots = [start] if end in (None, start) else [start, end]
     clients = [i for i in range(n) if i not in depots]
@@ -35,7 +38,13 @@ def iterated_local_search(
         distance_matrices=[matrix],  # type: ignore[list-item]  # the stub wants ndarray[int]
         duration_matrices=[np.zeros_like(matrix)],  # type: ignore[list-item]
     )
-    result = solve(data, stop=MaxRuntime(time_limit_s), seed=seed, collect_stats=False, display=False)
+    warm_start = None
+    if initial is not None:
+        position = {stop: index for index, stop in enumerate(clients)}  # PyVRP's client numbers
+        warm_start = Solution(data, [Route(data, [position[i] for i in initial if i in position], 0)])
+    result = solve(
+        data, stop=MaxRuntime(time_limit_s), seed=seed, collect_stats=False, display=False, initial_solution=warm_start
+    )
     if not result.best.is_feasible() or result.best.num_routes() != 1:
         raise RuntimeError("PyVRP found no tour through every stop")
     visits = [clients[activity.idx] for activity in result.best.routes()[0].schedule() if activity.is_client()]

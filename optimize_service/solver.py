@@ -3,14 +3,15 @@
 Runs in worker processes (see app.py): the solvers hold the GIL for their whole search, which
 would stall the service's event loop. Everything here is plain data in, plain data out.
 
-Why these searches (measured on Heidelberg road matrices, docs/decisions.md):
+Why these searches (measured on the bench's road matrices, docs/decisions.md):
 - PyVRP's iterated local search (`ils.py`) is the best single search at 100 stops: in 0.7 s
-  it matched (median +0.0 % on 7 matrices) what OR-Tools' guided local search finds in 30 s,
-  where OR-Tools itself stayed ~1.6-2 % above.
-- It has bad instances (one 100-stop set: +2.3 % where OR-Tools' bandit search from the
-  cheapest arc got +0.7 %; the bench's 200 and 500 stops: +1.7 % and +1.4 % where the plain
-  Christofides search got +0.7 % and +0.0 %), so an OR-Tools search runs beside it, one per
-  core, and the shorter tour wins (`searches`).
+  it matched (median +0.0 % on 7 matrices) what OR-Tools' guided local search finds in 30 s.
+  It has bad instances, so up to 150 stops an OR-Tools search runs beside it, one per core,
+  and the shorter tour wins.
+- From its own random start PyVRP falls behind as the set grows (+4 to +12 % at 1000 stops
+  in 6 s); started from OR-Tools' insertion tour (60 ms) it is the best search there is at
+  200-1000 stops (1-3 % below a 20 s OR-Tools or PyVRP search). Above 150 stops both cores
+  run it, from two different first tours.
 - Both search until their time limit, so the limit grows with the number of stops
   (`default_time_limit`).
 """
@@ -18,6 +19,7 @@ Why these searches (measured on Heidelberg road matrices, docs/decisions.md):
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,20 +33,14 @@ from optimize_service.ils import iterated_local_search
 COST_SCALE = 10
 CHRISTOFIDES = routing_enums_pb2.FirstSolutionStrategy.CHRISTOFIDES
 PATH_CHEAPEST_ARC = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
-# Up to this many stops OR-Tools runs from the cheapest arc (with the operator bandit) beside
-# PyVRP; above, from Christofides (plain). Measured at 100 and 200 stops, nothing between:
-# at 100 the cheapest-arc search was best where PyVRP was weak, at 200 it missed by 2.6 %
-# where the plain Christofides search stayed within 0.9 % on every instance.
+# Up to this many stops PyVRP starts from its own random tour and OR-Tools' bandit search from
+# the cheapest arc runs beside it; above, two PyVRP searches start from OR-Tools' first tours.
+# Measured at 100 stops (random start +0.43 % worst, the insertion start +1.18 %) and at
+# 200-1000 (random start +1.0 to +12 %, the insertion start +0.6 % worst): 150 is between.
 CHEAPEST_ARC_MAX_STOPS = 150
-# Above this many stops PyVRP gives way to a second OR-Tools search from the local cheapest
-# insertion. Measured on the bench's instances (Heidelberg, Monaco, Andorra; round trips and
-# open tours): at 1000 stops and 7 s PyVRP was +5.5 % and +6.1 % above a 20 s reference, GLS
-# from Christofides +4.8 % and +10.1 %, GLS from the local cheapest insertion +1.3 % and +1.7 %;
-# at 500 stops PyVRP was 0.8-1.3 % behind the Christofides search, and the two OR-Tools starts
-# each won half the instances, by up to 3 %. At 200 PyVRP is often the best (kept). Nothing
-# measured between 200 and 500.
-INSERTION_MIN_STOPS = 350
 LOCAL_CHEAPEST_INSERTION = routing_enums_pb2.FirstSolutionStrategy.LOCAL_CHEAPEST_INSERTION
+# A first tour takes 60 ms at 1000 stops (insertion); the limit only guards against a stall.
+FIRST_TOUR_LIMIT_S = 5.0
 
 
 PYVRP = "pyvrp"
@@ -55,28 +51,29 @@ METHODS = {PYVRP: "pyvrp-ils", OR_TOOLS: "or-tools-gls"}
 @dataclass(frozen=True)
 class Search:
     """One search: PyVRP's iterated local search, or a configuration of OR-Tools' guided local
-    search (the other fields are OR-Tools')."""
+    search (`bandit` and `penalty_weight` are OR-Tools' only)."""
 
     engine: str = OR_TOOLS
-    first_solution: int = CHRISTOFIDES
+    # OR-Tools' first solution strategy. PyVRP: None starts from its own random tour, a
+    # strategy from OR-Tools' first tour by it.
+    first_solution: int | None = CHRISTOFIDES
     # OR-Tools picks its local search operators by a multi-armed bandit instead of in turn:
     # it stops wasting time on operators that never improve a one-vehicle tour.
     bandit: bool = False
     # Weight of GLS's penalties (OR-Tools' default 0.1); 0.2 escaped local optima faster at
     # 100 stops with the bandit (mean gap 1.5 % against 1.9 %).
     penalty_weight: float = 0.1
+    seed: int = 0  # PyVRP's
 
 
 def searches(stops: int) -> list[Search]:
     """The searches to run at once, best alone first (the one used with a single process).
-    OR-Tools alone, gaps to its 30 s result, medians over instances: 100 stops at 0.8 s: plain
-    2.0 %, bandit 1.6 %; 500 stops at 3.5 s: plain 0.05 %, bandit 1.0 %, bandit from the
-    cheapest arc 5.7 % (that start is poor on large sets)."""
+    Above 150 stops, on 18 bench instances (200-1000 stops, 20 s references): PyVRP from the
+    insertion tour worst +0.58 %, from Christofides' +3.8 % (but best where the first is
+    worst), from the savings or cheapest-arc tours +3.2 % and +3.0 %; the pair worst +0.5 %."""
     if stops <= CHEAPEST_ARC_MAX_STOPS:
-        return [Search(PYVRP), Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
-    if stops < INSERTION_MIN_STOPS:
-        return [Search(PYVRP), Search(OR_TOOLS, CHRISTOFIDES)]
-    return [Search(OR_TOOLS, LOCAL_CHEAPEST_INSERTION), Search(OR_TOOLS, CHRISTOFIDES)]
+        return [Search(PYVRP, None), Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
+    return [Search(PYVRP, LOCAL_CHEAPEST_INSERTION), Search(PYVRP, CHRISTOFIDES, seed=1)]
 
 
 @dataclass(frozen=True)
@@ -134,9 +131,14 @@ def solve(problem: TourProblem, search: Search | None = None) -> Tour:
 
 
 def run_search(costs: np.ndarray, start: int, end: int | None, time_limit_s: float, search: Search) -> list[int]:
-    if search.engine == PYVRP:
-        return iterated_local_search(costs, start, end, time_limit_s)
-    return guided_local_search(costs, start, end, time_limit_s, search)
+    if search.engine != PYVRP:
+        return guided_local_search(costs, start, end, time_limit_s, search)
+    if search.first_solution is None:
+        return iterated_local_search(costs, start, end, time_limit_s, seed=search.seed)
+    began = time.perf_counter()  # the first tour's time is part of the limit
+    initial = first_tour(costs, start, end, search.first_solution)
+    left = max(0.01, time_limit_s - (time.perf_counter() - began))
+    return iterated_local_search(costs, start, end, left, seed=search.seed, initial=initial)
 
 
 def tour(
@@ -150,6 +152,17 @@ def tour(
 def guided_local_search(
     costs: np.ndarray, start: int, end: int | None, time_limit_s: float, search: Search = Search()
 ) -> list[int]:
+    return or_tools_tour(costs, start, end, search_parameters(time_limit_s, search))
+
+
+def first_tour(costs: np.ndarray, start: int, end: int | None, strategy: int) -> list[int]:
+    """OR-Tools' first solution by `strategy`, without its local search (60 ms at 1000 stops)."""
+    params = search_parameters(FIRST_TOUR_LIMIT_S, Search(OR_TOOLS, strategy))
+    params.solution_limit = 1
+    return or_tools_tour(costs, start, end, params)
+
+
+def or_tools_tour(costs: np.ndarray, start: int, end: int | None, params: Any) -> list[int]:
     """OR-Tools routing with one vehicle. The nodes are relabelled so that the start is node 0
     (OR-Tools' CHRISTOFIDES fails on some instances otherwise; measured). An open tour ends at
     an extra node that every stop reaches at no cost, so the search may finish anywhere."""
@@ -164,22 +177,25 @@ def guided_local_search(
         last = n
     else:
         matrix, last = relabelled, (0 if end == start else n - 1)
-    order = solve_path(matrix, last, time_limit_s, search)
+    order = solve_path(matrix, last, params)
     if order is None:  # never seen after relabelling; the default start is the safety net
-        order = solve_path(matrix, last, time_limit_s, Search(OR_TOOLS, PATH_CHEAPEST_ARC))
+        fallback = type(params)()
+        fallback.CopyFrom(params)
+        fallback.first_solution_strategy = PATH_CHEAPEST_ARC
+        order = solve_path(matrix, last, fallback)
     if order is None:
         raise RuntimeError("OR-Tools found no tour")
     return [labels[node] for node in order if node < n]
 
 
-def solve_path(matrix: np.ndarray, last: int, time_limit_s: float, search: Search) -> list[int] | None:
+def solve_path(matrix: np.ndarray, last: int, params: Any) -> list[int] | None:
     """Nodes from 0 to `last` (0: back to the start) in OR-Tools' order; None if it found none."""
     manager = pywrapcp.RoutingIndexManager(len(matrix), 1, [0], [last])
     routing = pywrapcp.RoutingModel(manager)
     # A matrix callback stays in C++: a Python callback costs ~10x the search speed.
     transit = routing.RegisterTransitMatrix(matrix.tolist())
     routing.SetArcCostEvaluatorOfAllVehicles(transit)
-    solution = routing.SolveWithParameters(search_parameters(time_limit_s, search))
+    solution = routing.SolveWithParameters(params)
     if solution is None:
         return None
     order: list[int] = []

@@ -49,3 +49,15 @@ def test_fixed_destination_and_round_trip_depots() -> None:
     assert end_depot == 1 and matrix[0, 1] == costs[1, 3] and matrix[2, 3] == costs[0, 2]
     matrix, end_depot = problem_matrix(costs, [1], [0, 2, 3], open_tour=False)
     assert end_depot == 0 and matrix.shape == (4, 4) and (np.diag(matrix) == 0).all()
+
+
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_a_warm_start_is_kept_or_improved(case: str) -> None:
+    rng = np.random.default_rng(23)
+    costs = random_matrix(rng, 30, symmetric=False).astype(np.int64)
+    start, end = ends_for(case, 30, rng)
+    middle = [i for i in range(30) if i not in (start, end)]
+    initial = [start, *middle, *([end] if end is not None and end != start else [])]
+    order = iterated_local_search(costs, start, end, time_limit_s=0.2, initial=initial)
+    assert_valid(order, 30, start, end)
+    assert tour_cost(costs, order, end == start) <= tour_cost(costs, initial, end == start)

@@ -12,7 +12,6 @@ from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
 from optimize_service.solver import (
     CHEAPEST_ARC_MAX_STOPS,
     CHRISTOFIDES,
-    INSERTION_MIN_STOPS,
     LOCAL_CHEAPEST_INSERTION,
     OR_TOOLS,
     PATH_CHEAPEST_ARC,
@@ -20,6 +19,7 @@ from optimize_service.solver import (
     Search,
     TourProblem,
     default_time_limit,
+    first_tour,
     guided_local_search,
     search_parameters,
     searches,
@@ -134,18 +134,48 @@ def test_larger_sets_get_a_timed_search_pyvrp_unless_told() -> None:
 
 
 def test_searches_by_size() -> None:
-    small, large = searches(100), searches(CHEAPEST_ARC_MAX_STOPS + 1)
-    # PyVRP first everywhere (best alone); beside it an OR-Tools search, for diversity.
-    assert small[0] == large[0] == Search(PYVRP)
-    # Small sets: OR-Tools' bandit search from the cheapest arc (PyVRP's weak cases are its good ones).
-    assert small[1] == Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)
-    # Large sets: the plain Christofides search (the cheapest-arc start is poor there).
-    assert large[1] == Search(OR_TOOLS, CHRISTOFIDES)
-    # The largest: two OR-Tools starts, no PyVRP (it falls 5-6 % behind at 1000 stops in seconds).
-    largest = searches(INSERTION_MIN_STOPS)
-    assert searches(INSERTION_MIN_STOPS - 1) == large
-    assert largest == [Search(OR_TOOLS, LOCAL_CHEAPEST_INSERTION), Search(OR_TOOLS, CHRISTOFIDES)]
-    assert all(search.engine != PYVRP for search in searches(1000))
+    small, large = searches(CHEAPEST_ARC_MAX_STOPS), searches(CHEAPEST_ARC_MAX_STOPS + 1)
+    # Small sets: PyVRP from its own random start (best alone), and OR-Tools' bandit search
+    # from the cheapest arc beside it (PyVRP's weak cases are its good ones).
+    assert small == [Search(PYVRP, None), Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
+    # Large sets: PyVRP on both cores, from OR-Tools' insertion and Christofides tours (from its
+    # own start it falls 1-12 % behind at 200-1000 stops in seconds).
+    assert large == [Search(PYVRP, LOCAL_CHEAPEST_INSERTION), Search(PYVRP, CHRISTOFIDES, seed=1)]
+    assert searches(1000) == large and searches(13) == small
+
+
+@pytest.mark.parametrize("strategy", [LOCAL_CHEAPEST_INSERTION, CHRISTOFIDES])
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_first_tours_are_tours_of_every_kind(strategy: int, case: str) -> None:
+    rng = np.random.default_rng(17)
+    costs = random_matrix(rng, 60, symmetric=False).astype(np.int64)
+    start, end = ends_for(case, 60, rng)
+    assert_valid(first_tour(costs, start, end, strategy), 60, start, end)
+
+
+def test_a_large_set_starts_pyvrp_from_the_first_tour(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The warm start is what makes PyVRP good above 150 stops: it must get the first tour.
+    given: list[list[int] | None] = []
+    real = solver.iterated_local_search
+
+    def recording(
+        costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0,
+        initial: list[int] | None = None,
+    ) -> list[int]:  # fmt: skip
+        given.append(initial)
+        return real(costs, start, end, time_limit_s, seed=seed, initial=initial)
+
+    monkeypatch.setattr(solver, "iterated_local_search", recording)
+    durations = random_matrix(np.random.default_rng(8), 40, symmetric=False) / 10
+    costs = np.rint(durations * 10).astype(np.int64)
+    for search in searches(CHEAPEST_ARC_MAX_STOPS + 1):
+        tour = solve(TourProblem(durations, 3, None, time_limit_s=0.2), search)
+        assert tour.method == "pyvrp-ils"
+        assert_valid(tour.order, 40, 3, None)
+        assert search.first_solution is not None
+        assert given[-1] == first_tour(costs, 3, None, search.first_solution)
+    solve(TourProblem(durations, 3, None, time_limit_s=0.1), searches(CHEAPEST_ARC_MAX_STOPS)[0])
+    assert given[-1] is None
 
 
 def test_search_parameters_honour_the_search() -> None:
