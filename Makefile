@@ -6,12 +6,13 @@ PY := $(VENV)/bin/python
 PACKAGES := $(wildcard common gateway auth_service geo_service route_service optimize_service launcher bench tests)
 STAMP := $(VENV)/.installed
 
-.PHONY: up test install lint unit integration bench import clean help
+.PHONY: up test install lint unit integration bench fuzz import clean help
 
 help:
 	@echo "make up     - install, import the default map and start the platform on 127.0.0.1:8080"
 	@echo "make test   - install, lint (ruff, mypy) and run the whole test suite"
 	@echo "make bench  - run the benchmarks and write bench/RESULTS.md"
+	@echo "make fuzz   - start the platform and fuzz its OpenAPI spec with schemathesis (bounded, ~2 min)"
 
 install: $(STAMP)
 
@@ -39,6 +40,10 @@ integration: install
 
 bench: install
 	$(PY) -m bench
+
+# Bounded: FUZZ_EXAMPLES per operation, FUZZ_MAX_SECONDS in all (bench/fuzz.py).
+fuzz: install
+	$(PY) -m bench.fuzz
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

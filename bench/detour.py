@@ -102,9 +102,13 @@ def track_file(geometry: list[tuple[float, float]], count: int = TRACK_POINTS, s
 # ---------------------------------------------------------------- measuring
 
 
-def post(url: str, body: bytes, filename: str) -> tuple[float, dict[str, Any]]:
+def post(url: str, body: bytes, filename: str, headers: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    """`headers`: the internal credential, as the route service's own port asks for it."""
     request = urllib.request.Request(  # noqa: S310 - loopback
-        url + f"/v1/detour/file?filename={filename}", data=body, headers={"Content-Type": "text/csv"}, method="POST"
+        url + f"/v1/detour/file?filename={filename}",
+        data=body,
+        headers={"Content-Type": "text/csv", **headers},
+        method="POST",
     )
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310 - loopback
@@ -185,10 +189,10 @@ def run() -> str:
         local = in_process(provider, cases_of(cases_body))
         stack = start_route_service(maps, Path(tmp) / "stack")
         try:
-            url = stack.url("route_service")
-            post(url, cases_body[:2000], "warmup.csv")
-            case_times, case_answer = repeated(lambda: post(url, cases_body, "cases.csv"))
-            track_times, track_answer = repeated(lambda: post(url, track_body, "track.csv"))
+            url, internal = stack.url("route_service"), stack.internal_headers()
+            post(url, cases_body[:2000], "warmup.csv", internal)
+            case_times, case_answer = repeated(lambda: post(url, cases_body, "cases.csv", internal))
+            track_times, track_answer = repeated(lambda: post(url, track_body, "track.csv", internal))
         finally:
             stack.stop()
     return report(cases_body, case_times, case_answer, track_body, track_length, track_times, track_answer, local)

@@ -190,7 +190,7 @@ def measure(stack: Stack, routed: tuple[str, int], coords: list[Coords], runner:
     """All sweeps; returns the failures of the one-by-one check of each target."""
     auth = {"Authorization": "Bearer " + stack.login()}
     gateway = Load(stack.base_url, GATEWAY_PATH, coords, auth)
-    direct = Load(stack.url("route_service"), GATEWAY_PATH, coords, {})
+    direct = Load(stack.url("route_service"), GATEWAY_PATH, coords, stack.internal_headers())
     reference = Load(routed[0], OSRM_PATH, coords, {}, lonlat=True)
     failures = {"osrm-routed": check_all(reference)[0], "gateway": check_all(gateway)[0]}
     runner.watched = {"osrm-routed": routed[1]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import aiohttp
@@ -9,21 +10,33 @@ import orjson
 
 from common.errors import (
     INTERNAL_ERRORS_HEADER,
+    ApiError,
     BadGateway,
     GatewayTimeout,
+    InternalCredentialRequired,
     ServiceUnavailable,
     UpstreamError,
 )
+from common.internal_auth import internal_headers
 from common.logging import request_id_var
+
+log = logging.getLogger("common.client")
 
 
 class ServiceClient:
     """Calls one of our services and turns its errors back into typed `ApiError`s."""
 
     def __init__(
-        self, name: str, base_url: str, *, timeout: float = 30.0, session: aiohttp.ClientSession | None = None
+        self,
+        name: str,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        session: aiohttp.ClientSession | None = None,
+        internal_token: str = "",
     ) -> None:
         self.name = name
+        self.internal_token = internal_token
         self.base_url = base_url.rstrip("/")
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self._session = session
@@ -39,7 +52,7 @@ class ServiceClient:
         return self._session
 
     def headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json", INTERNAL_ERRORS_HEADER: "full"}
+        headers = {"Accept": "application/json", INTERNAL_ERRORS_HEADER: "full", **internal_headers(self.internal_token)}
         request_id = request_id_var.get()
         if request_id:
             headers["X-Request-ID"] = request_id
@@ -68,10 +81,18 @@ class ServiceClient:
         except orjson.JSONDecodeError as exc:
             raise BadGateway(f"the {self.name} answered something that is not JSON") from exc
         if status >= 400:
-            if isinstance(parsed, dict) and "violations" in parsed:
-                raise UpstreamError.from_internal_body(parsed)
-            raise BadGateway(f"the {self.name} failed with status {status}")
+            raise self.upstream_error(status, parsed)
         return parsed
+
+    def upstream_error(self, status: int, parsed: Any) -> ApiError:
+        if not isinstance(parsed, dict) or "violations" not in parsed:
+            return BadGateway(f"the {self.name} failed with status {status}")
+        if parsed.get("code") == InternalCredentialRequired.code:
+            # Our configuration is wrong (the secrets differ), not the caller's request: a 502
+            # for them, never a 401 that would send them to check their own token.
+            log.error("the %s refused our internal credential: is INTERNAL_TOKEN the same everywhere?", self.name)
+            return BadGateway(f"the {self.name} refused the call")
+        return UpstreamError.from_internal_body(parsed)
 
     async def get_json(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request_json("GET", path, params=params)

@@ -58,13 +58,25 @@ class BaseConfig:
     service: str = "service"
     host: str = "127.0.0.1"
     port: int = 0
+    # The state Redis: rate limits, revocations; run with noeviction (docs/decisions.md).
     redis_url: str = DEFAULT_REDIS_URL
+    # The cache Redis (route and geocoder answers), run with allkeys-lru; empty: caches share
+    # `redis_url`, whose operator then chooses the eviction policy.
+    redis_cache_url: str = ""
     log_level: str = "INFO"
     data_dir: Path = field(default_factory=data_dir)
     # Largest request body the service reads, in bytes.
     max_body_bytes: int = 1 << 20
     # Processes serving the port together (SO_REUSEPORT); `<SERVICE>_WORKERS`.
     workers: int = 1
+    # A client that has begun a request's headers, or is sending its body, and then sends
+    # nothing for this long gets a 408 (HEADER_READ_TIMEOUT_SECONDS, BODY_READ_TIMEOUT_SECONDS;
+    # 0 turns the check off).
+    header_timeout_seconds: float = 30.0
+    body_timeout_seconds: float = 30.0
+    # The secret every internal call carries (`INTERNAL_TOKEN`; see common.internal_auth). Empty
+    # only for apps built in-process (tests): `run()` refuses to start a process without it.
+    internal_token: str = field(default="", repr=False)
 
     @classmethod
     def from_env(cls, service: str, **overrides: Any) -> Self:
@@ -74,9 +86,13 @@ class BaseConfig:
             "host": env_str(prefix + "HOST", "127.0.0.1"),
             "port": env_int(prefix + "PORT", DEFAULT_PORTS.get(service, 0)),
             "redis_url": env_str("REDIS_URL", DEFAULT_REDIS_URL),
+            "redis_cache_url": env_str("REDIS_CACHE_URL", ""),
             "log_level": env_str("LOG_LEVEL", "INFO"),
             "data_dir": data_dir(),
             "workers": max(1, env_int(prefix + "WORKERS", 1)),
+            "header_timeout_seconds": env_float("HEADER_READ_TIMEOUT_SECONDS", 30.0),
+            "body_timeout_seconds": env_float("BODY_READ_TIMEOUT_SECONDS", 30.0),
+            "internal_token": env_str("INTERNAL_TOKEN", ""),
         }
         known = {f.name for f in fields(cls)}
         values.update({k: v for k, v in overrides.items() if k in known})

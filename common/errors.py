@@ -6,6 +6,7 @@ handler formats an error body by hand.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -85,6 +86,17 @@ class MalformedBody(ApiError):
     code = "ERROR_MALFORMED_BODY"
 
 
+class MalformedRequest(ApiError):
+    """What the HTTP parser refuses before any handler runs: a request line or header over
+    the size limit, an invalid method, a bad Content-Length. The message names the class of
+    fault and never repeats the request's bytes."""
+
+    status = 400
+    type = "/problems/general/malformed-request"
+    title = "The request is not valid HTTP"
+    code = "ERROR_MALFORMED_REQUEST"
+
+
 class Unauthorized(ApiError):
     status = 401
     type = "/problems/general/unauthorized"
@@ -100,6 +112,21 @@ class InvalidCredentials(Unauthorized):
     type = "/problems/auth/invalid-credentials"
     title = "Invalid credentials"
     code = "AUTH_ERROR_INVALID_CREDENTIALS"
+
+
+class InternalCredentialRequired(Unauthorized):
+    """A call to a service's own port without the platform's internal credential, or with a
+    wrong one. Its own `WWW-Authenticate` scheme lets a calling service tell this refusal
+    (our misconfiguration) from a user's 401, which it passes on."""
+
+    type = "/problems/general/internal-credential-required"
+    title = "This port serves only the platform's own services"
+    code = "ERROR_INTERNAL_CREDENTIAL_REQUIRED"
+    scheme = "Internal-Token"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        headers = {"WWW-Authenticate": f'{self.scheme} realm="internal"', **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
 
 
 class Forbidden(ApiError):
@@ -125,6 +152,15 @@ class MethodNotAllowed(ApiError):
     def __init__(self, method: str, allowed: list[str]) -> None:
         allow = ", ".join(sorted(set(allowed)))
         super().__init__(f"{method} is not allowed here; allowed: {allow}", headers={"Allow": allow})
+
+
+class RequestTimeout(ApiError):
+    """The client stopped sending: headers or body incomplete after the read timeout."""
+
+    status = 408
+    type = "/problems/general/request-timeout"
+    title = "The request was not received in time"
+    code = "ERROR_REQUEST_TIMEOUT"
 
 
 class PayloadTooLarge(ApiError):
@@ -215,11 +251,38 @@ class ParameterErrors:
 
 
 def wants_legacy(accept: str | None) -> bool:
-    """Legacy format only for an Accept of `application/json` without problem+json."""
+    """Legacy format only when `application/json` is acceptable and problem+json is not.
+
+    q-values count: `q=0` means "not acceptable" (RFC 9110 §12.4.2), so
+    `application/json;q=0` does not select the legacy format."""
     if not accept:
         return False
-    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return LEGACY_JSON in types and PROBLEM_JSON not in types
+    weights = accepted_media_types(accept)
+    return weights.get(LEGACY_JSON, 0.0) > 0 and weights.get(PROBLEM_JSON, 0.0) == 0
+
+
+def accepted_media_types(accept: str) -> dict[str, float]:
+    """Media type → its q-value (the highest when one is listed twice)."""
+    weights: dict[str, float] = {}
+    for item in accept.split(","):
+        media_type, *params = (part.strip() for part in item.split(";"))
+        if media_type:
+            key = media_type.lower()
+            weights[key] = max(weights.get(key, 0.0), quality(params))
+    return weights
+
+
+def quality(params: list[str]) -> float:
+    """The q parameter, 1 when absent; a malformed one counts as absent (lenient)."""
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                q = float(value.strip())
+            except ValueError:
+                return 1.0
+            return min(max(q, 0.0), 1.0) if math.isfinite(q) else 1.0
+    return 1.0
 
 
 def now_iso() -> str:
@@ -276,6 +339,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    408: RequestTimeout,
     413: PayloadTooLarge,
     415: UnsupportedMediaType,
     429: TooManyRequests,

@@ -7,12 +7,8 @@ startup/cleanup contexts; `run(create_app, config)` is its `__main__`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import gc
 import logging
-import os
-import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -21,13 +17,21 @@ import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from common import supervisor
 from common.config import BaseConfig
 from common.errors import MalformedBody, UnsupportedMediaType
+from common.http_server import run_app
+from common.internal_auth import internal_auth_middlewares, require_internal_token
 from common.logging import setup_logging
-from common.middleware import make_middlewares
+from common.middleware import make_middlewares, standard_headers
+from common.processes import bind_error
 from common.redis import ResilientRedis
+from common.supervisor import Supervision, supervision_checks
 
+# The state Redis (REDIS_URL): rate limits and revocations, never evicted.
 REDIS_KEY: web.AppKey[ResilientRedis] = web.AppKey("redis", ResilientRedis)
+# The cache Redis (REDIS_CACHE_URL, else the state Redis): answers that may be evicted.
+CACHE_REDIS_KEY: web.AppKey[ResilientRedis] = web.AppKey("cache_redis", ResilientRedis)
 CONFIG_KEY: web.AppKey[BaseConfig] = web.AppKey("config", BaseConfig)
 HealthCheck = Callable[[web.Application], Awaitable[dict[str, Any]]]
 HEALTH_CHECKS_KEY: web.AppKey[list[HealthCheck]] = web.AppKey("health_checks", list)
@@ -71,17 +75,31 @@ async def _redis_context(app: web.Application) -> AsyncIterator[None]:
     await app[REDIS_KEY].close()
 
 
+async def _cache_redis_context(app: web.Application) -> AsyncIterator[None]:
+    config = app[CONFIG_KEY]
+    if not config.redis_cache_url and REDIS_KEY in app:
+        app[CACHE_REDIS_KEY] = app[REDIS_KEY]  # one Redis for both roles, closed by its own context
+        yield
+        return
+    app[CACHE_REDIS_KEY] = ResilientRedis(config.redis_cache_url or config.redis_url, role="cache")
+    yield
+    await app[CACHE_REDIS_KEY].close()
+
+
 async def health(request: web.Request) -> web.Response:
     app = request.app
     config = app[CONFIG_KEY]
     checks: dict[str, Any] = {}
     if REDIS_KEY in app:
         checks["redis"] = "up" if await app[REDIS_KEY].ping() else "down"
+    if CACHE_REDIS_KEY in app and app[CACHE_REDIS_KEY] is not app.get(REDIS_KEY):
+        checks["redis_cache"] = "up" if await app[CACHE_REDIS_KEY].ping() else "down"
     ready = True
     for check in app[HEALTH_CHECKS_KEY]:
         result = await check(app)
         ready = ready and bool(result.pop("ready", True))
         checks.update(result)
+    checks.update(supervision_checks(config.workers))
     # Redis down degrades (caches bypassed) but does not make a service unready.
     status = "ok" if ready else "unavailable"
     return json_response({"service": config.service, "status": status, "checks": checks}, status=200 if ready else 503)
@@ -109,13 +127,24 @@ def base_app(
     config: BaseConfig,
     *,
     with_redis: bool = True,
+    with_cache: bool = False,
     health_handler: Callable[[web.Request], Awaitable[web.StreamResponse]] = health,
+    internal: bool = True,
 ) -> web.Application:
-    app = web.Application(middlewares=make_middlewares(config.service), client_max_size=config.max_body_bytes)
+    """`internal`: the port serves only our own services, which send the internal credential
+    (common.internal_auth); the gateway's public port passes False."""
+    middlewares = [
+        *make_middlewares(config.service, body_timeout_seconds=config.body_timeout_seconds),
+        *internal_auth_middlewares(config, internal=internal),
+    ]
+    app = web.Application(middlewares=middlewares, client_max_size=config.max_body_bytes)
     app[CONFIG_KEY] = config
     app[HEALTH_CHECKS_KEY] = []
+    app.on_response_prepare.append(standard_headers)
     if with_redis:
         app.cleanup_ctx.append(_redis_context)
+    if with_cache:
+        app.cleanup_ctx.append(_cache_redis_context)
     app.router.add_get("/health", health_handler)
     app.router.add_get("/metrics", metrics)
     # After the cleanup contexts (aiohttp runs them first), so the loaded data is included.
@@ -126,8 +155,10 @@ def base_app(
 
 def run(create_app: Callable[[Any], web.Application], config: BaseConfig) -> None:
     setup_logging(config.service, config.log_level)
+    require_internal_token(config)
+    supervision = supervisor.register(config.service, config.workers)
     if config.workers > 1:
-        sys.exit(supervise(create_app, config))
+        sys.exit(supervise(create_app, config, supervision))
     serve(create_app, config)
 
 
@@ -139,58 +170,24 @@ def serve(create_app: Callable[[Any], web.Application], config: BaseConfig, *, r
     except ImportError:  # uvloop is optional (e.g. on Windows)
         loop = asyncio.new_event_loop()
     log.info("starting %s on %s:%s", config.service, config.host, config.port)
-    web.run_app(
+    # Not aiohttp's run_app: its server answers parser refusals itself (common.http_server).
+    run_app(
         create_app(config),
         host=config.host,
         port=config.port,
         loop=loop,
-        print=None,
-        access_log=None,
-        shutdown_timeout=5,
+        header_timeout=config.header_timeout_seconds,
         reuse_port=reuse_port,
+        shutdown_timeout=5,
     )
 
 
-def supervise(create_app: Callable[[Any], web.Application], config: BaseConfig) -> int:
-    """Forks `config.workers` processes that all listen on the port (SO_REUSEPORT, so the
-    kernel spreads connections over them) and waits; a signal is passed on to every worker,
-    and when one worker ends the others are stopped too, so a crash is never half-hidden.
-    Each worker has its own app, caches and /metrics counters."""
-    log.info("starting %d workers of %s", config.workers, config.service)
-    workers = [fork_worker(create_app, config) for _ in range(config.workers)]
-
-    def pass_on(signum: int, _frame: object) -> None:
-        for pid in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
-
-    signal.signal(signal.SIGTERM, pass_on)
-    signal.signal(signal.SIGINT, pass_on)
-    _, status = os.wait()
-    pass_on(signal.SIGTERM, None)
-    for pid in workers:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
-def fork_worker(create_app: Callable[[Any], web.Application], config: BaseConfig) -> int:
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 0
-    try:
-        stop_with_parent()
-        serve(create_app, config, reuse_port=True)
-    except BaseException:
-        log.exception("worker of %s failed", config.service)
-        code = 1
-    finally:
-        os._exit(code)
-
-
-def stop_with_parent() -> None:
-    """Linux: SIGTERM this worker when the supervisor dies (even by SIGKILL)."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def supervise(create_app: Callable[[Any], web.Application], config: BaseConfig, supervision: Supervision) -> int:
+    """`config.workers` forked processes serving the port together, each restarted when it
+    ends (common.supervisor). A port another program holds fails here, before any fork,
+    with the reason; the workers themselves may share it (SO_REUSEPORT)."""
+    taken = bind_error(config.host, config.port)
+    if taken:
+        log.error("%s cannot listen on %s:%d: %s", config.service, config.host, config.port, taken)
+        return 1
+    return supervisor.supervise(lambda: serve(create_app, config, reuse_port=True), supervision)

@@ -10,7 +10,8 @@ from aiohttp import web
 from common.service import REDIS_KEY, base_app
 from gateway import docs, handlers
 from gateway.config import GatewayConfig
-from gateway.jwks import JwksRefresher
+from gateway.cors import CORS_KEY, CorsPolicy, add_cors_headers
+from gateway.jwks import JwksRefresher, jwks_headers
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
 from gateway.state import GATEWAY_KEY, GatewayState
@@ -18,7 +19,7 @@ from gateway.tokens import TokenVerifier
 
 
 def create_app(config: GatewayConfig) -> web.Application:
-    app = base_app(config, health_handler=handlers.health)
+    app = base_app(config, health_handler=handlers.health, internal=False)  # public: JWTs are checked instead
 
     async def gateway_context(app: web.Application) -> AsyncIterator[None]:
         session = aiohttp.ClientSession(
@@ -26,7 +27,9 @@ def create_app(config: GatewayConfig) -> web.Application:
             auto_decompress=False,
         )
         verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience, leeway_seconds=config.jwt_leeway_seconds)
-        jwks = JwksRefresher(config.jwks_url, verifier, session, refresh_seconds=config.jwks_refresh_seconds)
+        jwks = JwksRefresher(
+            config.jwks_url, verifier, session, refresh_seconds=config.jwks_refresh_seconds, headers=jwks_headers(config)
+        )
         redis = app[REDIS_KEY]
         app[GATEWAY_KEY] = GatewayState(
             config=config,
@@ -42,6 +45,8 @@ def create_app(config: GatewayConfig) -> web.Application:
         await session.close()
 
     app.cleanup_ctx.append(gateway_context)
+    app[CORS_KEY] = CorsPolicy.of(config.cors_allowed_origins)
+    app.on_response_prepare.append(add_cors_headers)
     app.router.add_get("/v1/openapi.json", docs.openapi_json)
     app.router.add_get("/openapi.json", docs.openapi_json)
     app.router.add_get("/docs", docs.docs_page)

@@ -15,6 +15,8 @@ UPSTREAM_ENV = {
 }
 
 DEFAULT_RATE_LIMITS = "anonymous=5/20,demo=2/10,standard=50/100,unlimited=0/0"
+# Web pages of any origin may call the API with a token (gateway.cors says why that is safe).
+DEFAULT_CORS_ORIGINS = "*"
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,12 @@ class RateLimit:
     @property
     def unlimited(self) -> bool:
         return self.rate <= 0
+
+
+def parse_origins(text: str) -> tuple[str, ...]:
+    """CORS_ALLOWED_ORIGINS: `*`, or origins separated by commas (`https://app.example.com`);
+    empty: no browser page elsewhere may call the API."""
+    return tuple(origin.strip().rstrip("/") for origin in text.split(",") if origin.strip())
 
 
 def parse_rate_limits(text: str) -> dict[str, RateLimit]:
@@ -55,6 +63,7 @@ class GatewayConfig(BaseConfig):
     upstream_timeout_seconds: float = 30.0
     # The detour upload is the largest body; services enforce their own, smaller limits.
     max_body_bytes: int = 16 << 20
+    cors_allowed_origins: tuple[str, ...] = (DEFAULT_CORS_ORIGINS,)
 
     @classmethod
     def load(cls) -> GatewayConfig:
@@ -72,4 +81,5 @@ class GatewayConfig(BaseConfig):
             rate_limits=parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
             upstream_timeout_seconds=env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
             max_body_bytes=env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
+            cors_allowed_origins=parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
         )

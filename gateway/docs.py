@@ -38,8 +38,12 @@ def openapi_bytes() -> bytes:
     return orjson.dumps(openapi_spec())
 
 
+# The spec and its page change only with a release: browsers may keep them a while.
+DOCS_CACHE_CONTROL = {"Cache-Control": "public, max-age=300"}
+
+
 async def openapi_json(request: web.Request) -> web.Response:
-    return web.Response(body=openapi_bytes(), content_type="application/json")
+    return web.Response(body=openapi_bytes(), content_type="application/json", headers=DOCS_CACHE_CONTROL)
 
 
 def _operation_html(path: str, method: str, operation: dict[str, Any]) -> str:
@@ -80,4 +84,4 @@ def docs_html() -> str:
 
 
 async def docs_page(request: web.Request) -> web.Response:
-    return web.Response(text=docs_html(), content_type="text/html")
+    return web.Response(text=docs_html(), content_type="text/html", headers=DOCS_CACHE_CONTROL)

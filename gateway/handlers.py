@@ -10,6 +10,7 @@ from aiohttp import web
 
 from common.errors import ApiError, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
 from common.service import REDIS_KEY, json_response
+from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
 from gateway.routes import LOCAL_SERVICE, PublicRoute, match_route, needs_token
@@ -22,8 +23,8 @@ async def authenticate(state: GatewayState, request: web.Request) -> Identity:
     try:
         identity = state.verifier.verify(token)
     except UnknownKey as exc:
-        # Perhaps a freshly rotated key: refresh once (rate-limited), then decide.
-        await state.jwks.refresh(min_interval=5.0)
+        # Perhaps a freshly rotated key: look it up (rate-limited), then decide.
+        await state.jwks.refresh_for_unknown(str(exc))
         try:
             identity = state.verifier.verify(token)
         except UnknownKey:
@@ -51,14 +52,22 @@ async def apply_rate_limit(state: GatewayState, request: web.Request, identity: 
     if decision is None:
         return {}
     if not decision.allowed:
-        raise TooManyRequests(
-            f"rate limit of {decision.limit} requests exceeded; retry in {decision.retry_after_seconds} s",
-            headers=decision.headers(),
-        )
+        raise TooManyRequests(decision.refusal(), headers=decision.headers())
     return decision.headers()
 
 
+def answer_options(request: web.Request) -> web.Response:
+    """OPTIONS needs no token: a browser's CORS preflight never carries one."""
+    route = match_route(request.path)
+    if route is None:
+        raise NotFound(f"no operation at {request.path}; see /v1/openapi.json")
+    request["route_label"] = route.path
+    return options_response(request, route.methods)
+
+
 async def proxy(request: web.Request) -> web.Response:
+    if request.method == "OPTIONS":
+        return answer_options(request)
     state = request.app[GATEWAY_KEY]
     identity = await authenticate(state, request) if needs_token(request.path) else None
     route = resolve_route(request)
@@ -66,7 +75,10 @@ async def proxy(request: web.Request) -> web.Response:
     limit_headers = await apply_rate_limit(state, request, identity)
     try:
         if route.service == LOCAL_SERVICE:
-            response = json_response(await gather_providers(state.session, state.config.upstreams, request["request_id"]))
+            providers = await gather_providers(
+                state.session, state.config.upstreams, request["request_id"], state.config.internal_token
+            )
+            response = json_response(providers)
         else:
             response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
     except ApiError as exc:

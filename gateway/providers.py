@@ -8,18 +8,18 @@ from typing import Any
 import aiohttp
 import orjson
 
+from common.internal_auth import internal_headers
+
 # Public capability name -> the service that owns its providers.
 CAPABILITIES = {"geocoding": "geo_service", "routing": "route_service"}
 PROVIDERS_PATH = "/internal/providers"
 
 
-async def _fetch(session: aiohttp.ClientSession, url: str | None, request_id: str) -> dict[str, Any]:
+async def _fetch(session: aiohttp.ClientSession, url: str | None, headers: dict[str, str]) -> dict[str, Any]:
     if not url:
         return {"available": False, "reason": "not deployed"}
     try:
-        async with session.get(
-            url + PROVIDERS_PATH, headers={"X-Request-ID": request_id}, timeout=aiohttp.ClientTimeout(total=3)
-        ) as resp:
+        async with session.get(url + PROVIDERS_PATH, headers=headers, timeout=aiohttp.ClientTimeout(total=3)) as resp:
             if resp.status != 200:
                 return {"available": False, "reason": f"the service answered {resp.status}"}
             body: dict[str, Any] = orjson.loads(await resp.read())
@@ -28,7 +28,10 @@ async def _fetch(session: aiohttp.ClientSession, url: str | None, request_id: st
     return {"available": True, **body}
 
 
-async def gather_providers(session: aiohttp.ClientSession, upstreams: dict[str, str], request_id: str) -> dict[str, Any]:
+async def gather_providers(
+    session: aiohttp.ClientSession, upstreams: dict[str, str], request_id: str, internal_token: str = ""
+) -> dict[str, Any]:
     names = list(CAPABILITIES)
-    answers = await asyncio.gather(*(_fetch(session, upstreams.get(CAPABILITIES[n]), request_id) for n in names))
+    headers = {"X-Request-ID": request_id, **internal_headers(internal_token)}
+    answers = await asyncio.gather(*(_fetch(session, upstreams.get(CAPABILITIES[n]), headers) for n in names))
     return dict(zip(names, answers, strict=True))

@@ -8,8 +8,10 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from common.errors import BadGateway, GatewayTimeout, PayloadTooLarge, ServiceUnavailable
+from common.errors import BadGateway, GatewayTimeout, InternalCredentialRequired, PayloadTooLarge, ServiceUnavailable
+from common.internal_auth import internal_headers
 from common.middleware import REQUEST_ID_HEADER
+from common.service import CONFIG_KEY
 from gateway.routes import PublicRoute
 from gateway.tokens import Identity
 
@@ -42,12 +44,18 @@ def upstream_headers(request: web.Request, identity: Identity | None) -> dict[st
     headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
     headers[REQUEST_ID_HEADER] = request["request_id"]
     headers["X-Forwarded-For"] = request.remote or ""
+    headers.update(internal_headers(request.app[CONFIG_KEY].internal_token))
     if identity is not None:
         headers[INTERNAL_SUBJECT] = identity.subject
         headers[INTERNAL_TIER] = identity.tier
         if identity.email:
             headers[INTERNAL_EMAIL] = identity.email
     return headers
+
+
+def refused_our_credential(status: int, headers: dict[str, str]) -> bool:
+    """A service refusing the internal credential, told from a user's 401 by its own scheme."""
+    return status == 401 and headers.get("WWW-Authenticate", "").startswith(InternalCredentialRequired.scheme)
 
 
 async def read_limited_body(request: web.Request, limit: int) -> bytes:
@@ -94,4 +102,8 @@ async def forward(
         raise ServiceUnavailable(f"the {label} is unavailable; try again shortly") from exc
     if status >= 500 and "json" not in headers.get("Content-Type", ""):
         raise BadGateway(f"the {label} failed")
+    if refused_our_credential(status, headers):
+        # Our configuration is wrong (the secrets differ): a 502 for the client, never a 401.
+        log.error("the %s refused the gateway's internal credential: is INTERNAL_TOKEN the same everywhere?", label)
+        raise BadGateway(f"the {label} refused the call")
     return web.Response(status=status, body=payload, headers=headers)

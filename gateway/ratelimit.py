@@ -33,10 +33,19 @@ return {1, 0, math.floor((now + tolerance - new_tat) / interval), new_tat - now}
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
-    limit: int
+    limit: int  # the burst: what RateLimit-Limit announces
     remaining: int
     reset_seconds: int
     retry_after_seconds: int
+    rate: float = 0.0  # requests per second, sustained
+
+    def refusal(self) -> str:
+        """The 429's message: both numbers, since a burst of `limit` is allowed only once the
+        sustained rate has left room for it."""
+        return (
+            f"rate limit exceeded: {self.rate:g} requests per second, in bursts of up to {self.limit}; "
+            f"retry in {self.retry_after_seconds} s"
+        )
 
     def headers(self) -> dict[str, str]:
         headers = {
@@ -76,6 +85,7 @@ class RateLimiter:
         return Decision(
             allowed=bool(allowed),
             limit=limit.burst,
+            rate=limit.rate,
             remaining=max(0, int(remaining)),
             reset_seconds=max(0, math.ceil(reset_ms / 1000)),
             retry_after_seconds=max(1, math.ceil(retry_ms / 1000)),

@@ -120,4 +120,8 @@ def bearer_token(header_value: str | None) -> str:
     scheme, _, token = header_value.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("the Authorization header must be 'Bearer <token>'")
+    # A JWT is printable ASCII; other bytes (not UTF-8, they arrive as surrogates) would
+    # fail inside the JWT library instead of as a 401.
+    if not token.isascii() or not token.strip().isprintable():
+        raise Unauthorized("the token is malformed")
     return token.strip()

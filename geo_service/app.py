@@ -45,7 +45,7 @@ async def index_health(app: web.Application) -> dict[str, Any]:
 
 
 def create_app(config: GeoConfig) -> web.Application:
-    app = base_app(config)
+    app = base_app(config, with_cache=True)
     app[GEO_CONFIG_KEY] = config
     app.cleanup_ctx.append(providers_context(config))
     app[HEALTH_CHECKS_KEY].append(index_health)

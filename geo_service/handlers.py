@@ -7,7 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
-from common.service import REDIS_KEY, json_response
+from common.service import CACHE_REDIS_KEY, json_response
 from geo_service.autocomplete import last_word_complete
 from geo_service.cache import cache_key, cached, normalized_text
 from geo_service.config import GeoConfig
@@ -72,7 +72,7 @@ async def cached_answer(
     token = provider.cache_token()
     key = None if token is None else cache_key(operation, provider.name, token, parts)
     ttl = request.app[GEO_CONFIG_KEY].cache_seconds
-    return json_response(await cached(request.app[REDIS_KEY], key, ttl, compute))
+    return json_response(await cached(request.app[CACHE_REDIS_KEY], key, ttl, compute))
 
 
 async def providers(request: web.Request) -> web.Response:

@@ -1,8 +1,11 @@
-"""`python -m launcher up`: import the map, start everything on loopback, say how to use it."""
+"""`python -m launcher up`: import the map, start everything on loopback, say how to use it,
+and keep it running: a process that ends is started again (launcher.supervisor) until
+SIGTERM or Ctrl-C, which stop every process started, at any moment, start-up included."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -11,20 +14,58 @@ import time
 from pathlib import Path
 
 from common.config import REPO_ROOT, data_dir
-from launcher.stack import Stack, deployed_services
+from launcher.stack import Stack, StartupError, deployed_services
+from launcher.supervisor import Supervisor
 
 # Each service that prepares data from the map, and where its datasets go under DATA_DIR.
 IMPORTERS = {"route_service": "maps", "geo_service": "geo"}
 
 
-def import_map(data: Path) -> None:
+class StopRequested(BaseException):
+    """SIGTERM or SIGINT: raised wherever the launcher is, start-up included, so that the
+    `finally` of `up` stops what was started. Not an Exception: no `except Exception` eats it."""
+
+
+def stop_on_signals() -> None:
+    def request_stop(signum: int, _frame: object) -> None:
+        ignore_signals()  # once: a second signal must not cut the stopping short
+        raise StopRequested(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+
+
+def ignore_signals() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def import_map(data: Path, services: list[str]) -> None:
     """Runs each service's importer on the same map (a no-op when already imported).
 
     The inputs come from OSM_FILE, else the default map (see common.osm_inputs)."""
     for service, folder in IMPORTERS.items():
-        if service in deployed_services() and (REPO_ROOT / service / "importer.py").exists():
-            command = [sys.executable, "-m", f"{service}.importer", "--out", str(data / folder)]
-            subprocess.run(command, cwd=REPO_ROOT, check=True)
+        if service in services and (REPO_ROOT / service / "importer.py").exists():
+            run_to_the_end([sys.executable, "-m", f"{service}.importer", "--out", str(data / folder)])
+
+
+def run_to_the_end(command: list[str]) -> None:
+    """Runs a command in a process group of its own, so that a stop ends it with everything it
+    started (the importers run OSRM's tools)."""
+    process = subprocess.Popen(command, cwd=REPO_ROOT, start_new_session=True)
+    try:
+        code = process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        raise
+    if code != 0:
+        raise subprocess.CalledProcessError(code, command)
 
 
 def console(*args: str) -> str:
@@ -67,37 +108,43 @@ def print_welcome(stack: Stack) -> None:
     print("\nCtrl-C stops everything.", flush=True)
 
 
-def up() -> int:
+def up(services: list[str]) -> int:
+    """Runs the platform until a signal (0), a start-up failure or the parent's end (1)."""
+    stop_on_signals()  # first: a signal during the map import or the start stops cleanly too
+    parent = os.getppid()
     data = data_dir()
     os.environ.setdefault("DATA_DIR", str(data))
-    import_map(data)
-    stack = Stack(data_dir=data, services=deployed_services())
-    print(f"starting redis and {', '.join(stack.services)} and the gateway ...", flush=True)
-    stack.start()
-    stopping = False
-
-    def request_stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
-    parent = os.getppid()
+    stack: Stack | None = None
     try:
+        stack = Stack.from_env(data, services)
+        stack.check_ports()  # before the import, which may take minutes
+        import_map(data, services)
+        print(f"starting redis and {', '.join(stack.services)} and the gateway ...", flush=True)
+        stack.start()
         print_welcome(stack)
-        while not stopping:
-            if os.getppid() != parent:
-                print("the parent process (make) went away", file=sys.stderr)
-                return 1
-            dead = stack.dead_processes()
-            if dead:
-                print(f"stopped unexpectedly: {', '.join(dead)}; see {stack.log_dir}", file=sys.stderr)
-                return 1
-            time.sleep(0.5)
+        return keep_running(stack, parent)
+    except StopRequested:
         return 0
+    except StartupError as exc:
+        print(f"the platform could not start: {exc}", file=sys.stderr, flush=True)
+        return 1
     finally:
-        print("stopping ...", flush=True)
-        stack.stop()
+        try:
+            ignore_signals()
+        finally:  # even when a signal lands just before the line above
+            if stack is not None and stack.processes:
+                print("stopping ...", flush=True)
+                stack.stop()
+
+
+def keep_running(stack: Stack, parent: int) -> int:
+    """Restarts what ends until a signal stops the launcher or its parent (make) goes away."""
+    supervisor = Supervisor(stack)
+    while os.getppid() == parent:
+        supervisor.check()
+        time.sleep(0.5)
+    print("the parent process (make) went away", file=sys.stderr)
+    return 1
 
 
 def main() -> int:
@@ -107,11 +154,22 @@ def main() -> int:
         choices=["up", "import"],
         help="up: import the map and run the platform in the foreground; import: only prepare the map data",
     )
+    parser.add_argument(
+        "--services",
+        nargs="+",
+        choices=deployed_services(),
+        default=deployed_services(),
+        help="run (or import for) only these services, with Redis and the gateway (default: every one)",
+    )
     args = parser.parse_args()
+    services = [name for name in deployed_services() if name in args.services]  # in start order
     if args.command == "import":
-        import_map(data_dir())
+        import_map(data_dir(), services)
         return 0
-    return up()
+    try:
+        return up(services)
+    except StopRequested:  # one that landed while `up` was already stopping
+        return 0
 
 
 if __name__ == "__main__":

@@ -10,7 +10,25 @@ import shutil
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RedisRole:
+    """How one of the platform's Redis servers runs: its memory cap and what happens at it."""
+
+    name: str
+    maxmemory: str
+    policy: str
+
+
+# Rate limits and revocations (REDIS_URL): never evicted. At the cap Redis refuses writes (a
+# limit check it refuses fails open), which beats silently dropping a revocation. Their keys
+# expire on their own (limits within seconds), so only a misrouted cache could fill it.
+STATE_REDIS = RedisRole("state", maxmemory="64mb", policy="noeviction")
+# Route and geocoder answers (REDIS_CACHE_URL): the least recently used make room.
+CACHE_REDIS = RedisRole("cache", maxmemory="128mb", policy="allkeys-lru")
 
 
 def redis_server_binary() -> str:
@@ -36,8 +54,11 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
 
 
-def start_redis(port: int, work_dir: Path, *, persist: bool = True) -> subprocess.Popen[bytes]:
-    """Starts redis-server on 127.0.0.1:port with its files in work_dir; returns the process."""
+def start_redis(
+    port: int, work_dir: Path, *, persist: bool = True, role: RedisRole = STATE_REDIS
+) -> subprocess.Popen[bytes]:
+    """Starts redis-server on 127.0.0.1:port with its files in work_dir, capped and evicting as
+    `role` says; returns the process."""
     work_dir.mkdir(parents=True, exist_ok=True)
     args = [
         redis_server_binary(),
@@ -57,6 +78,10 @@ def start_redis(port: int, work_dir: Path, *, persist: bool = True) -> subproces
         "no",
         "--loglevel",
         "warning",
+        "--maxmemory",
+        role.maxmemory,
+        "--maxmemory-policy",
+        role.policy,
     ]
     log = open(work_dir / "redis.log", "ab")  # noqa: SIM115 - handed to the child process
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

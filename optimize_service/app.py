@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
-import os
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
@@ -23,6 +22,8 @@ from typing import Any
 from aiohttp import web
 
 from common.client import ServiceClient
+from common.pools import RestartingPool
+from common.processes import start_pool_process
 from common.service import HEALTH_CHECKS_KEY, base_app
 from optimize_service.config import OptimizeConfig
 from optimize_service.handlers import STATE_KEY, OptimizeState, optimize_stops
@@ -34,26 +35,29 @@ log = logging.getLogger("optimize_service")
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 
-def solver_pool(processes: int, niceness: int = 0) -> Executor:
-    if processes == 0:
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver")
-    # spawn, not fork: forking a process that runs an event loop and threads is unsafe.
-    return ProcessPoolExecutor(
-        max_workers=processes,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=os.nice,  # os.nice(0) changes nothing
-        initargs=(niceness,),
-    )
+def solver_pool(name: str, processes: int, niceness: int = 0) -> RestartingPool:
+    def new_executor() -> Executor:
+        if processes == 0:
+            return ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver")
+        # spawn, not fork: forking a process that runs an event loop and threads is unsafe.
+        return ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=start_pool_process,
+            initargs=(niceness,),
+        )
+
+    return RestartingPool(f"{name}-lane solver", new_executor)
 
 
 def scheduler_for(config: OptimizeConfig) -> Scheduler:
     """The two lanes; OPTIMIZE_SOLVER_PROCESSES=0 gives each a thread instead (tests)."""
     threads = config.solver_processes == 0
     small_processes = 0 if threads else config.small_processes
-    small = Lane(SMALL, solver_pool(small_processes), small_processes, None, config.queue_seconds)
+    small = Lane(SMALL, solver_pool(SMALL, small_processes), small_processes, None, config.queue_seconds)
     large = Lane(
         LARGE,
-        solver_pool(config.solver_processes, config.large_niceness),
+        solver_pool(LARGE, config.solver_processes, config.large_niceness),
         config.solver_processes,
         config.queue_size,
         config.queue_seconds,
@@ -63,13 +67,17 @@ def scheduler_for(config: OptimizeConfig) -> Scheduler:
 
 async def warm(lane: Lane) -> None:
     """One warm-up per process, at once, so each has imported OR-Tools before the first request."""
-    loop = asyncio.get_running_loop()
-    await asyncio.gather(*(loop.run_in_executor(lane.pool, warm_up) for _ in range(max(1, lane.processes))))
+    await asyncio.gather(*(lane.pool.run(warm_up) for _ in range(max(1, lane.processes))))
 
 
 def state_context(config: OptimizeConfig) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
-        client = ServiceClient("route service", config.route_service_url, timeout=config.route_timeout_seconds)
+        client = ServiceClient(
+            "route service",
+            config.route_service_url,
+            timeout=config.route_timeout_seconds,
+            internal_token=config.internal_token,
+        )
         scheduler = scheduler_for(config)
         await asyncio.gather(warm(scheduler.small), warm(scheduler.large))
         app[STATE_KEY] = OptimizeState(RouteClient(client), scheduler)
@@ -82,7 +90,7 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
         yield
         await client.close()
         for lane in (scheduler.small, scheduler.large):
-            lane.pool.shutdown(wait=False, cancel_futures=True)
+            lane.pool.shutdown(wait=False)
 
     return context
 

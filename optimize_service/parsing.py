@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
@@ -33,6 +33,11 @@ from optimize_service.model import (
 # An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
 _SPACE_FOR_PLUS = re.compile(r"^(\d{4}-?\d{2}-?\d{2}T[\d:.,]+) (\d{2}(:?\d{2})?)$")
 START_TIME_EXAMPLE = "2025-03-01T08:00:00+01:00"
+# The calendar ends at 9999-12-31: a start must leave room for the longest tour (1000 stops
+# with a day of service each and long legs: decades at worst) before its arrival times
+# overflow. Generous bounds on both sides, not a statement about useful dates.
+EARLIEST_START_TIME = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST_START_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def parse_request(
@@ -183,6 +188,10 @@ def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) ->
         return now
     if value.tzinfo is None or value.utcoffset() is None:
         errors.add("startTime", f"needs a UTC offset (e.g. {START_TIME_EXAMPLE} or ...Z), got {short(raw)}")
+        return now
+    if not EARLIEST_START_TIME <= value < LATEST_START_TIME:
+        earliest, latest = f"{EARLIEST_START_TIME:%Y-%m-%d}", f"{LATEST_START_TIME:%Y-%m-%d}"
+        errors.add("startTime", f"must be from {earliest} and before {latest}, got {short(raw)}")
         return now
     return value
 

@@ -7,14 +7,33 @@ time's UTC offset, so a tour starting at 22:00+05:30 arrives at 00:40+05:30 the 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from common.errors import InvalidParameter
 from optimize_service.model import Leg, Stop, Visit
+
+# Times are written rounded to the second: a day's room below the calendar's end.
+LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 
 
 def schedule(stops: list[Stop], visiting_order: list[int], legs: list[Leg], start_time: datetime) -> list[Visit]:
     """`visiting_order` lists the stop indexes as driven (a round trip ends with the start
-    again); `legs[k]` leads from visiting_order[k] to visiting_order[k + 1]."""
+    again); `legs[k]` leads from visiting_order[k] to visiting_order[k + 1]. A tour that
+    would end past the calendar (year 9999) is the start time's fault: a 400 naming it."""
+    try:
+        visits = visit_times(stops, visiting_order, legs, start_time)
+    except OverflowError as exc:
+        raise start_too_late() from exc
+    if visits and visits[-1].departure > LATEST_TIME:
+        raise start_too_late()
+    return visits
+
+
+def start_too_late() -> InvalidParameter:
+    return InvalidParameter("is too late: the tour would end after the year 9999", parameter="startTime")
+
+
+def visit_times(stops: list[Stop], visiting_order: list[int], legs: list[Leg], start_time: datetime) -> list[Visit]:
     if len(legs) != len(visiting_order) - 1:
         raise ValueError(f"{len(visiting_order)} visits need {len(visiting_order) - 1} legs, got {len(legs)}")
     visits: list[Visit] = []

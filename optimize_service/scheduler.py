@@ -26,12 +26,12 @@ import asyncio
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import Executor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from common.errors import OptimizerBusy
+from common.pools import RestartingPool
 from optimize_service.exact import EXACT_MAX_STOPS
 from optimize_service.solver import Tour, TourProblem, default_time_limit, needs_search, searches, shortest, solve
 
@@ -72,7 +72,7 @@ class Job:
 @dataclass
 class Lane:
     name: str
-    pool: Executor
+    pool: RestartingPool  # a killed solver process fails its request with a 503, not the lane
     processes: int
     queue_size: int | None  # requests that may wait behind the one solving; None: no limit
     queue_seconds: float  # most estimated solver seconds ahead of a request plus its own
@@ -131,14 +131,11 @@ class Lane:
             return await self.run(problem)
 
     async def run(self, problem: TourProblem) -> Tour:
-        loop = asyncio.get_running_loop()
         if not needs_search(problem) or self.parallel < 2:
-            return await loop.run_in_executor(self.pool, solve, problem)
+            return await self.pool.run(solve, problem)
         chosen = searches(len(problem.durations_s))[: self.parallel]
         # Every search to its end, even when one fails: the lane's processes are busy until then.
-        tours = await asyncio.gather(
-            *(loop.run_in_executor(self.pool, solve, problem, s) for s in chosen), return_exceptions=True
-        )
+        tours = await asyncio.gather(*(self.pool.run(solve, problem, s) for s in chosen), return_exceptions=True)
         for tour in tours:
             if isinstance(tour, BaseException):
                 raise tour
@@ -151,6 +148,7 @@ class Lane:
             "admitted": len(self.jobs),
             "queueSize": self.queue_size,
             "workSeconds": round(self.remaining_s(), 1),
+            "restarts": self.pool.restarts,
         }
 
 

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from common.errors import ApiError
 from common.memory import fix_mmap_threshold
-from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
+from common.service import CACHE_REDIS_KEY, HEALTH_CHECKS_KEY, base_app
 from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
@@ -51,7 +51,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
         fix_mmap_threshold()
         executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
         calls = ProviderCalls(executor, frozenset(config.inline_providers))
-        state = RouteState(calls, RouteCache(app[REDIS_KEY], config.cache_ttl_seconds))
+        state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds))
         app[STATE_KEY] = state
         await calls.run(load, state, config)
         if state.dataset is not None and config.large_processes > 0:
@@ -67,15 +67,18 @@ async def dataset_health(app: web.Application) -> dict[str, Any]:
     state = app[STATE_KEY]
     if state.dataset is None or state.registry is None:
         return {"dataset": None, "dataset_error": state.load_error, "ready": False}
-    return {
+    health: dict[str, Any] = {
         "dataset": state.dataset.hash,
         "providers": state.registry.names,
         "cache": dict(state.counters),
     }
+    if state.calls.large is not None:
+        health["largeCalls"] = state.calls.large.health()
+    return health
 
 
 def create_app(config: RouteConfig) -> web.Application:
-    app = base_app(config)
+    app = base_app(config, with_cache=True)
     app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(dataset_health)
     app.router.add_get("/v1/route", route)

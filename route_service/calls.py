@@ -15,23 +15,21 @@ come first. Small calls stay in the worker: the hop costs a few milliseconds.
 from __future__ import annotations
 
 import asyncio
-import logging
 import multiprocessing
-import os
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
 from common.memory import fix_mmap_threshold, trim_heap
+from common.pools import RestartingPool
+from common.processes import start_pool_process
 from route_service.dataset import Dataset
 from route_service.model import MatrixQuery, MatrixResult, RouteProvider, WaypointsQuery, WaypointsResult
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.waypoints import route_through
 
 T = TypeVar("T")
-log = logging.getLogger("route_service.calls")
 
 # From these sizes on an OSRM call runs in the child process. Heidelberg, car, one call:
 # Table 100x100 33 ms, 150x150 66 ms, 200x200 116 ms; Route through 100 waypoints 39 ms,
@@ -57,8 +55,7 @@ _child_provider: OsrmProvider | None = None
 def open_dataset(dataset_dir: Path, manifest: dict[str, Any], niceness: int) -> None:
     """The child's initializer: its own OSRM engines on the same memory-mapped files."""
     global _child_provider
-    if niceness > 0:
-        os.nice(niceness)
+    start_pool_process(niceness)
     fix_mmap_threshold()
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
 
@@ -95,7 +92,9 @@ class LargeCalls:
 
     def __init__(self, dataset: Dataset, processes: int, niceness: int) -> None:
         self.dataset, self.processes, self.niceness = dataset, processes, niceness
-        self.pool = self.new_pool()
+        # A child that died (killed, out of memory) fails the calls it had with a 503; later
+        # ones get a new child instead of failing until the worker restarts.
+        self.pool = RestartingPool("large-call", self.new_pool)
 
     def new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
@@ -108,21 +107,10 @@ class LargeCalls:
 
     async def start(self) -> None:
         """Starts every child and opens its engines, so the first large call pays neither."""
-        loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(self.pool, child_preload) for _ in range(self.processes)))
+        await asyncio.gather(*(self.pool.run(child_preload) for _ in range(self.processes)))
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
-        pool = self.pool
-        try:
-            return await asyncio.get_running_loop().run_in_executor(pool, function, *args)
-        except BrokenProcessPool:
-            # A child that died (killed, out of memory) fails the calls it had; later ones get
-            # a new child instead of failing until the worker restarts.
-            if self.pool is pool:
-                log.error("the large-call process died; starting a new one")
-                pool.shutdown(wait=False, cancel_futures=True)
-                self.pool = self.new_pool()
-            raise
+        return await self.pool.run(function, *args)
 
     async def matrix(self, query: MatrixQuery) -> MatrixResult:
         return await self.run(child_matrix, query)
@@ -130,8 +118,11 @@ class LargeCalls:
     async def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult:
         return await self.run(child_route_waypoints, query)
 
+    def health(self) -> dict[str, int]:
+        return {"processes": self.processes, "restarts": self.pool.restarts}
+
     def shutdown(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool.shutdown(wait=True)
 
 
 class ProviderCalls:

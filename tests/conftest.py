@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,12 @@ from common.config import REPO_ROOT
 from launcher.redis_server import free_port, start_redis
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Apps built in-process read INTERNAL_TOKEN from the environment: one exported in the shell
+    # would make them refuse every test client. Each Stack makes its own (launcher.stack).
+    os.environ.pop("INTERNAL_TOKEN", None)
 
 
 @pytest.fixture(scope="session")

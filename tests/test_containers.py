@@ -68,3 +68,9 @@ def test_dockerfile_copies_every_package_and_installs_the_pinned_requirements() 
     assert "pip install --no-cache-dir -r requirements.txt" in dockerfile
     for package in ["common", "gateway", "launcher", *deployed_services()]:
         assert f"COPY {package} ./{package}" in dockerfile, package
+
+
+def test_the_internal_secret_comes_from_the_environment_with_no_default(compose: dict[str, Any]) -> None:
+    """compose refuses to start without INTERNAL_TOKEN (from the shell or .env); none is in the repo."""
+    for name, service in python_services(compose).items():
+        assert service["environment"]["INTERNAL_TOKEN"].startswith("${INTERNAL_TOKEN:?"), name

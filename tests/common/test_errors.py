@@ -29,6 +29,16 @@ from common.errors import (
         (None, False),
         ("", False),
         ("text/html", False),
+        # q-values: q=0 is "not acceptable" (RFC 9110 §12.4.2).
+        ("application/json;q=0", False),
+        ("application/json; q=0.0", False),
+        ("application/json;q=0.5", True),
+        ("application/json;q=1, application/problem+json;q=0", True),
+        ("application/json, application/problem+json;q=0.1", False),
+        ("application/json;q=0, application/json;q=0.8", True),
+        ("application/json;q=abc", True),  # malformed q: as if absent
+        ("application/json;q=nan", True),
+        ("application/json;level=1;q=0", False),
     ],
 )
 def test_accept_header_selects_the_format(accept: str | None, legacy: bool) -> None:

@@ -57,6 +57,7 @@ def answering_pids(port: int, attempts: int = 60) -> set[int]:
 def supervisor() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     port = free_port()
     env = {**os.environ, "DEMO_SERVICE_PORT": str(port), "DEMO_SERVICE_WORKERS": "2", "PYTHONPATH": str(REPO_ROOT)}
+    env["INTERNAL_AUTH"] = "off"  # a demo without the secret: what is tested here is the workers
     process = subprocess.Popen([sys.executable, "-c", APP], cwd=REPO_ROOT, env=env, start_new_session=True)
     try:
         wait_for_port("127.0.0.1", port, timeout=30)

@@ -53,3 +53,14 @@ def test_rate_limit_spec_parsing() -> None:
     limits = parse_rate_limits("demo=2/10, standard=50/100")
     assert limits["demo"] == RateLimit(2.0, 10)
     assert limits["standard"].burst == 100
+
+
+async def test_the_429_names_the_rate_and_the_burst(redis_server: str) -> None:
+    redis = ResilientRedis(redis_server)
+    limiter = RateLimiter(redis, parse_rate_limits("standard=50/3"))
+    account = uuid.uuid4().hex
+    decisions = [await limiter.check(account, "standard") for _ in range(4)]
+    refused = decisions[-1]
+    assert refused is not None and not refused.allowed
+    assert refused.refusal().startswith("rate limit exceeded: 50 requests per second, in bursts of up to 3; retry in ")
+    await redis.close()

@@ -124,3 +124,13 @@ def test_authorization_header_must_be_bearer(header: str | None) -> None:
 
 def test_bearer_scheme_is_case_insensitive() -> None:
     assert bearer_token("bearer abc.def.ghi") == "abc.def.ghi"
+
+
+@pytest.mark.parametrize("raw", [b"Bearer \xff\xfe\x80", b"Bearer abc.\xc3\xa9t\xc3\xa9.def", b"Bearer abc\x7f.def.ghi"])
+def test_a_token_of_other_than_printable_ascii_is_refused_before_the_jwt_library(
+    raw: bytes, verifier: TokenVerifier
+) -> None:
+    # aiohttp hands over header bytes that are not UTF-8 as surrogates, which PyJWT cannot encode.
+    header = raw.decode("utf-8", "surrogateescape")
+    with pytest.raises(Unauthorized, match="malformed"):
+        verifier.verify(bearer_token(header))

@@ -34,6 +34,7 @@ def make_stack(data_dir: Path, services: list[str], **extra_env: str) -> Stack:
         data_dir=data_dir,
         ports={name: free_port() for name in DEFAULT_PORTS},
         redis_port=free_port(),
+        redis_cache_port=free_port(),
         services=services,
         extra_env={**TEST_ENV, **extra_env},
         startup_timeout=60,

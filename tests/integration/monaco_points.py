@@ -16,12 +16,15 @@ from tests.optimize_service.test_app import MONACO
 Point = dict[str, float]
 
 
-async def monaco_road_points(http: aiohttp.ClientSession, route_url: str, count: int) -> list[Point]:
-    """`count` distinct points (≤ ~1700: 210 routes give 1777 on the extract), in a fixed order."""
+async def monaco_road_points(
+    http: aiohttp.ClientSession, route_url: str, count: int, headers: dict[str, str]
+) -> list[Point]:
+    """`count` distinct points (≤ ~1700: 210 routes give 1777 on the extract), in a fixed order.
+    `headers`: the internal credential, as the route service's port asks for it."""
     seen: dict[tuple[float, float], None] = {}
     for (_, lat_a, lon_a), (_, lat_b, lon_b) in itertools.permutations(MONACO, 2):
         url = f"{route_url}/v1/route?from={lat_a},{lon_a}&to={lat_b},{lon_b}&steps=false"
-        async with http.get(url) as resp:
+        async with http.get(url, headers=headers) as resp:
             assert resp.status == 200, await resp.text()
             geometry = (await resp.json())["routes"][0]["geometry"]["coordinates"]
         for lon, lat in geometry[3:-3]:  # not the ends, which snap from the place itself
@@ -31,7 +34,7 @@ async def monaco_road_points(http: aiohttp.ClientSession, route_url: str, count:
     points = [{"lat": lat, "lon": lon} for lat, lon in itertools.islice(seen, count)]
     assert len(points) == count, f"only {len(points)} distinct road points"
     body = {"sources": points, "destinations": points, "annotations": ["duration"]}
-    async with http.post(f"{route_url}/internal/matrix", json=body) as resp:
+    async with http.post(f"{route_url}/internal/matrix", json=body, headers=headers) as resp:
         assert resp.status == 200, await resp.text()
         durations = np.array((await resp.json())["durations"], dtype=np.float64)
     assert not unreachable_stops(durations, 0), "some road points are not connected with the others"

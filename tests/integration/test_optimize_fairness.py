@@ -34,7 +34,7 @@ async def optimize(http: aiohttp.ClientSession, stack: Stack, token: str, points
 @pytest.mark.timeout(120)
 async def test_a_small_request_is_answered_while_large_ones_run(full_platform: Stack, http: aiohttp.ClientSession) -> None:
     token = user_token(full_platform)
-    points = await monaco_road_points(http, full_platform.url("route_service"), 620)
+    points = await monaco_road_points(http, full_platform.url("route_service"), 620, full_platform.internal_headers())
     small = points[600:620]
     status, alone, body = await optimize(http, full_platform, token, small)
     assert status == 200 and body["solver"]["method"] == "pyvrp-ils", body

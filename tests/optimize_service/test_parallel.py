@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from common.pools import RestartingPool
 from optimize_service import scheduler
 from optimize_service.exact import EXACT_MAX_STOPS
 from optimize_service.scheduler import Lane, parallel_searches
@@ -31,7 +32,7 @@ def problem(stops: int) -> TourProblem:
 
 
 def lane(pool: ThreadPoolExecutor, processes: int) -> Lane:
-    return Lane("large", pool, processes, queue_size=None, queue_seconds=60)
+    return Lane("large", RestartingPool("large", lambda: pool), processes, queue_size=None, queue_seconds=60)
 
 
 @pytest.mark.parametrize("stops", [50, 500])

@@ -132,6 +132,21 @@ def test_start_time_without_offset_or_malformed_is_400(raw: str) -> None:
     assert parameters(caught.value) == ["startTime"]
 
 
+@pytest.mark.parametrize(
+    "raw",
+    ["9999-12-31T23:59:59Z", "9999-12-31T23:59:59-14:00", "9000-01-01T00:00:00Z", "0001-01-01T00:00:00+14:00", "1899-12-31T23:59:59Z"],
+)
+def test_start_time_out_of_the_calendar_s_room_is_400_naming_it(raw: str) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_request([stop()], {"startTime": raw}, NOW)
+    assert parameters(caught.value) == ["startTime"]
+
+
+@pytest.mark.parametrize("raw", ["8999-12-31T23:59:59Z", "1900-01-01T00:00:00Z"])
+def test_start_time_at_the_bounds_is_accepted(raw: str) -> None:
+    assert parse_request([stop()], {"startTime": raw}, NOW).options.start_time == datetime.fromisoformat(raw)
+
+
 def test_options() -> None:
     query = {"vehicle": "Bicycle", "type": "shortest", "timeLimit": "2.5", "provider": "OSRM"}
     options = parse_request([stop()], query, NOW, frozenset({"osrm", "graph"})).options

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from common.errors import InvalidParameter
 from common.params import LatLon
 from optimize_service.formatter import iso
 from optimize_service.model import Leg, Stop
@@ -47,3 +48,18 @@ def test_round_trip_return_has_no_service_and_seconds_are_rounded() -> None:
     assert iso(visits[1].arrival) == "2025-03-01T08:01:01-08:00"  # 60 s service + 0.6 s, rounded
     with pytest.raises(ValueError, match="legs"):
         schedule(STOPS, [0, 1], LEGS, start)
+
+
+@pytest.mark.parametrize(
+    ("start", "legs"),
+    [
+        (datetime(9999, 12, 31, 20, 0, tzinfo=UTC), LEGS),  # the tour ends past the calendar: overflow
+        (datetime(9999, 12, 31, 0, 0, tzinfo=UTC), []),  # within it, but no room to round the times
+        (datetime(9999, 12, 30, 23, 0, tzinfo=timezone(timedelta(hours=-14))), []),  # its UTC is past it
+    ],
+)
+def test_a_tour_ending_after_year_9999_is_the_start_time_s_400(start: datetime, legs: list[Leg]) -> None:
+    order = [0, 1, 2] if legs else [0]
+    with pytest.raises(InvalidParameter) as caught:
+        schedule(STOPS, order, legs, start)
+    assert [v.parameter for v in caught.value.violations] == ["startTime"]

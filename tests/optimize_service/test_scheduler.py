@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from common.errors import OptimizerBusy
+from common.pools import RestartingPool
 from optimize_service.exact import EXACT_MAX_STOPS
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
 from optimize_service.solver import TourProblem, default_time_limit
@@ -25,8 +26,8 @@ class Clock:
 
 
 def lanes(pool: ThreadPoolExecutor, clock: Clock, *, queue_size: int | None = 4, queue_seconds: float = 40.0) -> Scheduler:
-    small = Lane(SMALL, pool, 1, None, queue_seconds, clock=clock)
-    large = Lane(LARGE, pool, 1, queue_size, queue_seconds, clock=clock)
+    small = Lane(SMALL, RestartingPool(SMALL, lambda: pool), 1, None, queue_seconds, clock=clock)
+    large = Lane(LARGE, RestartingPool(LARGE, lambda: pool), 1, queue_size, queue_seconds, clock=clock)
     return Scheduler(small, large, small_max_s=1.0)
 
 

@@ -3,10 +3,7 @@ child process (route_service.calls), on the Heidelberg dataset imported for the 
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
-import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -107,16 +104,3 @@ async def test_a_long_tour_from_the_child_equals_the_providers(client: Client, o
     assert (body["distance"], body["duration"]) == (expected.distance_m, expected.duration_s)
     assert len(body["legs"]) == len(points) - 1 and len(body["geometry"]["coordinates"]) == len(expected.geometry)
 
-
-async def test_a_child_that_died_is_replaced(client: Client) -> None:
-    large = client.app[STATE_KEY].calls.large
-    assert large is not None
-    for pid in list(large.pool._processes):
-        os.kill(pid, signal.SIGKILL)
-    await asyncio.sleep(0.5)
-    points = as_json(dense_points(150, seed=3))
-    statuses = []
-    for _ in range(2):
-        response = await client.post("/internal/matrix", json={"sources": points, "destinations": points}, headers=LEGACY)
-        statuses.append(response.status)
-    assert statuses in ([500, 200], [200, 200])
