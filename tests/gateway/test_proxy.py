@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -13,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from gateway.app import create_app
 from gateway.config import GatewayConfig, RateLimit
+from gateway.state import GATEWAY_KEY
 from tests.gateway.keys import TestKey, jwks
 
 LEGACY = {"Accept": "application/json"}
@@ -226,3 +229,37 @@ async def test_providers_are_gathered_from_the_services(gateway: TestClient, key
     assert body["routing"] == {"available": True, "providers": [{"name": "osm"}], "default": "osm"}
     assert body["geocoding"]["available"] is True
     assert "RateLimit-Limit" in resp.headers
+
+
+async def test_an_unreachable_service_is_logged_once_per_outage(
+    aiohttp_client: Any, key: TestKey, redis_server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on, yet
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    upstream = TestServer(upstream_app(key), host="127.0.0.1", port=port)
+    base = f"http://127.0.0.1:{port}"
+    config = GatewayConfig(
+        service="gateway",
+        redis_url=redis_server,
+        upstreams={"auth_service": base, "route_service": base},
+        jwks_url=base + "/.well-known/jwks.json",
+        rate_limits={"standard": RateLimit(1000, 1000)},
+    )
+    gateway: TestClient = await aiohttp_client(create_app(config))
+    await upstream.start_server()  # the keys load, then the service goes away
+    await gateway.app[GATEWAY_KEY].jwks.refresh()
+    await upstream.close()
+    caplog.set_level(logging.INFO, logger="gateway.proxy")
+    auth = {"Authorization": f"Bearer {key.token()}"}
+    for _ in range(20):
+        resp = await gateway.get("/v1/route", headers=auth)
+        assert resp.status == 503
+    upstream = TestServer(upstream_app(key), host="127.0.0.1", port=port)
+    await upstream.start_server()
+    for _ in range(3):
+        assert (await gateway.get("/v1/route", headers=auth)).status == 200
+    await upstream.close()
+    lines = [r.getMessage() for r in caplog.records if r.name == "gateway.proxy"]
+    assert [line for line in lines if "unreachable" in line] == [lines[0]] and len(lines) == 2
+    assert "reachable again" in lines[1]
