@@ -14,7 +14,6 @@ from auth_service.accounts import AccountStore
 from auth_service.authentication import Authenticator
 from auth_service.config import AuthConfig
 from auth_service.handlers import (
-    AUTH_CONFIG_KEY,
     AUTHENTICATOR_KEY,
     ISSUER_KEY,
     KEYRING_KEY,
@@ -48,7 +47,12 @@ def accounts_context(config: AuthConfig) -> CleanupContext:
         app[STORE_KEY] = store
         app[KEYRING_KEY] = keyring
         app[AUTHENTICATOR_KEY] = Authenticator(store, passwords)
-        app[ISSUER_KEY] = TokenIssuer(keyring, issuer=config.jwt_issuer, audience=config.jwt_audience)
+        app[ISSUER_KEY] = TokenIssuer(
+            keyring,
+            issuer=config.jwt_issuer,
+            audience=config.jwt_audience,
+            default_seconds=config.default_token_seconds,
+        )
         log.info("accounts database %s open, signing key %s", config.accounts_path, keyring.active.kid)
         yield
         store.close()
@@ -95,7 +99,6 @@ async def accounts_health(app: web.Application) -> dict[str, Any]:
 
 def create_app(config: AuthConfig) -> web.Application:
     app = base_app(config)
-    app[AUTH_CONFIG_KEY] = config
     app.cleanup_ctx.append(accounts_context(config))
     app.cleanup_ctx.append(revocation_sync_context(config))
     app[HEALTH_CHECKS_KEY].append(accounts_health)

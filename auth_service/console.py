@@ -163,7 +163,12 @@ def cmd_demo_token(config: AuthConfig, store: AccountStore, args: argparse.Names
     if not 1 <= args.duration <= MAX_DEMO_TOKEN_SECONDS:
         raise ConsoleError(f"--duration must be between 1 and {MAX_DEMO_TOKEN_SECONDS} seconds")
     ensure_signing_key(store)
-    issuer = TokenIssuer(KeyRing(store), issuer=config.jwt_issuer, audience=config.jwt_audience)
+    issuer = TokenIssuer(
+        KeyRing(store),
+        issuer=config.jwt_issuer,
+        audience=config.jwt_audience,
+        default_seconds=config.default_token_seconds,
+    )
     print(issuer.issue(demo_subject(), args.duration).token)
 
 

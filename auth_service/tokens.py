@@ -41,10 +41,12 @@ class IssuedToken:
 
 
 class TokenIssuer:
-    def __init__(self, keys: KeyRing, *, issuer: str, audience: str) -> None:
+    def __init__(self, keys: KeyRing, *, issuer: str, audience: str, default_seconds: int) -> None:
+        """`default_seconds`: a token's lifetime when the login names none (DEFAULT_TOKEN_SECONDS)."""
         self.keys = keys
         self.issuer = issuer
         self.audience = audience
+        self.default_seconds = default_seconds
 
     def claims(self, subject: TokenSubject, duration: int, now: int) -> dict[str, Any]:
         claims: dict[str, Any] = {

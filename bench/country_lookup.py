@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from common.config import REPO_ROOT
+from common.geo import METRES_PER_DEGREE
 from geo_service.countries import alpha3_from_tag
 
 OSM = REPO_ROOT.parent / "shared" / "osm"
@@ -62,7 +63,6 @@ BANDS: tuple[tuple[str, float, float], ...] = (
     ("200 m-1 km", 200.0, 1000.0),
     ("> 1 km", 1000.0, math.inf),
 )
-EARTH_M_PER_DEG = 111_195.0
 POI_KEYS = ("amenity", "shop", "tourism", "office", "leisure", "historic", "craft", "healthcare")
 
 Lookup = Callable[[np.ndarray, np.ndarray], list[str | None]]
@@ -259,7 +259,7 @@ def distance_m(lats: np.ndarray, lons: np.ndarray, lines: Sequence[Sequence[tupl
         [np.column_stack([np.asarray(line)[:-1], np.asarray(line)[1:]]) for line in lines]
     )  # lat0, lon0, lat1, lon1
     lat_ref = math.radians(float(np.mean(lats))) if lats.size else 0.0
-    kx, ky = EARTH_M_PER_DEG * math.cos(lat_ref), EARTH_M_PER_DEG
+    kx, ky = METRES_PER_DEGREE * math.cos(lat_ref), METRES_PER_DEGREE
     ax, ay = segments[:, 1] * kx, segments[:, 0] * ky
     bx, by = segments[:, 3] * kx, segments[:, 2] * ky
     dx, dy = bx - ax, by - ay

@@ -20,6 +20,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,17 @@ import numpy as np
 import orjson
 
 from common.config import DEFAULT_PORTS, REPO_ROOT
-from common.params import LatLon
+from common.geo import LatLon, haversine_m_arrays
 from launcher.redis_server import free_port
 from launcher.stack import Stack
 from route_service.detour.csvfile import DetourCase
 from route_service.detour.engine import Router, answer_cases
 from route_service.importer import ImportResult, Progress, import_maps
-from route_service.model import MatchResult, RouteQuery
+from route_service.model import RouteQuery
+from route_service.providers.base import Capabilities
+from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
+from route_service.providers.registry import resolve
 
 PBF = REPO_ROOT.parent / "shared" / "osm" / "heidelberg.osm.pbf"
 DENSE_BOX = (49.37, 49.43, 8.62, 8.75)  # lat min, lat max, lon min, lon max
@@ -81,20 +85,13 @@ def track_geometry(provider: OsrmProvider) -> list[tuple[float, float]]:
 
 def track_file(geometry: list[tuple[float, float]], count: int = TRACK_POINTS, seed: int = SEED) -> tuple[bytes, float]:
     """`count` points evenly along the geometry, ±4 m of noise, 1 s apart; and its length (m)."""
-    lon, lat = np.radians(np.array(geometry)).T
-    step = (
-        2
-        * 6_371_008.8
-        * np.arcsin(
-            np.sqrt(np.sin(np.diff(lat) / 2) ** 2 + np.cos(lat[:-1]) * np.cos(lat[1:]) * np.sin(np.diff(lon) / 2) ** 2)
-        )
-    )
-    along = np.concatenate([[0.0], np.cumsum(step)])
+    lon, lat = np.array(geometry).T
+    along = np.concatenate([[0.0], np.cumsum(haversine_m_arrays(lat[:-1], lon[:-1], lat[1:], lon[1:]))])
     at = np.linspace(0, along[-1], count)
     rng = np.random.default_rng(seed)
     noise = rng.uniform(-4, 4, (count, 2)) / 111_000
-    lats = np.degrees(np.interp(at, along, lat)) + noise[:, 0]
-    lons = np.degrees(np.interp(at, along, lon)) + noise[:, 1] / np.cos(np.radians(49.4))
+    lats = np.interp(at, along, lat) + noise[:, 0]
+    lons = np.interp(at, along, lon) + noise[:, 1] / np.cos(np.radians(49.4))
     lines = ["lat,lon,time", *(f"{lats[i]:.7f},{lons[i]:.7f},{1_700_000_000 + i}" for i in range(count))]
     return ("\n".join(lines) + "\n").encode(), float(along[-1])
 
@@ -125,28 +122,15 @@ def repeated(call: Callable[[], tuple[float, dict[str, Any]]]) -> tuple[list[flo
     return times, answer
 
 
-class FullRoutes:
-    """The OSRM provider without its lean `cost()`: the engine falls back to `route()`."""
-
-    def __init__(self, provider: OsrmProvider) -> None:
-        self.name, self.inner = provider.name, provider
-
-    def info(self) -> Any:
-        return self.inner.info()
-
-    def route(self, query: RouteQuery) -> Any:
-        return self.inner.route(query)
-
-    def matrix(self, query: Any) -> Any:
-        return self.inner.matrix(query)
-
-    def match(self, *args: Any) -> MatchResult:
-        return self.inner.match(*args)
+def full_routes(provider: OsrmProvider) -> Capabilities:
+    """The OSRM provider without its lean cost plugin: costs come leg by leg from its routes."""
+    lean = resolve(provider)
+    return replace(lean, cost=LegByLeg(lean.route).cost)
 
 
 def in_process(provider: OsrmProvider, cases: list[DetourCase]) -> dict[str, float]:
     timings = {}
-    for label, routed in (("lean cost()", provider), ("full route()", FullRoutes(provider))):
+    for label, routed in (("lean cost()", resolve(provider)), ("full route()", full_routes(provider))):
         started = time.perf_counter()
         answer_cases(Router(routed, "car", "fastest"), cases)
         timings[label] = time.perf_counter() - started

@@ -39,9 +39,11 @@ import numpy as np
 import osmium
 
 from common.config import DEFAULT_PORTS, REPO_ROOT
+from common.datasets import read_current
+from common.geo import haversine_m_arrays
 from geo_service.cache import normalized_text
 from geo_service.importer import ImportResult, run_import
-from geo_service.index import current_hash, open_index
+from geo_service.index import open_index
 from geo_service.model import GeocodeQuery
 from launcher.redis_server import free_port
 from launcher.stack import Stack
@@ -60,7 +62,6 @@ STREET_TOLERANCE_M = 500.0
 STREET_ATTACH_M = 300.0
 IMPORT_GOAL_S = 30.0
 LATENCY_GOALS_MS = {"p50": 5.0, "p95": 15.0}
-EARTH_RADIUS_M = 6_371_008.8
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # Plain house numbers (12, 12a, 12 a, 12-14); "1. UG" or "UG1" describe floors, not houses.
 PLAIN_NUMBER = re.compile(r"^\d{1,4}\s?[a-zA-Z]?(\s?[-/]\s?\d{1,4}[a-zA-Z]?)?$")
@@ -254,10 +255,7 @@ def object_point(obj: object) -> tuple[float, float] | None:
 
 def distances_m(lat: float, lon: float, points: np.ndarray) -> np.ndarray:
     """Haversine distances from one point to each row (lat, lon) of `points`."""
-    lat1, lon1 = math.radians(lat), math.radians(lon)
-    lat2, lon2 = np.radians(points[:, 0]), np.radians(points[:, 1])
-    a = np.sin((lat2 - lat1) / 2) ** 2 + math.cos(lat1) * np.cos(lat2) * np.sin((lon2 - lon1) / 2) ** 2
-    return np.asarray(2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0))))
+    return haversine_m_arrays(lat, lon, points[:, 0], points[:, 1])
 
 
 def street_geometry(truth: Truth, street: str, city: str | None) -> np.ndarray:
@@ -454,7 +452,7 @@ def result_points(answer: object) -> list[Point]:
 
 
 def in_process(index_dir: Path, cases: list[Case]) -> list[Answer]:
-    hash_ = current_hash(index_dir)
+    hash_ = read_current(index_dir)
     assert hash_ is not None
     loaded = open_index(index_dir, hash_)
     try:

@@ -48,11 +48,11 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from common.config import REPO_ROOT
-from common.params import LatLon
+from common.geo import LatLon
 from route_service.dataset import current_dataset
 from route_service.importer import Progress, file_sha256, import_maps
 from route_service.model import MatrixQuery
-from route_service.providers.osrm_provider import MAX_MATRIX_LOCATIONS, OsrmProvider
+from route_service.providers.osrm_provider import OsrmProvider
 
 OSM_DIR = REPO_ROOT.parent / "shared" / "osm"
 CACHE_DIR = REPO_ROOT / "var" / "bench-cache" / "optimize"
@@ -68,6 +68,7 @@ CAPACITY_FACTOR = 1.5
 JAMMED_AFTER = 2000
 ANCHOR_PROBES = 300  # enough for the main part to be the largest group among them
 DRAW_BATCH = 500  # uniform points per Nearest round; candidates beyond the need are dropped
+MATRIX_LOCATIONS = 2000  # per Table call here, as the service's matrices (2 x 1000): the binding's tree stays small
 # In every cache key: raise it when the drawing rules above change, so no stale instance (and
 # no reference computed on one) is read back.
 DRAW_VERSION = 2  # 2: 15 m spacing, capacity factor 1.5 (1: 50 m, 2)
@@ -219,11 +220,11 @@ class RoadNetwork:
         return np.array(rows, dtype=np.float64).reshape(len(sources), len(destinations))
 
     def in_main_part(self, points: list[LatLon]) -> list[bool]:
-        """Whether each point reaches and is reached from the anchor (in chunks: the provider
-        takes at most MAX_MATRIX_LOCATIONS locations a call)."""
+        """Whether each point reaches and is reached from the anchor (in chunks of at most
+        MATRIX_LOCATIONS locations a call)."""
         assert self.anchor is not None
         found: list[bool] = []
-        step = MAX_MATRIX_LOCATIONS - 1
+        step = MATRIX_LOCATIONS - 1
         for first in range(0, len(points), step):
             chunk = points[first : first + step]
             there = self.table([self.anchor], chunk)[0]

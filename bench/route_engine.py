@@ -18,7 +18,7 @@ import numpy as np
 
 from common.config import REPO_ROOT
 from common.errors import ApiError
-from common.params import LatLon
+from common.geo import LatLon
 from route_service.importer import ImportResult, Progress, import_maps
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider

@@ -1,1 +1,2 @@
-"""Shared library of the routing platform: errors, config, logging, Redis, service client."""
+"""Shared library of the routing platform: errors and their formats, config, logging, Redis,
+service client, geometry (`geo`) and the routing vocabulary (vehicles, route types)."""

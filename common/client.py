@@ -1,26 +1,40 @@
-"""Service-to-service HTTP: one pooled session, request-id propagation, typed errors."""
+"""Service-to-service HTTP: one pooled session, request-id propagation, typed errors.
+
+Every JSON call one of our processes makes to another goes through `ServiceClient`: it sends
+the internal credential and the request id, asks for errors in the internal format, and turns
+what comes back into typed `ApiError`s (504 too slow, 503 unreachable, 502 a broken answer, the
+service's own error carried through).
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import orjson
 
 from common.errors import (
-    INTERNAL_ERRORS_HEADER,
     ApiError,
     BadGateway,
     GatewayTimeout,
     InternalCredentialRequired,
     ServiceUnavailable,
-    UpstreamError,
 )
 from common.internal_auth import internal_headers
 from common.logging import request_id_var
+from common.problems import INTERNAL_ERRORS_HEADER, read_internal_body
 
 log = logging.getLogger("common.client")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A service's answer, whatever its status."""
+
+    status: int
+    body: bytes
 
 
 class ServiceClient:
@@ -58,30 +72,50 @@ class ServiceClient:
             headers["X-Request-ID"] = request_id
         return headers
 
-    async def request_json(
-        self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None
-    ) -> Any:
-        url = self.base_url + path
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json: Any = None,
+        timeout_seconds: float | None = None,
+    ) -> Reply:
+        """One request, answered with any status. Raises only when there is no answer: 504 past
+        the timeout (the client's own unless `timeout_seconds` is given), 503 when the service
+        cannot be reached, 502 when its answer cannot be read."""
         data = orjson.dumps(json) if json is not None else None
         headers = self.headers()
         if data is not None:
             headers["Content-Type"] = "application/json"
+        limit = self.timeout if timeout_seconds is None else aiohttp.ClientTimeout(total=timeout_seconds)
         try:
             async with self.session.request(
-                method, url, params=params, data=data, headers=headers, timeout=self.timeout
+                method, self.base_url + path, params=params, data=data, headers=headers, timeout=limit
             ) as resp:
-                body = await resp.read()
-                status = resp.status
+                return Reply(resp.status, await resp.read())
         except TimeoutError as exc:
             raise GatewayTimeout(f"the {self.name} did not answer in time") from exc
         except aiohttp.ClientConnectionError as exc:
             raise ServiceUnavailable(f"the {self.name} is unavailable") from exc
+        except aiohttp.ClientError as exc:
+            raise BadGateway(f"the {self.name}'s answer could not be read") from exc
+
+    def parsed(self, reply: Reply) -> Any:
+        """The answer's JSON (None for an empty body); 502 when it is not JSON."""
         try:
-            parsed = orjson.loads(body) if body else None
+            return orjson.loads(reply.body) if reply.body else None
         except orjson.JSONDecodeError as exc:
             raise BadGateway(f"the {self.name} answered something that is not JSON") from exc
-        if status >= 400:
-            raise self.upstream_error(status, parsed)
+
+    async def request_json(
+        self, method: str, path: str, *, params: dict[str, str] | None = None, json: Any = None
+    ) -> Any:
+        """The answer's JSON; the service's error as a typed `ApiError`."""
+        reply = await self.call(method, path, params=params, json=json)
+        parsed = self.parsed(reply)
+        if reply.status >= 400:
+            raise self.upstream_error(reply.status, parsed)
         return parsed
 
     def upstream_error(self, status: int, parsed: Any) -> ApiError:
@@ -92,7 +126,7 @@ class ServiceClient:
             # for them, never a 401 that would send them to check their own token.
             log.error("the %s refused our internal credential: is INTERNAL_TOKEN the same everywhere?", self.name)
             return BadGateway(f"the {self.name} refused the call")
-        return UpstreamError.from_internal_body(parsed)
+        return read_internal_body(parsed)
 
     async def get_json(self, path: str, params: dict[str, str] | None = None) -> Any:
         return await self.request_json("GET", path, params=params)

@@ -77,6 +77,8 @@ class BaseConfig:
     # The secret every internal call carries (`INTERNAL_TOKEN`; see common.internal_auth). Empty
     # only for apps built in-process (tests): `run()` refuses to start a process without it.
     internal_token: str = field(default="", repr=False)
+    # INTERNAL_AUTH=off: a process may start without INTERNAL_TOKEN, for development only.
+    internal_auth_off: bool = False
 
     @classmethod
     def from_env(cls, service: str, **overrides: Any) -> Self:
@@ -93,6 +95,7 @@ class BaseConfig:
             "header_timeout_seconds": env_float("HEADER_READ_TIMEOUT_SECONDS", 30.0),
             "body_timeout_seconds": env_float("BODY_READ_TIMEOUT_SECONDS", 30.0),
             "internal_token": env_str("INTERNAL_TOKEN", ""),
+            "internal_auth_off": env_str("INTERNAL_AUTH", "") == "off",
         }
         known = {f.name for f in fields(cls)}
         values.update({k: v for k, v in overrides.items() if k in known})

@@ -1,21 +1,16 @@
-"""Typed API errors and their two wire formats (problem detail and legacy).
+"""The typed API errors: status, problem type, title and stable code of every error a client
+can get, and `ParameterErrors`, which collects violations to report them all at once.
 
-Every service raises these; `common.middleware.error_middleware` renders them, so no
-handler formats an error body by hand.
+Every service raises these and no handler formats an error body: `common.problems` writes
+them in the caller's format, from the `errors` middleware (`common.middleware`) or, for what
+the HTTP parser refuses, from `common.http_server`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
-
-PROBLEM_JSON = "application/problem+json"
-LEGACY_JSON = "application/json"
-# Service-to-service calls ask for this variant so the caller can rebuild the typed error.
-INTERNAL_ERRORS_HEADER = "X-Internal-Errors"
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Self
 
 
 @dataclass(frozen=True)
@@ -56,6 +51,17 @@ class ApiError(Exception):
     @property
     def detail(self) -> str:
         return "; ".join(v.text() for v in self.violations)
+
+    def renamed(self, rename: Callable[[Violation], Violation]) -> Self:
+        """The same error (class, status, headers) with each violation passed through `rename`:
+        a caller naming its own inputs in a callee's error (a leg's `from` as `waypoints[3]`,
+        the route service's `sources[3]` as `stops[3]`). The one place an error is renamed;
+        copied, not rebuilt, because not every error type takes `violations=` (UpstreamError)."""
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.violations = [rename(v) for v in self.violations]
+        copy.args = (copy.detail,)
+        return copy
 
 
 class InvalidParameter(ApiError):
@@ -247,93 +253,6 @@ class ParameterErrors:
             raise self._first_error(violations=self.violations)
 
 
-# ---------------------------------------------------------------- rendering
-
-
-def wants_legacy(accept: str | None) -> bool:
-    """Legacy format only when `application/json` is acceptable and problem+json is not.
-
-    q-values count: `q=0` means "not acceptable" (RFC 9110 §12.4.2), so
-    `application/json;q=0` does not select the legacy format."""
-    if not accept:
-        return False
-    weights = accepted_media_types(accept)
-    return weights.get(LEGACY_JSON, 0.0) > 0 and weights.get(PROBLEM_JSON, 0.0) == 0
-
-
-def accepted_media_types(accept: str) -> dict[str, float]:
-    """Media type → its q-value (the highest when one is listed twice)."""
-    weights: dict[str, float] = {}
-    for item in accept.split(","):
-        media_type, *params = (part.strip() for part in item.split(";"))
-        if media_type:
-            key = media_type.lower()
-            weights[key] = max(weights.get(key, 0.0), quality(params))
-    return weights
-
-
-def quality(params: list[str]) -> float:
-    """The q parameter, 1 when absent; a malformed one counts as absent (lenient)."""
-    for param in params:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "q":
-            try:
-                q = float(value.strip())
-            except ValueError:
-                return 1.0
-            return min(max(q, 0.0), 1.0) if math.isfinite(q) else 1.0
-    return 1.0
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass
-class RenderedError:
-    status: int
-    content_type: str
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def problem_body(error: ApiError, instance: str) -> dict[str, Any]:
-    return {
-        "status": error.status,
-        "type": error.violations[0].type if error.violations else error.type,
-        "title": error.title,
-        "detail": error.detail,
-        "timestamp": now_iso(),
-        "instance": instance,
-    }
-
-
-def legacy_body(error: ApiError) -> dict[str, Any]:
-    return {
-        "status": error.status,
-        "details": [{"code": v.code, "message": v.text()} for v in error.violations],
-        "errors": [v.text() for v in error.violations],
-    }
-
-
-def internal_body(error: ApiError, instance: str) -> dict[str, Any]:
-    """Everything, so a calling service can rebuild the typed error."""
-    body = problem_body(error, instance)
-    body["code"] = error.code
-    body["violations"] = [
-        {"parameter": v.parameter, "message": v.message, "code": v.code, "type": v.type} for v in error.violations
-    ]
-    return body
-
-
-def render_error(error: ApiError, *, accept: str | None, instance: str, internal: bool = False) -> RenderedError:
-    if internal:
-        return RenderedError(error.status, PROBLEM_JSON, internal_body(error, instance), error.headers)
-    if wants_legacy(accept):
-        return RenderedError(error.status, LEGACY_JSON, legacy_body(error), error.headers)
-    return RenderedError(error.status, PROBLEM_JSON, problem_body(error, instance), error.headers)
-
-
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: MalformedBody,
     401: Unauthorized,
@@ -351,11 +270,13 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 
 
 def error_for_status(status: int) -> type[ApiError]:
+    """Our type for a bare HTTP status (aiohttp's own refusals, a server fault)."""
     return _BY_STATUS.get(status, InternalError if status >= 500 else MalformedBody)
 
 
 class UpstreamError(ApiError):
-    """An error answered by another of our services, carried through unchanged."""
+    """An error answered by another of our services, carried through unchanged
+    (`common.problems.read_internal_body` rebuilds it from the answer)."""
 
     def __init__(self, status: int, title: str, violations: list[Violation]) -> None:
         self.status = status
@@ -364,14 +285,6 @@ class UpstreamError(ApiError):
             self.type = violations[0].type
             self.code = violations[0].code
         super().__init__(violations=violations or None)
-
-    @classmethod
-    def from_internal_body(cls, body: Mapping[str, Any]) -> UpstreamError:
-        violations = [
-            Violation(v.get("parameter"), str(v.get("message", "")), str(v.get("code", "")), str(v.get("type", "")))
-            for v in body.get("violations", [])
-        ]
-        return cls(int(body.get("status", 502)), str(body.get("title", "Upstream error")), violations)
 
 
 # ---------------------------------------------------------------- capability errors

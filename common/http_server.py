@@ -40,7 +40,6 @@ from aiohttp.web_request import BaseRequest
 from yarl import URL
 
 from common.errors import (
-    INTERNAL_ERRORS_HEADER,
     ApiError,
     InternalError,
     MalformedBody,
@@ -49,7 +48,7 @@ from common.errors import (
     UnsupportedMediaType,
     error_for_status,
 )
-from common.middleware import render_response, set_standard_headers
+from common.middleware import error_response, render_response, set_standard_headers
 
 log = logging.getLogger("common.http_server")
 
@@ -230,12 +229,7 @@ class ApiRequestHandler(RequestHandler):
     def _failure(self, request: BaseRequest, status: int) -> web.Response:
         """An exception escaped the middlewares (which answer every error they see)."""
         error = InternalError("an internal error occurred") if status == 500 else error_for_status(status)()
-        return render_response(
-            error,
-            accept=request.headers.get("Accept"),
-            instance=str(request.rel_url),
-            internal=request.headers.get(INTERNAL_ERRORS_HEADER) == "full",
-        )
+        return error_response(request, error)
 
 
 # ---------------------------------------------------------------- server and runner

@@ -23,12 +23,11 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from common.config import BaseConfig, env_str
+from common.config import BaseConfig
 from common.errors import InternalCredentialRequired
 
 INTERNAL_TOKEN_HEADER = "X-Internal-Token"  # noqa: S105 - a header name, not a secret
 OPEN_PATHS = frozenset({"/health"})
-DEVELOPMENT_FLAG = "INTERNAL_AUTH"
 TOKEN_FILE = "internal-token"  # noqa: S105 - a file name under DATA_DIR, not a secret
 
 log = logging.getLogger("common.internal_auth")
@@ -78,7 +77,7 @@ def require_internal_token(config: BaseConfig) -> None:
     would be refused elsewhere), which only the explicit development flag allows."""
     if config.internal_token:
         return
-    if env_str(DEVELOPMENT_FLAG, "") == "off":
+    if config.internal_auth_off:
         log.warning("INTERNAL_TOKEN is not set and INTERNAL_AUTH=off: internal calls are not authenticated")
         return
     raise SystemExit(

@@ -18,7 +18,6 @@ from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import Counter, Histogram
 
 from common.errors import (
-    INTERNAL_ERRORS_HEADER,
     ApiError,
     InternalError,
     MalformedBody,
@@ -26,9 +25,9 @@ from common.errors import (
     RequestTimeout,
     UnsupportedMediaType,
     error_for_status,
-    render_error,
 )
 from common.logging import request_id_var
+from common.problems import INTERNAL_ERRORS_HEADER, render_error
 
 log = logging.getLogger("common.errors")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -58,7 +57,8 @@ def incoming_request_id(request: web.Request) -> str:
     return candidate if _VALID_REQUEST_ID.match(candidate) else uuid.uuid4().hex
 
 
-def error_response(request: web.Request, error: ApiError) -> web.Response:
+def error_response(request: web.BaseRequest, error: ApiError) -> web.Response:
+    """The error in the format the request asks for (its Accept and X-Internal-Errors headers)."""
     return render_response(
         error,
         accept=request.headers.get("Accept"),

@@ -5,18 +5,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from common.errors import ParameterErrors
+from common.geo import LatLon
 
 MISSING = object()
 _INTEGER = re.compile(r"[+-]?[0-9]{1,12}")
-
-
-@dataclass(frozen=True)
-class LatLon:
-    lat: float
-    lon: float
 
 
 def parse_int(

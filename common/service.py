@@ -1,7 +1,10 @@
 """The app factory base and runner that every service shares.
 
-A service's `create_app(config)` calls `base_app(config)` and adds its own routes and
-startup/cleanup contexts; `run(create_app, config)` is its `__main__`.
+Configuration is reached one way: a service's `__main__` reads it once from the environment
+(`<Service>Config.from_env()`, the only reader of the environment) and runs
+`run(create_app, config)`; `create_app(config)` calls `base_app(config)`, adds its routes,
+and builds its domain objects at start-up (cleanup contexts), handing each the values it needs.
+Handlers reach those objects through the app, never the configuration.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from common.supervisor import Supervision, supervision_checks
 REDIS_KEY: web.AppKey[ResilientRedis] = web.AppKey("redis", ResilientRedis)
 # The cache Redis (REDIS_CACHE_URL, else the state Redis): answers that may be evicted.
 CACHE_REDIS_KEY: web.AppKey[ResilientRedis] = web.AppKey("cache_redis", ResilientRedis)
+# The configuration `create_app(config)` was given, for the shared parts (Redis, health). A
+# service's own objects get their values at construction; handlers never read configuration.
 CONFIG_KEY: web.AppKey[BaseConfig] = web.AppKey("config", BaseConfig)
 HealthCheck = Callable[[web.Application], Awaitable[dict[str, Any]]]
 HEALTH_CHECKS_KEY: web.AppKey[list[HealthCheck]] = web.AppKey("health_checks", list)

@@ -7,13 +7,15 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
+from common.client import ServiceClient
 from common.service import REDIS_KEY, base_app
 from gateway import docs, handlers
 from gateway.config import GatewayConfig
 from gateway.cors import CORS_KEY, CorsPolicy, add_cors_headers
-from gateway.jwks import JwksRefresher, jwks_headers
+from gateway.jwks import JWKS_TIMEOUT_SECONDS, JwksRefresher, jwks_credential
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
+from gateway.services import service_clients
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import TokenVerifier
 
@@ -27,13 +29,17 @@ def create_app(config: GatewayConfig) -> web.Application:
             auto_decompress=False,
         )
         verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience, leeway_seconds=config.jwt_leeway_seconds)
-        jwks = JwksRefresher(
-            config.jwks_url, verifier, session, refresh_seconds=config.jwks_refresh_seconds, headers=jwks_headers(config)
+        keys = ServiceClient(
+            "JWKS endpoint",
+            config.jwks_url,
+            timeout=JWKS_TIMEOUT_SECONDS,
+            session=session,
+            internal_token=jwks_credential(config),
         )
+        jwks = JwksRefresher(keys, verifier, refresh_seconds=config.jwks_refresh_seconds)
         redis = app[REDIS_KEY]
         app[GATEWAY_KEY] = GatewayState(
-            config=config,
-            session=session,
+            services=service_clients(config, session),
             verifier=verifier,
             jwks=jwks,
             rate_limiter=RateLimiter(redis, config.rate_limits),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Self
 
 from common.config import BaseConfig, env_float, env_int, env_str
 
@@ -66,20 +67,21 @@ class GatewayConfig(BaseConfig):
     cors_allowed_origins: tuple[str, ...] = (DEFAULT_CORS_ORIGINS,)
 
     @classmethod
-    def load(cls) -> GatewayConfig:
+    def from_env(cls, service: str = "gateway", **overrides: Any) -> Self:
         upstreams = {name: env_str(var, "").rstrip("/") for name, var in UPSTREAM_ENV.items()}
         auth_url = upstreams.get("auth_service", "")
-        return cls.from_env(
-            "gateway",
-            upstreams={name: url for name, url in upstreams.items() if url},
-            jwt_issuer=env_str("JWT_ISSUER", "routing-api"),
-            jwt_audience=env_str("JWT_AUDIENCE", "routing-api"),
-            jwks_url=env_str("JWKS_URL", f"{auth_url}/.well-known/jwks.json" if auth_url else ""),
-            jwks_refresh_seconds=env_float("JWKS_REFRESH_SECONDS", 300.0),
-            jwt_leeway_seconds=env_float("JWT_LEEWAY_SECONDS", 5.0),
-            revocation_cache_seconds=env_float("REVOCATION_CACHE_SECONDS", 5.0),
-            rate_limits=parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
-            upstream_timeout_seconds=env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
-            max_body_bytes=env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
-            cors_allowed_origins=parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
-        )
+        values: dict[str, Any] = {
+            "upstreams": {name: url for name, url in upstreams.items() if url},
+            "jwt_issuer": env_str("JWT_ISSUER", "routing-api"),
+            "jwt_audience": env_str("JWT_AUDIENCE", "routing-api"),
+            "jwks_url": env_str("JWKS_URL", f"{auth_url}/.well-known/jwks.json" if auth_url else ""),
+            "jwks_refresh_seconds": env_float("JWKS_REFRESH_SECONDS", 300.0),
+            "jwt_leeway_seconds": env_float("JWT_LEEWAY_SECONDS", 5.0),
+            "revocation_cache_seconds": env_float("REVOCATION_CACHE_SECONDS", 5.0),
+            "rate_limits": parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
+            "upstream_timeout_seconds": env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
+            "max_body_bytes": env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
+            "cors_allowed_origins": parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
+        }
+        values.update(overrides)
+        return super().from_env(service, **values)

@@ -12,6 +12,7 @@ import yaml
 from aiohttp import web
 
 from common.errors import ApiError, UpstreamError, all_error_classes
+from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 
 SPEC_PATH = Path(__file__).with_name("openapi.yaml")
 
@@ -26,10 +27,18 @@ def error_catalog() -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda row: (row["status"], row["code"]))
 
 
+def write_vocabulary(spec: dict[str, Any]) -> None:
+    """The vehicles and route types the services accept, from the one list they all use."""
+    parameters = spec["components"]["parameters"]
+    parameters["vehicle"]["schema"].update(enum=list(VEHICLES), default=DEFAULT_VEHICLE)
+    parameters["type"]["schema"].update(enum=list(ROUTE_TYPES), default=DEFAULT_ROUTE_TYPE)
+
+
 @cache
 def openapi_spec() -> dict[str, Any]:
     spec: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
     spec["x-errors"] = error_catalog()
+    write_vocabulary(spec)
     return spec
 
 
@@ -46,10 +55,19 @@ async def openapi_json(request: web.Request) -> web.Response:
     return web.Response(body=openapi_bytes(), content_type="application/json", headers=DOCS_CACHE_CONTROL)
 
 
-def _operation_html(path: str, method: str, operation: dict[str, Any]) -> str:
+def parameter(spec: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """An operation's parameter, a shared one (`$ref`) looked up, with the operation's own words."""
+    ref = item.get("$ref", "")
+    if not ref.startswith("#/components/parameters/"):
+        return item
+    shared: dict[str, Any] = spec["components"]["parameters"][ref.rsplit("/", 1)[1]]
+    return {**shared, **{key: value for key, value in item.items() if key != "$ref"}}
+
+
+def _operation_html(spec: dict[str, Any], path: str, method: str, operation: dict[str, Any]) -> str:
     params = "".join(
         f"<li><code>{html.escape(p.get('name', ''))}</code> {html.escape(p.get('description', ''))}</li>"
-        for p in operation.get("parameters", [])
+        for p in (parameter(spec, item) for item in operation.get("parameters", []))
         if "name" in p
     )
     auth = "no token" if operation.get("security") == [] else "Bearer token"
@@ -64,7 +82,7 @@ def _operation_html(path: str, method: str, operation: dict[str, Any]) -> str:
 def docs_html() -> str:
     spec = openapi_spec()
     operations = "".join(
-        _operation_html(path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
+        _operation_html(spec, path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
     )
     errors = "".join(
         f"<tr><td>{e['status']}</td><td><code>{e['type']}</code></td><td><code>{e['code']}</code></td>"

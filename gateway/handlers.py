@@ -1,11 +1,9 @@
-"""Gateway handlers: the proxy for /v1 paths, aggregated health, the spec and docs."""
+"""Gateway handlers: the proxy for /v1 paths and the aggregated health (the spec and its page: `gateway.docs`)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from common.errors import ApiError, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
@@ -14,6 +12,7 @@ from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
 from gateway.routes import LOCAL_SERVICE, PublicRoute, match_route, needs_token
+from gateway.services import service_health
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import Identity, UnknownKey, bearer_token
 
@@ -75,12 +74,9 @@ async def proxy(request: web.Request) -> web.Response:
     limit_headers = await apply_rate_limit(state, request, identity)
     try:
         if route.service == LOCAL_SERVICE:
-            providers = await gather_providers(
-                state.session, state.config.upstreams, request["request_id"], state.config.internal_token
-            )
-            response = json_response(providers)
+            response = json_response(await gather_providers(state.services))
         else:
-            response = await forward(request, route, state.config.upstreams.get(route.service), state.session, identity)
+            response = await forward(request, route, state.services.get(route.service), identity)
     except ApiError as exc:
         # The request counted against the limit, so its error says so too.
         exc.headers.update(limit_headers)
@@ -89,18 +85,10 @@ async def proxy(request: web.Request) -> web.Response:
     return response
 
 
-async def _service_health(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
-    try:
-        async with session.get(url + "/health", timeout=aiohttp.ClientTimeout(total=2)) as resp:
-            return {"status": "up" if resp.status == 200 else "unready", "httpStatus": resp.status}
-    except (aiohttp.ClientError, TimeoutError):
-        return {"status": "down"}
-
-
 async def health(request: web.Request) -> web.Response:
     state = request.app[GATEWAY_KEY]
-    names = sorted(state.config.upstreams)
-    results = await asyncio.gather(*(_service_health(state.session, state.config.upstreams[n]) for n in names))
+    names = sorted(state.services)
+    results = await asyncio.gather(*(service_health(state.services[n]) for n in names))
     services = dict(zip(names, results, strict=True))
     redis_up = await request.app[REDIS_KEY].ping()
     ready = all(s["status"] == "up" for s in services.values()) and state.jwks.loaded

@@ -11,10 +11,8 @@ import logging
 import time
 from collections import OrderedDict
 
-import aiohttp
-import orjson
-
-from common.internal_auth import internal_headers
+from common.client import ServiceClient
+from common.errors import ApiError
 from gateway.config import GatewayConfig
 from gateway.tokens import TokenVerifier
 
@@ -24,29 +22,21 @@ UNKNOWN_KEY_MIN_GAP_SECONDS = 0.5
 UNKNOWN_KEY_RETRY_SECONDS = 5.0
 UNKNOWN_KEY_MEMORY = 1024
 UNKNOWN_KEY_MAX_WAITING = 8
+JWKS_TIMEOUT_SECONDS = 3.0
 
 
-def jwks_headers(config: GatewayConfig) -> dict[str, str]:
+def jwks_credential(config: GatewayConfig) -> str:
     """The internal credential goes to our own auth service only, never to another issuer's JWKS_URL."""
     auth_url = config.upstreams.get("auth_service", "")
     on_our_auth_service = bool(auth_url) and config.jwks_url.startswith(auth_url + "/")
-    return internal_headers(config.internal_token) if on_our_auth_service else {}
+    return config.internal_token if on_our_auth_service else ""
 
 
 class JwksRefresher:
-    def __init__(
-        self,
-        url: str,
-        verifier: TokenVerifier,
-        session: aiohttp.ClientSession,
-        *,
-        refresh_seconds: float,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.url = url
-        self.headers = headers or {}
+    def __init__(self, client: ServiceClient, verifier: TokenVerifier, *, refresh_seconds: float) -> None:
+        """`client`: the JWKS endpoint (JWKS_URL), whole, as its base URL."""
+        self.client = client
         self.verifier = verifier
-        self.session = session
         self.refresh_seconds = refresh_seconds
         self.loaded_at = 0.0
         self._last_attempt = 0.0
@@ -67,16 +57,12 @@ class JwksRefresher:
             if time.monotonic() - self._last_attempt < min_interval:
                 return False
             self._last_attempt = time.monotonic()
-            if not self.url:
+            if not self.client.base_url:
                 return False
             try:
-                async with self.session.get(
-                    self.url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=3)
-                ) as resp:
-                    resp.raise_for_status()
-                    jwks = orjson.loads(await resp.read())
-            except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as exc:
-                log.warning("cannot fetch JWKS from %s: %s", self.url, exc)
+                jwks = await self.client.get_json("")
+            except ApiError as exc:
+                log.warning("cannot fetch JWKS from %s: %s", self.client.base_url, exc)
                 return False
             self.verifier.load_jwks(jwks)
             self.loaded_at = time.monotonic()

@@ -3,35 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
-import aiohttp
-import orjson
-
-from common.internal_auth import internal_headers
+from common.client import ServiceClient
+from common.errors import ApiError
 
 # Public capability name -> the service that owns its providers.
 CAPABILITIES = {"geocoding": "geo_service", "routing": "route_service"}
 PROVIDERS_PATH = "/internal/providers"
+PROVIDERS_TIMEOUT_SECONDS = 3.0
 
 
-async def _fetch(session: aiohttp.ClientSession, url: str | None, headers: dict[str, str]) -> dict[str, Any]:
-    if not url:
+async def providers_of(client: ServiceClient | None) -> dict[str, Any]:
+    """One service's providers; what is missing is said, never raised: the others still answer."""
+    if client is None:
         return {"available": False, "reason": "not deployed"}
     try:
-        async with session.get(url + PROVIDERS_PATH, headers=headers, timeout=aiohttp.ClientTimeout(total=3)) as resp:
-            if resp.status != 200:
-                return {"available": False, "reason": f"the service answered {resp.status}"}
-            body: dict[str, Any] = orjson.loads(await resp.read())
-    except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError):
+        reply = await client.call("GET", PROVIDERS_PATH, timeout_seconds=PROVIDERS_TIMEOUT_SECONDS)
+        if reply.status != 200:
+            return {"available": False, "reason": f"the service answered {reply.status}"}
+        body: dict[str, Any] = client.parsed(reply)
+    except ApiError:
         return {"available": False, "reason": "the service is unreachable"}
     return {"available": True, **body}
 
 
-async def gather_providers(
-    session: aiohttp.ClientSession, upstreams: dict[str, str], request_id: str, internal_token: str = ""
-) -> dict[str, Any]:
+async def gather_providers(services: Mapping[str, ServiceClient]) -> dict[str, Any]:
     names = list(CAPABILITIES)
-    headers = {"X-Request-ID": request_id, **internal_headers(internal_token)}
-    answers = await asyncio.gather(*(_fetch(session, upstreams.get(CAPABILITIES[n]), headers) for n in names))
+    answers = await asyncio.gather(*(providers_of(services.get(CAPABILITIES[n])) for n in names))
     return dict(zip(names, answers, strict=True))

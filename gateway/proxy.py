@@ -9,11 +9,12 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
+from common.client import ServiceClient
 from common.errors import BadGateway, GatewayTimeout, InternalCredentialRequired, PayloadTooLarge, ServiceUnavailable
 from common.internal_auth import internal_headers
 from common.middleware import REQUEST_ID_HEADER
-from common.service import CONFIG_KEY
 from gateway.routes import PublicRoute
+from gateway.services import label
 from gateway.tokens import Identity
 
 log = logging.getLogger("gateway.proxy")
@@ -53,19 +54,12 @@ class UpstreamOutages:
 
 OUTAGES = UpstreamOutages()
 
-SERVICE_LABELS = {
-    "auth_service": "authentication service",
-    "geo_service": "geocoding service",
-    "route_service": "routing service",
-    "optimize_service": "optimization service",
-}
 
-
-def upstream_headers(request: web.Request, identity: Identity | None) -> dict[str, str]:
+def upstream_headers(request: web.Request, identity: Identity | None, internal_token: str) -> dict[str, str]:
     headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
     headers[REQUEST_ID_HEADER] = request["request_id"]
     headers["X-Forwarded-For"] = request.remote or ""
-    headers.update(internal_headers(request.app[CONFIG_KEY].internal_token))
+    headers.update(internal_headers(internal_token))
     if identity is not None:
         headers[INTERNAL_SUBJECT] = identity.subject
         headers[INTERNAL_TIER] = identity.tier
@@ -93,23 +87,20 @@ async def read_limited_body(request: web.Request, limit: int) -> bytes:
 
 
 async def forward(
-    request: web.Request,
-    route: PublicRoute,
-    base_url: str | None,
-    session: aiohttp.ClientSession,
-    identity: Identity | None,
+    request: web.Request, route: PublicRoute, service: ServiceClient | None, identity: Identity | None
 ) -> web.Response:
-    label = SERVICE_LABELS.get(route.service, route.service)
-    if not base_url:
-        raise ServiceUnavailable(f"the {label} is not deployed")
+    """The request's bytes to the service and its answer's back, untouched: no JSON is parsed
+    here (the service's connection pool, base URL and credential are its `ServiceClient`'s)."""
+    if service is None:
+        raise ServiceUnavailable(f"the {label(route.service)} is not deployed")
     body = await read_limited_body(request, route.max_body_bytes) if request.can_read_body else None
-    url = URL(base_url + request.raw_path, encoded=True)
+    url = URL(service.base_url + request.raw_path, encoded=True)
     try:
-        async with session.request(
+        async with service.session.request(
             request.method,
             url,
             data=body,
-            headers=upstream_headers(request, identity),
+            headers=upstream_headers(request, identity, service.internal_token),
             timeout=aiohttp.ClientTimeout(total=route.timeout_seconds),
             allow_redirects=False,
         ) as upstream:
@@ -117,15 +108,17 @@ async def forward(
             status = upstream.status
             headers = {name: upstream.headers[name] for name in FORWARDED_RESPONSE_HEADERS if name in upstream.headers}
     except TimeoutError as exc:
-        raise GatewayTimeout(f"the {label} did not answer within {route.timeout_seconds:g} s") from exc
+        raise GatewayTimeout(f"the {service.name} did not answer within {route.timeout_seconds:g} s") from exc
     except aiohttp.ClientConnectionError as exc:
-        OUTAGES.failed(route.service, base_url, exc)
-        raise ServiceUnavailable(f"the {label} is unavailable; try again shortly") from exc
+        OUTAGES.failed(route.service, service.base_url, exc)
+        raise ServiceUnavailable(f"the {service.name} is unavailable; try again shortly") from exc
     OUTAGES.answered(route.service)
     if status >= 500 and "json" not in headers.get("Content-Type", ""):
-        raise BadGateway(f"the {label} failed")
+        raise BadGateway(f"the {service.name} failed")
     if refused_our_credential(status, headers):
         # Our configuration is wrong (the secrets differ): a 502 for the client, never a 401.
-        log.error("the %s refused the gateway's internal credential: is INTERNAL_TOKEN the same everywhere?", label)
-        raise BadGateway(f"the {label} refused the call")
+        log.error(
+            "the %s refused the gateway's internal credential: is INTERNAL_TOKEN the same everywhere?", service.name
+        )
+        raise BadGateway(f"the {service.name} refused the call")
     return web.Response(status=status, body=payload, headers=headers)

@@ -1,13 +1,13 @@
-"""What the gateway holds while it runs, built at startup and closed at cleanup."""
+"""What the gateway holds while it runs, built at startup from its configuration and closed at
+cleanup; handlers reach it through the app, never the configuration itself."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import aiohttp
 from aiohttp import web
 
-from gateway.config import GatewayConfig
+from common.client import ServiceClient
 from gateway.jwks import JwksRefresher
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
@@ -16,8 +16,7 @@ from gateway.tokens import TokenVerifier
 
 @dataclass
 class GatewayState:
-    config: GatewayConfig
-    session: aiohttp.ClientSession
+    services: dict[str, ServiceClient]  # the deployed services by name; a missing one answers 503
     verifier: TokenVerifier
     jwks: JwksRefresher
     rate_limiter: RateLimiter

@@ -9,9 +9,10 @@ from typing import Any
 
 from aiohttp import web
 
-from common.service import HEALTH_CHECKS_KEY, base_app
+from common.service import CACHE_REDIS_KEY, HEALTH_CHECKS_KEY, base_app
+from geo_service.cache import AnswerCache
 from geo_service.config import GeoConfig
-from geo_service.handlers import GEO_CONFIG_KEY, REGISTRY_KEY, autocomplete, geocode, providers, reverse
+from geo_service.handlers import ANSWERS_KEY, REGISTRY_KEY, autocomplete, geocode, providers, reverse
 from geo_service.index import IndexLoader
 from geo_service.providers import DEFAULT_PROVIDER, OsmIndexProvider, ProviderRegistry
 
@@ -28,6 +29,7 @@ def providers_context(config: GeoConfig) -> CleanupContext:
             log.warning("geocoder not ready: %s", loader.error)
         registry = ProviderRegistry([OsmIndexProvider(loader, config.query_threads)], default=DEFAULT_PROVIDER)
         app[REGISTRY_KEY] = registry
+        app[ANSWERS_KEY] = AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds)
         yield
         await asyncio.to_thread(registry.close)
 
@@ -46,7 +48,6 @@ async def index_health(app: web.Application) -> dict[str, Any]:
 
 def create_app(config: GeoConfig) -> web.Application:
     app = base_app(config, with_cache=True)
-    app[GEO_CONFIG_KEY] = config
     app.cleanup_ctx.append(providers_context(config))
     app[HEALTH_CHECKS_KEY].append(index_health)
     app.router.add_get("/v1/geocoder", geocode)

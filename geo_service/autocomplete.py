@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from common.geo import EARTH_RADIUS_M
 from geo_service.formatter import label
-from geo_service.geometry import EARTH_RADIUS_M
 from geo_service.matcher import address_result
 from geo_service.model import AutocompleteQuery, GeocodeResult, ResultAddress
 from geo_service.normalize import ABBREVIATIONS, Normalizer, compact, fold, raw_tokens, unify_digraphs

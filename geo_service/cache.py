@@ -14,6 +14,7 @@ import orjson
 
 from common.redis import ResilientRedis
 from geo_service.normalize import fold
+from geo_service.providers.base import GeocodeProvider
 
 KEY_PREFIX = "geo:v1:"
 
@@ -26,6 +27,27 @@ def cache_key(operation: str, provider: str, dataset: str, parts: tuple[Any, ...
 def normalized_text(text: str) -> str:
     """Case, accents and spacing do not change the answer, so they share a cache entry."""
     return " ".join(fold(text).split())
+
+
+class AnswerCache:
+    """Geocoder answers kept `ttl_seconds` (GEO_CACHE_SECONDS) in the cache Redis."""
+
+    def __init__(self, redis: ResilientRedis, ttl_seconds: int) -> None:
+        self.redis = redis
+        self.ttl_seconds = ttl_seconds
+
+    async def answer(
+        self,
+        operation: str,
+        provider: GeocodeProvider,
+        parts: tuple[Any, ...],
+        compute: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """The answer from the cache, or computed and stored. A provider without a cache token
+        (no dataset to key the answer on) is never cached."""
+        token = provider.cache_token()
+        key = None if token is None else cache_key(operation, provider.name, token, parts)
+        return await cached(self.redis, key, self.ttl_seconds, compute)
 
 
 async def cached(

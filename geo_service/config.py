@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from common.config import BaseConfig, env_int
+from common.config import BaseConfig, env_int, env_str
 
 MAX_ADDRESS_CHARS = 500
 
@@ -29,7 +28,7 @@ class GeoConfig(BaseConfig):
 
     @classmethod
     def from_env(cls, service: str = "geo_service", **overrides: Any) -> Self:
-        index_dir = os.environ.get("GEO_INDEX_DIR", "")
+        index_dir = env_str("GEO_INDEX_DIR", "")
         values: dict[str, Any] = {
             "index_dir_override": Path(index_dir) if index_dir else None,
             "query_threads": env_int("GEO_QUERY_THREADS", 2),

@@ -1,4 +1,4 @@
-"""Small planar geometry on WGS84 coordinates: distances, point-in-polygon, nearest neighbours.
+"""Small planar geometry on WGS84 coordinates: projection, point-in-polygon, nearest neighbours.
 
 Distances use an equirectangular projection around the data: exact enough (< 0.5 %) for
 the few kilometres that matter when filling in a city or a postcode, and vectorisable.
@@ -11,15 +11,7 @@ import math
 import numpy as np
 from scipy.spatial import cKDTree
 
-EARTH_RADIUS_M = 6_371_008.8
-METRES_PER_DEGREE = math.pi * EARTH_RADIUS_M / 180
-
-
-def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lon2 - lon1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(a)))
+from common.geo import METRES_PER_DEGREE
 
 
 class Projection:

@@ -5,9 +5,9 @@
 Inputs come from common.osm_inputs (--osm, else OSM_FILE, else the default Helsinki map);
 several inputs are merged into one index. The result is `<out>/<hash>/index.sqlite3`, where
 hash = sha256 of the inputs' bytes, the importer version and the options, and
-`<out>/current.json` = {"hash": ...} names the index the service opens. Building happens in a
-hidden temporary directory renamed into place, so a crash never leaves a half index behind;
-a re-run on the same inputs finds `<hash>/` and only re-points current.json (a no-op).
+`<out>/current.json` = {"hash": ...} names the index the service opens. Progress, the atomic
+publish and current.json are every importer's (`common.datasets`): a crash never leaves a half
+index behind, and a re-run on the same inputs only re-points current.json (a no-op).
 """
 
 from __future__ import annotations
@@ -15,38 +15,27 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import shutil
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.config import data_dir
+from common.datasets import Progress, dataset_name, feed_file, publish_current
 from common.osm_inputs import ATTRIBUTION, input_files
-from geo_service.build import Dataset, build_dataset, extract_vocabulary, merge_datasets
+from geo_service.build import build_dataset, extract_vocabulary, merge_datasets
+from geo_service.config import GeoConfig
 from geo_service.countries import alpha3_from_tag
 from geo_service.country_lookup import CountryLookup
 from geo_service.extract import read_osm
+from geo_service.records import Dataset
 from geo_service.store import INDEX_FILE, write_index
 
 # 2: country from geometry (issue 10), autocomplete word table.
 IMPORTER_VERSION = "2"
-CURRENT = "current.json"
-HASH_LENGTH = 16
-
-
-@dataclass
-class Progress:
-    emit: Callable[[str], None] = print
-    started: float = field(default_factory=time.perf_counter)
-
-    def line(self, step: str, detail: str = "") -> None:
-        self.emit(f"[{time.perf_counter() - self.started:6.1f} s] {step:<28} {detail}".rstrip())
 
 
 @dataclass(frozen=True)
@@ -62,25 +51,9 @@ class ImportResult:
 def dataset_hash(inputs: Sequence[Path], options: dict[str, Any]) -> str:
     digest = hashlib.sha256(f"geo-importer:{IMPORTER_VERSION}:{json.dumps(options, sort_keys=True)}".encode())
     for path in inputs:
-        with path.open("rb") as source:
-            for block in iter(lambda: source.read(1 << 20), b""):
-                digest.update(block)
+        feed_file(digest, path)
         digest.update(b"\0")
-    return digest.hexdigest()[:HASH_LENGTH]
-
-
-def write_current(out: Path, hash_: str) -> None:
-    part = out / f".{CURRENT}.{os.getpid()}"
-    part.write_text(json.dumps({"hash": hash_}) + "\n")
-    os.replace(part, out / CURRENT)
-
-
-def read_current(out: Path) -> str | None:
-    try:
-        value = json.loads((out / CURRENT).read_text()).get("hash")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
+    return dataset_name(digest)
 
 
 def counts_of(dataset: Dataset) -> dict[str, int]:
@@ -94,9 +67,11 @@ def counts_of(dataset: Dataset) -> dict[str, int]:
     }
 
 
-def build(
-    inputs: Sequence[Path], target: Path, hash_: str, options: dict[str, Any], progress: Progress
+def build_index(
+    work: Path, *, inputs: Sequence[Path], hash_: str, options: dict[str, Any], progress: Progress
 ) -> dict[str, int]:
+    """The index in `work`; returns its counts."""
+    progress.line("importing", f"{len(inputs)} file(s) → {work.parent / hash_}")
     # Each input is filled in on its own, so each keeps its own default country and city.
     extracts = []
     for path in inputs:
@@ -127,8 +102,8 @@ def build(
         "vocabulary": sorted(dataset.vocabulary),
         "attribution": ATTRIBUTION,
     }
-    write_index(target / INDEX_FILE, dataset, meta)
-    progress.line("index written", f"{(target / INDEX_FILE).stat().st_size / 1e6:.1f} MB")
+    write_index(work / INDEX_FILE, dataset, meta)
+    progress.line("index written", f"{(work / INDEX_FILE).stat().st_size / 1e6:.1f} MB")
     return counts
 
 
@@ -147,30 +122,22 @@ def run_import(
     # The country data's version is part of the input: a new release may move a border.
     options = {"default_country": default_country, "default_city": default_city, "countries": CountryLookup.version()}
     hash_ = dataset_hash(inputs, options)
-    final = out / hash_
-    out.mkdir(parents=True, exist_ok=True)
-    if (final / INDEX_FILE).is_file():
-        write_current(out, hash_)
-        meta_counts = _stored_counts(final / INDEX_FILE)
+    build = partial(build_index, inputs=inputs, hash_=hash_, options=options, progress=progress)
+    published = publish_current(out, hash_, stored=stored_counts, build=build)
+    size = (published.path / INDEX_FILE).stat().st_size
+    if published.reused:
         progress.line("up to date", f"{hash_} already imported; nothing to do")
-        return ImportResult(hash_, final, True, meta_counts, 0.0, (final / INDEX_FILE).stat().st_size)
-    progress.line("importing", f"{len(inputs)} file(s) → {final}")
-    temporary = out / f".{hash_}.{os.getpid()}.tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir()
-    try:
-        counts = build(inputs, temporary, hash_, options, progress)
-        os.replace(temporary, final)
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-    write_current(out, hash_)
-    seconds = time.perf_counter() - progress.started
-    size = (final / INDEX_FILE).stat().st_size
+        return ImportResult(hash_, published.path, True, published.result, 0.0, size)
+    seconds = progress.elapsed()
     progress.line("done", f"{hash_} in {seconds:.1f} s, {size / 1e6:.1f} MB on disk; current.json updated")
-    return ImportResult(hash_, final, False, counts, seconds, size)
+    return ImportResult(hash_, published.path, False, published.result, seconds, size)
 
 
-def _stored_counts(path: Path) -> dict[str, int]:
+def stored_counts(dataset_dir: Path) -> dict[str, int] | None:
+    """The counts an index already written records; None when there is no index."""
+    path = dataset_dir / INDEX_FILE
+    if not path.is_file():
+        return None
     import sqlite3
 
     connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
@@ -193,7 +160,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def default_out() -> Path:
-    return Path(os.environ.get("GEO_INDEX_DIR") or data_dir() / "geo")
+    """Where the geocoding service looks for its index (its configuration: GEO_INDEX_DIR, DATA_DIR)."""
+    return GeoConfig.from_env().index_dir
 
 
 def main(argv: Sequence[str] | None = None) -> int:

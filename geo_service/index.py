@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -10,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.datasets import CURRENT, read_current
 from geo_service.autocomplete import Autocompleter
 from geo_service.matcher import Matcher
 from geo_service.store import INDEX_FILE, IndexReader
 
 log = logging.getLogger("geo_service.index")
-CURRENT = "current.json"
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,6 @@ class LoadedIndex:
     @property
     def countries(self) -> list[str]:
         return list(self.reader.meta.get("countries", []))
-
-
-def current_hash(index_dir: Path) -> str | None:
-    try:
-        value = json.loads((index_dir / CURRENT).read_text()).get("hash")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) and value.isalnum() else None
 
 
 def open_index(index_dir: Path, hash_: str) -> LoadedIndex:
@@ -77,7 +68,7 @@ class IndexLoader:
     def refresh(self) -> None:
         with self._lock:
             self._checked_at = time.monotonic()
-            hash_ = current_hash(self.index_dir)
+            hash_ = read_current(self.index_dir)
             if hash_ is None:
                 self.error = f"no index: {self.index_dir / CURRENT} is missing; run python -m geo_service.importer"
                 return

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz, process
 
+from common.geo import METRES_PER_DEGREE, LatLon, haversine_m
 from geo_service.countries import country_of_name
 from geo_service.formatter import label
-from geo_service.geometry import METRES_PER_DEGREE, haversine_m
 from geo_service.model import GeocodeAnswer, GeocodeQuery, GeocodeResult, Note, ResultAddress, ReverseQuery
 from geo_service.normalize import Normalizer, compact
 from geo_service.notes import EmptyAnswerNotes
@@ -372,7 +372,8 @@ class Matcher:
             rows = self.reader.addresses_near(query.lat, query.lon, d_lat, d_lon, limit=2000)
             if len({address_identity(r) for r in rows}) >= query.limit:
                 break
-        measured = sorted(((haversine_m(query.lat, query.lon, r.lat, r.lon), r) for r in rows), key=lambda p: p[0])
+        here = LatLon(query.lat, query.lon)
+        measured = sorted(((haversine_m(here, LatLon(r.lat, r.lon)), r) for r in rows), key=lambda p: p[0])
         results: list[GeocodeResult] = []
         seen: set[tuple[str | None, ...]] = set()
         for distance, row in measured:

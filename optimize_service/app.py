@@ -26,7 +26,8 @@ from common.pools import RestartingPool
 from common.processes import start_pool_process
 from common.service import HEALTH_CHECKS_KEY, base_app
 from optimize_service.config import OptimizeConfig
-from optimize_service.handlers import STATE_KEY, OptimizeState, optimize_stops
+from optimize_service.handlers import OPTIMIZER_KEY, optimize_stops
+from optimize_service.optimizer import Optimizer
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
 from optimize_service.solver import warm_up
@@ -80,7 +81,7 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
         )
         scheduler = scheduler_for(config)
         await asyncio.gather(warm(scheduler.small), warm(scheduler.large))
-        app[STATE_KEY] = OptimizeState(RouteClient(client), scheduler)
+        app[OPTIMIZER_KEY] = Optimizer(RouteClient(client), scheduler)
         log.info(
             "solvers ready: %d small-lane and %d large-lane process(es); route service at %s",
             scheduler.small.processes,
@@ -97,7 +98,7 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
 
 def solver_health(config: OptimizeConfig) -> Callable[[web.Application], Any]:
     async def check(app: web.Application) -> dict[str, Any]:
-        lanes = app[STATE_KEY].scheduler.health() if STATE_KEY in app else {}
+        lanes = app[OPTIMIZER_KEY].scheduler.health() if OPTIMIZER_KEY in app else {}
         return {"solverProcesses": config.solver_processes, "lanes": lanes, "routeService": config.route_service_url}
 
     return check

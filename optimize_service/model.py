@@ -6,15 +6,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from common.params import LatLon
+from common.geo import LatLon
 
 MAX_STOPS = 1000  # more → 413 OPTIMIZE_ERROR_TOO_MANY_STOPS
-MAX_DIAMETER_M = 1_200_000.0  # API.md: the stops' region may be at most 1200 km wide
+MAX_DIAMETER_M = 1_200_000.0  # the API contract (../shared/API.md): the region may be at most 1200 km wide
 MAX_SERVICE_TIME_S = 86_400.0
 MIN_TIME_LIMIT_S = 0.05
 MAX_TIME_LIMIT_S = 30.0
-VEHICLES = ("car", "truck", "bicycle", "pedestrian")
-ROUTE_TYPES = ("fastest", "shortest")
 
 
 @dataclass(frozen=True)

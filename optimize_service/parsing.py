@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
-from common.params import LatLon, parse_choice
+from common.geo import LatLon
+from common.params import parse_choice
+from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.geo import farthest_pair
 from optimize_service.model import (
     MAX_DIAMETER_M,
@@ -22,8 +24,6 @@ from optimize_service.model import (
     MAX_STOPS,
     MAX_TIME_LIMIT_S,
     MIN_TIME_LIMIT_S,
-    ROUTE_TYPES,
-    VEHICLES,
     OptimizeRequest,
     Options,
     Stop,
@@ -140,7 +140,7 @@ def short(value: Any) -> str:
 
 
 def tour_ends(stops: list[Stop], errors: ParameterErrors) -> TourEnds:
-    """API.md: at most one start and one destination; without a start the first stop starts;
+    """The API contract: at most one start and one destination; without a start the first stop starts;
     without a destination the tour is open; one stop both → round trip."""
     starts = [i for i, stop in enumerate(stops) if stop.start]
     destinations = [i for i, stop in enumerate(stops) if stop.destination]
@@ -170,8 +170,8 @@ def parse_options(
 ) -> Options:
     return Options(
         start_time=parse_start_time(query.get("startTime"), now, errors),
-        vehicle=parse_choice(query, "vehicle", errors, default="car", choices=VEHICLES),
-        route_type=parse_choice(query, "type", errors, default="fastest", choices=ROUTE_TYPES),
+        vehicle=parse_choice(query, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES),
+        route_type=parse_choice(query, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES),
         provider=parse_provider(query.get("provider"), errors, known_providers),
         time_limit_s=parse_time_limit(query.get("timeLimit"), errors),
     )
@@ -196,10 +196,15 @@ def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) ->
     return value
 
 
+def provider_name(raw: str) -> str:
+    """Provider names are matched without case or surrounding spaces."""
+    return raw.strip().lower()
+
+
 def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:
     if raw is None:
         return None
-    name = raw.strip().lower()
+    name = provider_name(raw)
     if not name:
         errors.add("provider", "must not be blank (omit it for the default provider)")
         return None

@@ -7,18 +7,23 @@ stops to fix. No aiohttp server code here; the HTTP client is `common.client.Ser
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import math
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from common.client import ServiceClient
-from common.errors import ApiError, UpstreamError
+from common.errors import ApiError, UpstreamError, Violation
 from optimize_service.model import Leg, Options, Stop, TourRoute
 
-PROVIDERS_TTL_S = 60.0
+# A name missing from the list looks it up again at most this often (a provider added since).
+PROVIDERS_RECHECK_S = 5.0
 _POINT_PARAMETER = re.compile(r"^(sources|destinations|waypoints)\[(\d+)\]$")
 
 
@@ -27,23 +32,45 @@ class RoadMatrix:
     durations_s: np.ndarray  # n x n, NaN where no road connects
 
 
+class ProviderNames:
+    """The route service's provider names, so that an unknown one is refused (400) with the
+    request's other violations, before any routing. Looked up on first need, and again only
+    when a request names one missing from the list, at most every PROVIDERS_RECHECK_S: a known
+    name never costs a call, a provider added since is found at once, and one the route service
+    dropped since is refused by the route service itself when the matrix names it."""
+
+    def __init__(
+        self, fetch: Callable[[], Awaitable[frozenset[str]]], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._fetch = fetch
+        self._clock = clock
+        self._names: frozenset[str] | None = None
+        self._asked_at = -math.inf
+        self._lock = asyncio.Lock()  # requests arriving together share one lookup
+
+    async def to_check(self, name: str) -> frozenset[str] | None:
+        """The names to check `name` against; None when the route service cannot say (it then
+        checks the name itself)."""
+        if self._names is not None and name in self._names:
+            return self._names
+        async with self._lock:
+            missing = self._names is None or name not in self._names
+            if missing and self._clock() - self._asked_at >= PROVIDERS_RECHECK_S:
+                self._asked_at = self._clock()
+                # On failure the last list stands; without one the matrix call reports what is wrong.
+                with contextlib.suppress(ApiError, KeyError, TypeError):
+                    self._names = await self._fetch()
+        return self._names
+
+
 class RouteClient:
     def __init__(self, client: ServiceClient) -> None:
         self.client = client
-        self._providers: tuple[float, frozenset[str]] | None = None
+        self.providers = ProviderNames(self.fetch_provider_names)
 
-    async def provider_names(self) -> frozenset[str] | None:
-        """The route service's providers (cached a minute), or None when it cannot say."""
-        now = time.monotonic()
-        if self._providers is not None and now - self._providers[0] < PROVIDERS_TTL_S:
-            return self._providers[1]
-        try:
-            body = await self.client.get_json("/internal/providers")
-            names = frozenset(str(item["name"]) for item in body["providers"])
-        except (ApiError, KeyError, TypeError):
-            return None  # the matrix call will report what is wrong
-        self._providers = (now, names)
-        return names
+    async def fetch_provider_names(self) -> frozenset[str]:
+        body = await self.client.get_json("/internal/providers")
+        return frozenset(str(item["name"]) for item in body["providers"])
 
     async def matrix(self, stops: list[Stop], options: Options) -> RoadMatrix:
         """Durations only: the order minimizes time, and the distances would double the route
@@ -86,12 +113,13 @@ def profile(options: Options) -> dict[str, str]:
 
 def blame_stops(error: UpstreamError, stops: list[Stop], point_stops: list[int]) -> UpstreamError:
     """The same error with `sources[k]`/`waypoints[k]` replaced by the stop it concerns."""
-    violations = []
-    for violation in error.violations:
+
+    def blame(violation: Violation) -> Violation:
         match = _POINT_PARAMETER.match(violation.parameter or "")
-        if match and int(match.group(2)) < len(point_stops):
-            index = point_stops[int(match.group(2))]
-            message = f"stop {stops[index].name!r}: {violation.message}"
-            violation = replace(violation, parameter=f"stops[{index}]", message=message)
-        violations.append(violation)
-    return UpstreamError(error.status, error.title, violations)
+        if not match or int(match.group(2)) >= len(point_stops):
+            return violation
+        index = point_stops[int(match.group(2))]
+        message = f"stop {stops[index].name!r}: {violation.message}"
+        return replace(violation, parameter=f"stops[{index}]", message=message)
+
+    return error.renamed(blame)

@@ -10,38 +10,22 @@ so `make up` shows what is missing instead of crashing. With a dataset, large OS
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aiohttp import web
 
-from common.errors import ApiError
 from common.memory import fix_mmap_threshold
 from common.service import CACHE_REDIS_KEY, HEALTH_CHECKS_KEY, base_app
 from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
-from route_service.dataset import current_dataset
 from route_service.detour_handlers import detour_file
-from route_service.handlers import STATE_KEY, RouteState, matrix, providers, route, route_waypoints
-from route_service.providers.registry import ProviderRegistry
+from route_service.handlers import matrix, providers, route, route_waypoints
+from route_service.state import STATE_KEY, RouteState
 
-log = logging.getLogger("route_service")
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
-
-
-def load(state: RouteState, config: RouteConfig) -> None:
-    """Runs in a thread: opening the OSRM files and the graph takes a moment."""
-    try:
-        dataset = current_dataset(config.maps_path)
-        registry = ProviderRegistry.load(dataset, preload=config.preload)
-    except ApiError as exc:
-        state.load_error = exc.detail
-        return
-    state.dataset, state.registry = dataset, registry
-    log.info("map dataset %s loaded, providers %s", dataset.hash, ", ".join(registry.names))
 
 
 def state_context(config: RouteConfig) -> CleanupContext:
@@ -53,7 +37,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
         calls = ProviderCalls(executor, frozenset(config.inline_providers))
         state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds))
         app[STATE_KEY] = state
-        await calls.run(load, state, config)
+        await calls.run(state.load, config.maps_path, config.preload)
         if state.dataset is not None and config.large_processes > 0:
             calls.large = LargeCalls(state.dataset, config.large_processes, config.large_niceness)
             await calls.large.start()
@@ -64,17 +48,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
 
 
 async def dataset_health(app: web.Application) -> dict[str, Any]:
-    state = app[STATE_KEY]
-    if state.dataset is None or state.registry is None:
-        return {"dataset": None, "dataset_error": state.load_error, "ready": False}
-    health: dict[str, Any] = {
-        "dataset": state.dataset.hash,
-        "providers": state.registry.names,
-        "cache": dict(state.counters),
-    }
-    if state.calls.large is not None:
-        health["largeCalls"] = state.calls.large.health()
-    return health
+    return app[STATE_KEY].health()
 
 
 def create_app(config: RouteConfig) -> web.Application:

@@ -25,9 +25,9 @@ from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
 from common.processes import start_pool_process
 from route_service.dataset import Dataset
-from route_service.model import MatrixQuery, MatrixResult, RouteProvider, WaypointsQuery, WaypointsResult
+from route_service.model import MatrixQuery, MatrixResult, RouteResult, WaypointsQuery, WaypointsResult
+from route_service.providers.base import MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.osrm_provider import OsrmProvider
-from route_service.waypoints import route_through
 
 T = TypeVar("T")
 
@@ -90,6 +90,8 @@ def child_route_waypoints(query: WaypointsQuery) -> WaypointsResult:
 class LargeCalls:
     """The worker's child process(es) for large OSRM calls, started with the dataset."""
 
+    provider = OsrmProvider.name  # the provider whose calls it takes
+
     def __init__(self, dataset: Dataset, processes: int, niceness: int) -> None:
         self.dataset, self.processes, self.niceness = dataset, processes, niceness
         # A child that died (killed, out of memory) fails the calls it had with a 503; later
@@ -138,20 +140,20 @@ class ProviderCalls:
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
 
-    async def run_provider(self, provider: str, function: Callable[..., T], *args: Any) -> T:
-        if provider in self.inline:
-            return function(*args)
-        return await self.run(function, *args)
+    async def route(self, request: RouteRequest) -> RouteResult:
+        if request.provider in self.inline:
+            return request.plugin(request.query)
+        return await self.run(request.plugin, request.query)
 
-    async def matrix(self, provider: RouteProvider, query: MatrixQuery) -> MatrixResult:
-        if self.large is not None and isinstance(provider, OsrmProvider) and is_large_matrix(query):
-            return await self.large.matrix(query)
-        return await self.run(provider.matrix, query)
+    async def matrix(self, request: MatrixRequest) -> MatrixResult:
+        if self.large is not None and request.provider == self.large.provider and is_large_matrix(request.query):
+            return await self.large.matrix(request.query)
+        return await self.run(request.plugin, request.query)
 
-    async def route_waypoints(self, provider: RouteProvider, query: WaypointsQuery) -> WaypointsResult:
-        if self.large is not None and isinstance(provider, OsrmProvider) and is_large_route(query):
-            return await self.large.route_waypoints(query)
-        return await self.run(route_through, provider, query)
+    async def route_waypoints(self, request: WaypointsRequest) -> WaypointsResult:
+        if self.large is not None and request.provider == self.large.provider and is_large_route(request.query):
+            return await self.large.route_waypoints(request.query)
+        return await self.run(request.plugin, request.query)
 
     def shutdown(self) -> None:
         if self.large is not None:

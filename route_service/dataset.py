@@ -1,4 +1,5 @@
-"""Which imported dataset the service serves: the one `<maps>/current.json` names."""
+"""Which imported dataset the service serves: the one `<maps>/current.json` names, when its
+manifest says it is complete. The importer writes what this module reads."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.datasets import CURRENT, read_current
 from common.errors import DatasetNotReady
-from route_service.importer import CURRENT, read_manifest
+
+MANIFEST = "manifest.json"  # written last: its presence with "complete" marks the dataset usable
 
 log = logging.getLogger("route_service.dataset")
 
@@ -21,13 +24,22 @@ class Dataset:
     manifest: dict[str, Any]
 
 
+def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:
+    """The manifest of a complete dataset, or None."""
+    try:
+        manifest: dict[str, Any] = json.loads((dataset_dir / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if manifest.get("complete") else None
+
+
 def current_dataset(map_dir: Path) -> Dataset:
     """The current complete dataset, or DatasetNotReady (503); the log says what to run."""
-    try:
-        digest = str(json.loads((map_dir / CURRENT).read_text())["hash"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        log.error("no map imported in %s (%s); run `python -m route_service.importer --out %s`", map_dir, exc, map_dir)
-        raise DatasetNotReady("no map data has been imported yet") from exc
+    digest = read_current(map_dir)
+    if digest is None:
+        log.error("no map imported in %s (no valid %s); run `python -m route_service.importer --out %s`",
+                  map_dir, CURRENT, map_dir)  # fmt: skip
+        raise DatasetNotReady("no map data has been imported yet")
     manifest = read_manifest(map_dir / digest)
     if manifest is None:
         log.error("map dataset %s in %s is missing or incomplete; re-run the importer", digest, map_dir)

@@ -8,33 +8,23 @@ parameters (400), the size (413, read here with the detour's own limit rather th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from aiohttp import hdrs, web
 
 from common.errors import DetourFileTooLarge, ParameterErrors, UnsupportedMediaType
-from common.params import parse_choice
 from common.service import json_response
 from route_service.detour.csvfile import MAX_BYTES, Kind, LineError, ParsedFile, decode_text, parse_file
 from route_service.detour.engine import DetourResult, Router, answer_cases, answer_track, chunks
 from route_service.detour.filename import file_name
 from route_service.detour.report import Request, detours_body, track_body
-from route_service.handlers import STATE_KEY, RouteState
-from route_service.model import ROUTE_TYPES, VEHICLES, RouteProvider
-from route_service.parsing import parse_provider
+from route_service.parsing import parse_profile
 from route_service.providers.registry import ProviderRegistry
+from route_service.state import STATE_KEY, RouteState
 
 ACCEPTED_TYPES = ("text/csv", "text/plain")
 UTF8 = ("utf-8", "utf8")
 # Detour cases per thread-pool job: ~0.1-0.2 s of OSRM work, then other requests get the loop.
 DETOUR_CHUNK = 100
-
-
-@dataclass(frozen=True)
-class DetourOptions:
-    provider: RouteProvider
-    vehicle: str
-    route_type: str
 
 
 def check_content_type(request: web.Request) -> None:
@@ -47,20 +37,11 @@ def check_content_type(request: web.Request) -> None:
         )
 
 
-def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> DetourOptions:
+def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> Router:
     """provider, vehicle, type: every violation in one 400."""
     errors = ParameterErrors()
-    vehicle = parse_choice(query, "vehicle", errors, default="car", choices=VEHICLES)
-    route_type = parse_choice(query, "type", errors, default="fastest", choices=ROUTE_TYPES)
-    name = parse_provider(query, errors)
-    registry.check(name, 0, errors)
-    errors.raise_if_any()
-    provider = registry.get(name)
-    info = provider.info()
-    if vehicle not in info.vehicles or route_type not in info.route_types:
-        errors.add("vehicle", f"the {provider.name} provider has no {vehicle}/{route_type} routing for this map")
-    errors.raise_if_any()
-    return DetourOptions(provider, vehicle, route_type)
+    vehicle, route_type, name = parse_profile(query, errors)
+    return Router(registry.choose(name, vehicle, route_type, errors), vehicle, route_type)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
@@ -83,10 +64,9 @@ async def detour_file(request: web.Request) -> web.Response:
     filename = file_name(request.headers.get(hdrs.CONTENT_DISPOSITION), request.query.get("filename"))
     check_content_type(request)
     dataset, registry = state.ready()
-    options = parse_options(request.query, registry)
+    router = parse_options(request.query, registry)
     parsed = await state.run(parse_body, await read_body(request, MAX_BYTES))
-    router = Router(options.provider, options.vehicle, options.route_type)
-    answer = Request(filename, options.provider.name, options.vehicle, options.route_type, dataset.hash)
+    answer = Request(filename, router.provider.name, router.vehicle, router.route_type, dataset.hash)
     if parsed.kind is Kind.DETOURS:
         results, errors = await detours(state, router, parsed)
         return json_response(detours_body(answer, parsed.lines_read, results, errors))

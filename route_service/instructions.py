@@ -1,4 +1,4 @@
-"""English turn instructions from OSRM maneuvers.
+"""English turn instructions from OSRM maneuvers (the formatter writes them into each step).
 
 OSRM answers maneuver types and modifiers, not sentences (the project's own text
 generator is a JavaScript library), so this is a small port of its common cases.
@@ -6,9 +6,11 @@ generator is a JavaScript library), so this is a small port of its common cases.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-Builder = Callable[[str, str, str, Mapping[str, object]], str]
+from route_service.model import Maneuver
+
+Builder = Callable[[str, str, str, Maneuver], str]
 
 _COMPASS = ("north", "northeast", "east", "southeast", "south", "southwest", "west", "northwest")
 
@@ -31,17 +33,17 @@ def _onto(name: str) -> str:
     return f" onto {name}" if name else ""
 
 
-def _depart(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
-    heading = compass(float(str(maneuver.get("bearing_after", 0))))
+def _depart(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
+    heading = compass(maneuver.bearing_after)
     return f"Head {heading}" + (f" on {name}" if name else "")
 
 
-def _arrive(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
+def _arrive(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
     side = f", on the {modifier}" if modifier in ("left", "right") else ""
     return f"You have arrived at your destination{side}"
 
 
-def _turn(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
+def _turn(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
     if modifier == "uturn":
         return "Make a U-turn" + _onto(name)
     if modifier == "straight":
@@ -49,7 +51,7 @@ def _turn(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -
     return f"Turn {_direction(modifier)}" + _onto(name)
 
 
-def _continue(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
+def _continue(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
     if modifier == "uturn":
         return "Make a U-turn" + _onto(name)
     if kind == "new name" or modifier in ("", "straight"):
@@ -57,18 +59,17 @@ def _continue(kind: str, modifier: str, name: str, maneuver: Mapping[str, object
     return f"Continue {modifier}" + _onto(name)
 
 
-def _roundabout(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
+def _roundabout(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
     place = "rotary" if kind in ("rotary", "exit rotary") else "roundabout"
     if kind.startswith("exit"):
         return f"Exit the {place}" + _onto(name)
-    exit_number = maneuver.get("exit")
-    if isinstance(exit_number, int | float) and exit_number:
-        return f"Enter the {place} and take the {ordinal(int(exit_number))} exit" + _onto(name)
+    if maneuver.exit:
+        return f"Enter the {place} and take the {ordinal(maneuver.exit)} exit" + _onto(name)
     return f"Enter the {place}" + _onto(name)
 
 
 def _simple(template: str) -> Builder:
-    def build(kind: str, modifier: str, name: str, maneuver: Mapping[str, object]) -> str:
+    def build(kind: str, modifier: str, name: str, maneuver: Maneuver) -> str:
         return template.format(modifier=_direction(modifier)) + _onto(name)
 
     return build
@@ -95,9 +96,8 @@ _BUILDERS: dict[str, Builder] = {
 }
 
 
-def instruction(maneuver: Mapping[str, object], name: str) -> str:
+def instruction(maneuver: Maneuver, name: str) -> str:
     """One sentence for a step, e.g. "Turn left onto Hauptstraße"."""
-    kind = str(maneuver.get("type", "turn"))
-    modifier = str(maneuver.get("modifier", "") or "")
-    builder = _BUILDERS.get(kind, _turn)
-    return builder(kind, modifier, name, maneuver)
+    modifier = maneuver.modifier or ""
+    builder = _BUILDERS.get(maneuver.type, _turn)
+    return builder(maneuver.type, modifier, name, maneuver)

@@ -1,20 +1,21 @@
 """Typed route queries and results, shared by every routing provider (no aiohttp here).
 
-Handlers parse HTTP parameters into these objects; a provider from the registry answers
-them; `formatter.py` turns results into the JSON body of API.md.
+Parsing turns HTTP parameters into these queries; a provider's plugin (`providers.base`)
+answers them with these results, in plain values (metres, seconds, (lon, lat) arrays);
+`formatter.py` alone turns results into the JSON bodies of the API.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from itertools import product
 
 import numpy as np
 
-from common.params import LatLon
+from common.geo import LatLon
+from common.vocabulary import ROUTE_TYPES, VEHICLES
 
-VEHICLES = ("car", "truck", "bicycle", "pedestrian")
-ROUTE_TYPES = ("fastest", "shortest")
 MAX_ALTERNATIVES = 2
 MAX_EMERGENCY_RADIUS_M = 5000
 # How far a point may lie from the nearest road the vehicle may use, in every provider.
@@ -51,12 +52,49 @@ class EmergencySegment:
     reason: str  # "oneway_against_direction" | "access_restricted"
 
 
+# Steps and their parts are made by the dozen for every route: slots, and not frozen (a frozen
+# dataclass's __init__ costs three times as much, measured).
+@dataclass(slots=True)
+class Maneuver:
+    """The turn at the start of a step, as OSRM describes it (the formatter writes its sentence)."""
+
+    type: str  # depart, turn, roundabout, arrive, ...
+    location: tuple[float, float]  # (lon, lat)
+    bearing_before: int
+    bearing_after: int
+    modifier: str | None = None  # left, slight right, uturn, ...
+    exit: int | None = None  # roundabouts: which exit
+
+
+@dataclass(slots=True)
+class Step:
+    """One stretch of a leg along one street. OSRM's steps carry a maneuver and a mode; the
+    graph provider's are streets without turn data."""
+
+    name: str
+    distance_m: float
+    duration_s: float
+    geometry_index: tuple[int, int]  # first and last index into Route.geometry
+    mode: str = ""
+    maneuver: Maneuver | None = None
+
+
+@dataclass(slots=True)
+class Leg:
+    """The route between two consecutive input points."""
+
+    distance_m: float
+    duration_s: float
+    summary: str = ""
+    steps: list[Step] = field(default_factory=list)
+
+
 @dataclass
 class Route:
     distance_m: float
     duration_s: float
     geometry: np.ndarray  # (n, 2) float64 of (lon, lat), GeoJSON order
-    legs: list[dict[str, object]] = field(default_factory=list)
+    legs: list[Leg] = field(default_factory=list)
     emergency_segments: list[EmergencySegment] = field(default_factory=list)
 
 
@@ -100,33 +138,44 @@ class MatrixResult:
 NOT_ASKED: np.ndarray = np.empty((0, 0))
 
 
+Profile = tuple[str, str]  # (vehicle, route type)
+EVERY_PROFILE: frozenset[Profile] = frozenset(product(VEHICLES, ROUTE_TYPES))
+
+
 @dataclass(frozen=True)
 class ProviderInfo:
+    """What a provider says about itself (GET /v1/providers, and the registry's checks)."""
+
     name: str
     description: str
-    vehicles: tuple[str, ...]
-    route_types: tuple[str, ...]
-    emergency_routing: bool
-    alternatives: bool
-    matrix: bool
-    default: bool = False
+    profiles: frozenset[Profile]  # the vehicle/type pairs its data serves
+    emergency_routing: bool = False
+    alternatives: bool = False
 
+    def serves(self, vehicle: str, route_type: str) -> bool:
+        return (vehicle, route_type) in self.profiles
 
-class RouteProvider(Protocol):
-    """One routing backend. Methods are synchronous and CPU-bound: handlers run them in
-    the service's thread pool. They raise `common.errors` types (PointNotRoutable,
-    NoRouteFound, InvalidParameter) for what the caller must correct."""
+    @property
+    def vehicles(self) -> tuple[str, ...]:
+        return tuple(v for v in VEHICLES if any((v, t) in self.profiles for t in ROUTE_TYPES))
 
-    name: str
-
-    def info(self) -> ProviderInfo: ...
-
-    def route(self, query: RouteQuery) -> RouteResult: ...
-
-    def matrix(self, query: MatrixQuery) -> MatrixResult: ...
+    @property
+    def route_types(self) -> tuple[str, ...]:
+        return tuple(t for t in ROUTE_TYPES if any((v, t) in self.profiles for v in VEHICLES))
 
 
 # ---------------------------------------------------------------- lean costs and map matching (detours)
+
+
+@dataclass(frozen=True)
+class CostQuery:
+    """The length of the route through `points`, each a stop where turning around is allowed.
+    `names[i]` is how errors name `points[i]` (`from`, `via`, `to`)."""
+
+    points: Sequence[LatLon]
+    names: Sequence[str]
+    vehicle: str = "car"
+    route_type: str = "fastest"
 
 
 @dataclass(frozen=True)
@@ -146,6 +195,16 @@ class Matching:
     distance_m: float
     duration_s: float
     confidence: float
+
+
+@dataclass(frozen=True)
+class MatchQuery:
+    """A recorded track to match to the roads; `timestamps` (seconds) for all points or none."""
+
+    points: Sequence[LatLon]
+    timestamps: Sequence[int] | None = None
+    vehicle: str = "car"
+    route_type: str = "fastest"
 
 
 @dataclass
@@ -168,13 +227,5 @@ class WaypointsQuery:
 
 @dataclass
 class WaypointsResult:
-    route: Route  # legs: one {distance, duration} per consecutive pair of waypoints
+    route: Route  # legs: one per consecutive pair of waypoints, without steps
     snapped: list[Snapped]
-
-
-@runtime_checkable
-class WaypointRouter(Protocol):
-    """A provider that routes through many waypoints in one call (OSRM). Providers without it
-    are served leg by leg through `RouteProvider.route` (route_service.waypoints)."""
-
-    def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult: ...

@@ -11,7 +11,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
-from route_service.model import ROUTE_TYPES, VEHICLES
+from common.vocabulary import ROUTE_TYPES, VEHICLES
 
 PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
 # Every (vehicle, type) pair has its own dataset, named `<vehicle>-<type>`.

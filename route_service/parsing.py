@@ -1,34 +1,31 @@
-"""HTTP parameters → typed queries, reporting every violation at once (no aiohttp here)."""
+"""HTTP parameters → typed requests, reporting every violation at once (no aiohttp here).
+
+This is where a request is validated, once: its parameters, then (the registry's last word)
+the provider that answers it, whose plugin the typed request carries (`providers.base`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from common.errors import ParameterErrors
-from common.params import LatLon, parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.errors import InvalidParameter, ParameterErrors
+from common.geo import LatLon
+from common.params import parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
     MATRIX_ANNOTATIONS,
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
-    ROUTE_TYPES,
-    VEHICLES,
     MatrixQuery,
     RouteQuery,
     WaypointsQuery,
 )
+from route_service.providers.base import MatrixRequest, RouteRequest, WaypointsRequest
+from route_service.providers.registry import ProviderRegistry
 
 MAX_MATRIX_SIDE = 1000
-# Checks the provider choice against the loaded providers (ProviderRegistry.check).
-ProviderCheck = Callable[[str | None, int, ParameterErrors], None]
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-@dataclass(frozen=True)
-class RouteRequest:
-    query: RouteQuery
-    provider: str | None  # None: the registry chooses
 
 
 def parse_provider(params: Mapping[str, str], errors: ParameterErrors) -> str | None:
@@ -53,22 +50,21 @@ def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *,
     return value
 
 
-def parse_route(params: Mapping[str, str], check_provider: ProviderCheck) -> RouteRequest:
+def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteRequest:
     """GET /v1/route's parameters; raises one InvalidParameter listing every violation."""
     errors = ParameterErrors()
     origin = parse_latlon(params, "from", errors)
     destination = parse_latlon(params, "to", errors)
-    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
+    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
+    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
     alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
-    provider = parse_provider(params, errors)
-    check_provider(provider, radius, errors)
-    errors.raise_if_any()
+    name = parse_provider(params, errors)
+    provider = registry.choose(name, vehicle, route_type, errors, emergency=radius > 0)
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps)
-    return RouteRequest(query, provider)
+    return RouteRequest(query, provider.name, provider.route)
 
 
 # ---------------------------------------------------------------- matrix
@@ -114,16 +110,19 @@ def internal_body_options(body: Any, fields: str, errors: ParameterErrors) -> di
     return {k: str(v) for k, v in body.items() if k in ("vehicle", "type", "provider") and v is not None}
 
 
-def parse_matrix(body: Any) -> tuple[MatrixQuery, str | None]:
-    """POST /internal/matrix's JSON body → (query, provider name or None)."""
+def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
+    """POST /internal/matrix's JSON body."""
     errors = ParameterErrors()
     params = internal_body_options(body, "sources, destinations", errors)
     sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
     destinations = parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
-    vehicle, route_type, provider = parse_profile(params, errors)
+    vehicle, route_type, name = parse_profile(params, errors)
     annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
-    errors.raise_if_any()
-    return MatrixQuery(sources, destinations, vehicle, route_type, annotations), provider
+    provider = registry.choose(name, vehicle, route_type, errors)
+    if provider.matrix is None:
+        raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations)
+    return MatrixRequest(query, provider.name, provider.matrix)
 
 
 def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:
@@ -141,9 +140,9 @@ def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:
 
 
 def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str, str | None]:
-    """An internal body's vehicle, type and provider (None: the default provider)."""
-    vehicle = parse_choice(params, "vehicle", errors, default="car", choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default="fastest", choices=ROUTE_TYPES)
+    """The vehicle, type and provider (None: the registry chooses) of an internal body or a detour upload."""
+    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
+    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
     return vehicle, route_type, parse_provider(params, errors)
 
 
@@ -153,11 +152,11 @@ def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[s
 MAX_ROUTE_WAYPOINTS = 2000
 
 
-def parse_waypoints(body: Any) -> tuple[WaypointsQuery, str | None]:
-    """POST /internal/route's JSON body → (query, provider name or None)."""
+def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
+    """POST /internal/route's JSON body."""
     errors = ParameterErrors()
     params = internal_body_options(body, "waypoints", errors)
     waypoints = parse_points(body, "waypoints", errors, 2, MAX_ROUTE_WAYPOINTS)
-    vehicle, route_type, provider = parse_profile(params, errors)
-    errors.raise_if_any()
-    return WaypointsQuery(waypoints, vehicle, route_type), provider
+    vehicle, route_type, name = parse_profile(params, errors)
+    provider = registry.choose(name, vehicle, route_type, errors)
+    return WaypointsRequest(WaypointsQuery(waypoints, vehicle, route_type), provider.name, provider.waypoints)

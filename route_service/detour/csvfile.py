@@ -29,7 +29,7 @@ from common.errors import (
     DetourInvalidHeader,
     MalformedBody,
 )
-from common.params import LatLon
+from common.geo import LatLon
 
 MAX_BYTES = 10 * 1024 * 1024
 # Bounded by time: a detour case costs two route computations (~1-2 ms each), a track point

@@ -5,9 +5,9 @@ pool in chunks, so the event loop gets the GIL back between chunks (the OSRM bin
 it during each call).
 
 - Detour cases: per line the direct route from→to and the route from→via→to, where the via
-  point is a stop (turning around there is allowed). Only lengths are needed, so providers
-  with a lean `cost()` (OSRM: no geometry, no steps) are used through it; others through
-  `route()` leg by leg. Identical requests within a file are computed once.
+  point is a stop (turning around there is allowed). Only lengths are needed: the provider's
+  cost plugin (OSRM: a lean Route call without geometry or steps; others: leg by leg, as
+  the registry resolved it). Identical requests within a file are computed once.
 - A track: points that cannot be used are skipped, each with its own error; the driven
   distance is map-matched (OSRM Match, in chunks) where possible, straight lines between
   consecutive points elsewhere, and compared with the best route from the first to the last
@@ -17,15 +17,14 @@ it during each call).
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol, runtime_checkable
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
-from common.params import LatLon
+from common.geo import LatLon, haversine_m
 from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
-from route_service.model import Cost, Matching, MatchResult, RouteProvider, RouteQuery
+from route_service.model import Cost, CostQuery, Matching, MatchQuery, MatchResult
+from route_service.providers.base import Capabilities
 
 log = logging.getLogger("route_service.detour")
 
@@ -36,22 +35,9 @@ LINE_FAILED = "DETOUR_ERROR_LINE_FAILED"
 MATCH_CHUNK = 2000  # points per OSRM Match call (after thinning): a fraction of a second each
 MIN_SPACING_M = 10.0  # about the GPS error OSRM is told to expect (MATCH_RADIUS_M)
 MAX_ENDPOINT_SKIPS = 20  # unroutable first/last points dropped before the track is given up
-EARTH_RADIUS_M = 6_371_008.8
 # Straight-line stretches get a duration at the best route's average speed; these speeds are
 # used when that route has none (a track ending where it started).
 FALLBACK_SPEED_MS = {"car": 13.9, "truck": 12.5, "bicycle": 4.2, "pedestrian": 1.4}
-
-
-@runtime_checkable
-class CostProvider(Protocol):
-    def cost(self, points: Sequence[LatLon], names: Sequence[str], vehicle: str, route_type: str) -> Cost: ...
-
-
-@runtime_checkable
-class MatchProvider(Protocol):
-    def match(
-        self, points: Sequence[LatLon], timestamps: Sequence[int] | None, vehicle: str, route_type: str
-    ) -> MatchResult: ...
 
 
 def chunks[T](items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -74,7 +60,7 @@ def percent(extra: float, base: float) -> float | None:
 class Router:
     """Route lengths for one request, with one provider, vehicle and route type."""
 
-    def __init__(self, provider: RouteProvider, vehicle: str, route_type: str) -> None:
+    def __init__(self, provider: Capabilities, vehicle: str, route_type: str) -> None:
         self.provider = provider
         self.vehicle = vehicle
         self.route_type = route_type
@@ -86,33 +72,13 @@ class Router:
         known = self._memo.get(key)
         if known is None:
             try:
-                known = self._compute(points, names)
+                known = self.provider.cost(CostQuery(points, names, self.vehicle, self.route_type))
             except ApiError as exc:
                 known = exc
             self._memo[key] = known
         if isinstance(known, ApiError):
             raise known
         return known
-
-    def _compute(self, points: tuple[LatLon, ...], names: tuple[str, ...]) -> Cost:
-        if isinstance(self.provider, CostProvider):
-            return self.provider.cost(points, names, self.vehicle, self.route_type)
-        distance = duration = 0.0
-        for index in range(len(points) - 1):
-            leg = self._leg(points[index], points[index + 1], (names[index], names[index + 1]))
-            distance, duration = distance + leg.distance_m, duration + leg.duration_s
-        return Cost(distance, duration)
-
-    def _leg(self, origin: LatLon, destination: LatLon, names: tuple[str, str]) -> Cost:
-        """A provider without `cost()`: its full route, with `from`/`to` in errors renamed."""
-        query = RouteQuery(origin, destination, self.vehicle, self.route_type, steps=False)
-        try:
-            best = self.provider.route(query).routes[0]
-        except ApiError as exc:
-            renamed = {"from": names[0], "to": names[1]}
-            violations = [replace(v, parameter=renamed.get(v.parameter or "", v.parameter)) for v in exc.violations]
-            raise type(exc)(violations=violations) from exc
-        return Cost(best.distance_m, best.duration_s)
 
 
 # ---------------------------------------------------------------- detour cases
@@ -225,8 +191,8 @@ def best_route(router: Router, points: list[TrackPoint]) -> tuple[list[TrackPoin
 def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
     """OSRM Match on the thinned track, in chunks sharing their boundary point; the result in
     indices of `points`. A point between two matched points of one matching counts as matched."""
-    provider = router.provider
-    if not isinstance(provider, MatchProvider):
+    match = router.provider.match
+    if match is None:
         return MatchResult([], [False] * len(points))
     kept = thinned(points)
     matchings: list[Matching] = []
@@ -236,7 +202,7 @@ def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
         chunk = kept[start : start + MATCH_CHUNK]
         times = [int(t) for i in chunk if (t := points[i].time) is not None] or None  # all or none have times
         try:
-            result = provider.match([points[i].point for i in chunk], times, router.vehicle, router.route_type)
+            result = match(MatchQuery([points[i].point for i in chunk], times, router.vehicle, router.route_type))
         except RuntimeError:  # an engine failure: this stretch counts as straight lines, the track goes on
             log.exception("map matching failed for %d points", len(chunk))
             result = MatchResult([], [False] * len(chunk))
@@ -288,7 +254,7 @@ def describe(router: Router, matching: MatchResult, straight: float, used: int, 
     if not matching.matchings:
         why = (
             f"the {router.provider.name} provider cannot map-match"
-            if not isinstance(router.provider, MatchProvider)
+            if router.provider.match is None
             else "map matching could not place the track on roads"
         )
         note = f"{why}: the driven distance is the straight-line distance between consecutive points, its duration estimated"
@@ -304,12 +270,3 @@ def describe(router: Router, matching: MatchResult, straight: float, used: int, 
 
 def polyline_m(points: Sequence[TrackPoint], start: int, end: int) -> float:
     return sum(haversine_m(points[i].point, points[i + 1].point) for i in range(start, end))
-
-
-def haversine_m(a: LatLon, b: LatLon) -> float:
-    lat1, lat2 = math.radians(a.lat), math.radians(b.lat)
-    h = (
-        math.sin((lat2 - lat1) / 2) ** 2
-        + math.cos(lat1) * math.cos(lat2) * math.sin(math.radians(b.lon - a.lon) / 2) ** 2
-    )
-    return 2 * EARTH_RADIUS_M * math.asin(min(1.0, math.sqrt(h)))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from common.geo import LatLon
 from common.osm_inputs import ATTRIBUTION
-from common.params import LatLon
 from route_service.detour.csvfile import LineError
 from route_service.detour.engine import DetourResult, TrackResult, percent, rounded
 from route_service.model import Cost

@@ -2,26 +2,27 @@
 
 It serves what OSRM's contracted graph cannot: per-query costs, i.e. emergency routing
 with `emergencyRoutingRadius > 0`, and it is an independent oracle for the OSRM provider.
-Synchronous and CPU-bound: the caller runs it in a thread pool.
+It routes from one point to another and computes matrices; the registry serves waypoints and
+detour costs through its routes, leg by leg. Synchronous and CPU-bound: the caller runs it
+in a thread pool. Queries arrive validated (`providers.base`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 
-from common.errors import DatasetNotReady, InvalidParameter, NoRouteFound, PointNotRoutable
-from common.params import LatLon
-from route_service.graph_build import GRAPH_FILE
+from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
+from common.geo import LatLon
 from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch
+from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
-    MAX_EMERGENCY_RADIUS_M,
-    ROUTE_TYPES,
+    EVERY_PROFILE,
     SNAP_RADIUS_M,
-    VEHICLES,
     EmergencySegment,
+    Leg,
     MatrixQuery,
     MatrixResult,
     ProviderInfo,
@@ -29,7 +30,9 @@ from route_service.model import (
     RouteQuery,
     RouteResult,
     Snapped,
+    Step,
 )
+from route_service.providers.base import Plugins
 
 GRAPH_DIR = "graph"
 
@@ -37,9 +40,8 @@ GRAPH_DIR = "graph"
 class GraphProvider:
     name = "graph"
 
-    def __init__(self, engine: GraphEngine, *, default: bool = False) -> None:
+    def __init__(self, engine: GraphEngine) -> None:
         self.engine = engine
-        self.default = default
 
     @classmethod
     def load(cls, dataset_dir: Path) -> GraphProvider:
@@ -52,18 +54,16 @@ class GraphProvider:
         return ProviderInfo(
             name=self.name,
             description="Dijkstra on the OpenStreetMap road graph; supports emergency routing",
-            vehicles=VEHICLES,
-            route_types=ROUTE_TYPES,
+            profiles=EVERY_PROFILE,
             emergency_routing=True,
-            alternatives=False,
-            matrix=True,
-            default=self.default,
         )
+
+    def plugins(self) -> Plugins:
+        return Plugins(route=self.route, matrix=self.matrix)
 
     # ------------------------------------------------------------ route
 
     def route(self, query: RouteQuery) -> RouteResult:
-        check_query(query.vehicle, query.route_type, query.emergency_radius_m)
         radius = float(query.emergency_radius_m)
         origin = self._snap(query.origin, query.vehicle, "from", radius)
         dest = self._snap(query.destination, query.vehicle, "to", radius)
@@ -98,7 +98,6 @@ class GraphProvider:
     # ------------------------------------------------------------ matrix
 
     def matrix(self, query: MatrixQuery) -> MatrixResult:
-        check_query(query.vehicle, query.route_type, 0)
         sources = [self._snap(p, query.vehicle, f"sources[{i}]") for i, p in enumerate(query.sources)]
         dests = [self._snap(p, query.vehicle, f"destinations[{i}]") for i, p in enumerate(query.destinations)]
         durations: list[list[float | None]] = []
@@ -119,29 +118,17 @@ class GraphProvider:
 # ---------------------------------------------------------------- conversion
 
 
-def check_query(vehicle: str, route_type: str, radius_m: int) -> None:
-    """The handlers validate first; this guards direct callers (tests, the detour service)."""
-    if vehicle not in VEHICLES:
-        raise InvalidParameter(f"must be one of {', '.join(VEHICLES)}, got {vehicle!r}", parameter="vehicle")
-    if route_type not in ROUTE_TYPES:
-        raise InvalidParameter(f"must be one of {', '.join(ROUTE_TYPES)}, got {route_type!r}", parameter="type")
-    if not 0 <= radius_m <= MAX_EMERGENCY_RADIUS_M:
-        raise InvalidParameter(
-            f"must be between 0 and {MAX_EMERGENCY_RADIUS_M}, got {radius_m}", parameter="emergencyRoutingRadius"
-        )
-
-
 def to_snapped(point: SnapPoint, engine: GraphEngine) -> Snapped:
     return Snapped(LatLon(point.lat, point.lon), round(point.distance_m, 1), engine.piece_name(point.piece))
 
 
 def to_route(path: PathResult, with_steps: bool = True) -> Route:
-    leg: dict[str, object] = {
-        "distance": round(path.distance_m, 1),
-        "duration": round(path.duration_s, 1),
-        "summary": ", ".join(dict.fromkeys(s.name for s in path.stretches if s.name))[:200],
-        "steps": steps(path.stretches, path.spans) if with_steps else [],
-    }
+    leg = Leg(
+        distance_m=round(path.distance_m, 1),
+        duration_s=round(path.duration_s, 1),
+        summary=", ".join(dict.fromkeys(s.name for s in path.stretches if s.name))[:200],
+        steps=steps(path.stretches, path.spans) if with_steps else [],
+    )
     return Route(
         distance_m=round(path.distance_m, 1),
         duration_s=round(path.duration_s, 1),
@@ -153,27 +140,15 @@ def to_route(path: PathResult, with_steps: bool = True) -> Route:
     )
 
 
-@dataclass
-class Step:
-    name: str
-    distance_m: float
-    duration_s: float
-    start: int
-    end: int
-
-    def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "distance": round(self.distance_m, 1), "duration": round(self.duration_s, 1),
-                "geometryIndex": [self.start, self.end]}  # fmt: skip
-
-
-def steps(stretches: list[Stretch], spans: list[tuple[int, int]]) -> list[dict[str, object]]:
+def steps(stretches: list[Stretch], spans: list[tuple[int, int]]) -> list[Step]:
     """One step per street: consecutive stretches with the same name are merged."""
-    out: list[Step] = []
-    for stretch, (start, end) in zip(stretches, spans, strict=True):
-        if out and out[-1].name == stretch.name:
-            out[-1].distance_m += stretch.distance_m
-            out[-1].duration_s += stretch.duration_s
-            out[-1].end = end
-        else:
-            out.append(Step(stretch.name, stretch.distance_m, stretch.duration_s, start, end))
-    return [step.as_dict() for step in out]
+    streets = groupby(zip(stretches, spans, strict=True), key=lambda piece: piece[0].name)
+    return [street(name, list(pieces)) for name, pieces in streets]
+
+
+def street(name: str, stretches: list[tuple[Stretch, tuple[int, int]]]) -> Step:
+    """Consecutive stretches of one street as one step, from the first's start to the last's end."""
+    distance = sum(stretch.distance_m for stretch, _ in stretches)
+    duration = sum(stretch.duration_s for stretch, _ in stretches)
+    span = (stretches[0][1][0], stretches[-1][1][1])
+    return Step(name, round(distance, 1), round(duration, 1), span)

@@ -6,8 +6,8 @@ whole duration (measured; see docs/decisions.md), so the service scales with pro
 threads, and runs large calls in a child process (`route_service.calls`).
 
 Emergency routing needs per-query edge costs, which a preprocessed OSRM graph cannot
-give: `emergency_radius_m > 0` is refused here, and the registry routes such queries to
-the `graph` provider when no provider is named.
+give: its ProviderInfo says so, and the registry routes such queries to the `graph` provider
+(or refuses them) before they get here. Queries arrive validated (`providers.base`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,18 @@ from typing import Any
 import numpy as np
 import osrm
 
-from common.errors import DatasetNotReady, InvalidParameter, NoRouteFound, PointNotRoutable
-from common.params import LatLon
-from route_service.instructions import instruction
+from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
+from common.geo import LatLon
+from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.model import (
     NOT_ASKED,
-    ROUTE_TYPES,
     SNAP_RADIUS_M,
-    VEHICLES,
     Cost,
+    CostQuery,
+    Leg,
+    Maneuver,
     Matching,
+    MatchQuery,
     MatchResult,
     MatrixQuery,
     MatrixResult,
@@ -39,14 +41,15 @@ from route_service.model import (
     RouteQuery,
     RouteResult,
     Snapped,
+    Step,
     WaypointsQuery,
     WaypointsResult,
 )
 from route_service.osrm_profiles import profile_name
 from route_service.polyline import decode, point_count
+from route_service.providers.base import Plugins
 
 OSRM_DIR = "osrm"
-MAX_MATRIX_LOCATIONS = 2000  # sources + destinations of one table request
 # Values (cells x annotations) per Table call. The binding answers a tree of JSON values of
 # ~63 bytes each, and reading a table out of it copies that table once more (measured, 1000x1000
 # durations: +65 MiB for the call, +61 MiB for `table["durations"]`; iterating the rows would
@@ -78,11 +81,10 @@ def plain(value: Any) -> Any:
 class OsrmProvider:
     name = "osrm"
 
-    def __init__(self, dataset_dir: Path, algorithm: str, profiles: Sequence[str], *, default: bool = True) -> None:
+    def __init__(self, dataset_dir: Path, algorithm: str, profiles: Sequence[str]) -> None:
         self.dataset_dir = dataset_dir
         self.algorithm = algorithm.upper()
         self.profiles = tuple(profiles)
-        self.default = default
         self._engines: dict[str, osrm.OSRM] = {}
         self._lock = threading.Lock()
 
@@ -111,37 +113,26 @@ class OsrmProvider:
                     self._engines[profile] = engine
         return engine
 
+    def _engine_for(self, vehicle: str, route_type: str) -> osrm.OSRM:
+        return self._engine(profile_name(vehicle, route_type))
+
     def info(self) -> ProviderInfo:
-        vehicles = tuple(v for v in VEHICLES if any(profile_name(v, t) in self.profiles for t in ROUTE_TYPES))
-        types = tuple(t for t in ROUTE_TYPES if any(profile_name(v, t) in self.profiles for v in VEHICLES))
         return ProviderInfo(
             name=self.name,
             description=f"OSRM ({self.algorithm}) on the imported OpenStreetMap data; fast, with alternatives and turn instructions",
-            vehicles=vehicles,
-            route_types=types,
-            emergency_routing=False,
+            profiles=frozenset((v, t) for v in VEHICLES for t in ROUTE_TYPES if profile_name(v, t) in self.profiles),
             alternatives=True,
-            matrix=True,
-            default=self.default,
         )
 
-    def _profile_for(self, vehicle: str, route_type: str) -> str:
-        profile = profile_name(vehicle, route_type)
-        if profile not in self.profiles:
-            raise InvalidParameter(
-                f"{vehicle}/{route_type} routing is not available in the loaded map data", parameter="vehicle"
-            )
-        return profile
+    def plugins(self) -> Plugins:
+        return Plugins(
+            route=self.route, matrix=self.matrix, waypoints=self.route_waypoints, cost=self.cost, match=self.match
+        )
 
     # ------------------------------------------------------------ route
 
     def route(self, query: RouteQuery) -> RouteResult:
-        if query.emergency_radius_m > 0:
-            raise InvalidParameter(
-                "the osrm provider does not support emergency routing: omit provider or use provider=graph",
-                parameter="emergencyRoutingRadius",
-            )
-        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        engine = self._engine_for(query.vehicle, query.route_type)
         radius = SNAP_RADIUS_M[query.vehicle]
         params = osrm.RouteParameters(
             coordinates=[(query.origin.lon, query.origin.lat), (query.destination.lon, query.destination.lat)],
@@ -160,12 +151,7 @@ class OsrmProvider:
     def matrix(self, query: MatrixQuery) -> MatrixResult:
         """Row blocks of at most MAX_TABLE_VALUES values per Table call, each copied into
         float64 arrays as it comes (see MAX_TABLE_VALUES for the memory this saves)."""
-        count = len(query.sources) + len(query.destinations)
-        if not query.sources or not query.destinations or count > MAX_MATRIX_LOCATIONS:
-            raise InvalidParameter(
-                f"needs 1 to {MAX_MATRIX_LOCATIONS} locations in all, got {count}", parameter="sources"
-            )
-        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        engine = self._engine_for(query.vehicle, query.route_type)
         radius = SNAP_RADIUS_M[query.vehicle]
         shape = (len(query.sources), len(query.destinations))
         tables = {a: np.full(shape, np.nan) for a in query.annotations}
@@ -202,43 +188,42 @@ class OsrmProvider:
 
     # ------------------------------------------------------------ lean costs and map matching (detours)
 
-    def cost(self, points: Sequence[LatLon], names: Sequence[str], vehicle: str, route_type: str) -> Cost:
-        """Distance and duration of the route through `points`, each a stop where turning around
-        is allowed. No geometry, steps or hints: the cheapest Route call (about half the time of
-        `route()` with its overview), for callers that need thousands of lengths."""
-        engine = self._engine(self._profile_for(vehicle, route_type))
-        radius = SNAP_RADIUS_M[vehicle]
+    def cost(self, query: CostQuery) -> Cost:
+        """Distance and duration of the route through the points, each a stop where turning
+        around is allowed. No geometry, steps or hints: the cheapest Route call (about half the
+        time of `route()` with its overview), for callers that need thousands of lengths."""
+        engine = self._engine_for(query.vehicle, query.route_type)
+        radius = SNAP_RADIUS_M[query.vehicle]
         params = osrm.RouteParameters(
-            coordinates=[(p.lon, p.lat) for p in points],
+            coordinates=[(p.lon, p.lat) for p in query.points],
             overview="false",
             continue_straight=False,
-            radiuses=[radius] * len(points),
+            radiuses=[radius] * len(query.points),
             generate_hints=False,
         )
-        best = call(engine.Route, params, names, vehicle, radius)["routes"][0]
+        best = call(engine.Route, params, query.names, query.vehicle, radius)["routes"][0]
         return Cost(float(best["distance"]), float(best["duration"]))
 
-    def match(
-        self, points: Sequence[LatLon], timestamps: Sequence[int] | None, vehicle: str, route_type: str
-    ) -> MatchResult:
+    def match(self, query: MatchQuery) -> MatchResult:
         """OSRM Match: the track's points snapped to the roads most likely driven. No point near a
         road gives an empty result (the caller falls back to straight lines), not an error."""
-        engine = self._engine(self._profile_for(vehicle, route_type))
+        engine = self._engine_for(query.vehicle, query.route_type)
+        count = len(query.points)
         params = osrm.MatchParameters(
-            coordinates=[(p.lon, p.lat) for p in points],
-            timestamps=list(timestamps or []),
+            coordinates=[(p.lon, p.lat) for p in query.points],
+            timestamps=list(query.timestamps or []),
             gaps="ignore",  # a pause in the recording is not a break in the journey
             overview="false",
-            radiuses=[MATCH_RADIUS_M] * len(points),
+            radiuses=[MATCH_RADIUS_M] * count,
             generate_hints=False,
         )
         try:
             response = engine.Match(params)
         except RuntimeError as exc:
             if str(exc).startswith(("NoSegment", "NoMatch")):
-                return MatchResult([], [False] * len(points))
+                return MatchResult([], [False] * count)
             raise RuntimeError(f"OSRM match failed: {exc}") from exc
-        return to_match(response, len(points))
+        return to_match(response, count)
 
     # ------------------------------------------------------------ one route through many waypoints (stop tours)
 
@@ -246,7 +231,7 @@ class OsrmProvider:
         """One Route call through every waypoint in order, with the full geometry and one leg
         per pair. Turning around at a waypoint is allowed (`continue_straight=False`), as in
         the Table durations the order was optimized on."""
-        engine = self._engine(self._profile_for(query.vehicle, query.route_type))
+        engine = self._engine_for(query.vehicle, query.route_type)
         radius = SNAP_RADIUS_M[query.vehicle]
         params = osrm.RouteParameters(
             coordinates=[(p.lon, p.lat) for p in query.waypoints],
@@ -322,44 +307,32 @@ def to_route(route: Any, with_steps: bool) -> Route:
     )
 
 
-def to_leg(leg: Any, with_steps: bool, last_index: int) -> dict[str, object]:
-    """A leg with its steps; `geometryIndex` points into the route's overview geometry."""
-    steps: list[dict[str, object]] = []
+def to_leg(leg: Any, with_steps: bool, last_index: int) -> Leg:
+    """A leg with its steps; a step's geometry index points into the route's overview geometry."""
+    steps: list[Step] = []
     index = 0
     # Only the fields we answer are converted: the intersections make up most of the tree.
     for step in leg["steps"] if with_steps else []:
         end = min(index + max(point_count(str(step["geometry"])) - 1, 0), last_index)
         steps.append(to_step(step, index, end))
         index = end
-    return {
-        "distance": round(float(leg["distance"]), 1),
-        "duration": round(float(leg["duration"]), 1),
-        "summary": str(leg["summary"]),
-        "steps": steps,
-    }
+    return Leg(round(float(leg["distance"]), 1), round(float(leg["duration"]), 1), str(leg["summary"]), steps)
 
 
-def to_step(step: Any, start: int, end: int) -> dict[str, object]:
+def to_step(step: Any, start: int, end: int) -> Step:
+    # Positional arguments: keywords cost a third more per step (measured), on every route.
     raw = step["maneuver"]
-    maneuver: dict[str, object] = {
-        "type": str(raw["type"]),
-        "location": list(raw["location"]),
-        "bearingBefore": int(raw["bearing_before"]),
-        "bearingAfter": int(raw["bearing_after"]),
-    }
-    for key in ("modifier", "exit"):
-        if key in raw:
-            maneuver[key] = raw[key] if key == "modifier" else int(raw[key])
-    name = str(step["name"])
-    return {
-        "instruction": instruction({**maneuver, "bearing_after": maneuver["bearingAfter"]}, name),
-        "name": name,
-        "distance": round(float(step["distance"]), 1),
-        "duration": round(float(step["duration"]), 1),
-        "mode": str(step["mode"]),
-        "maneuver": maneuver,
-        "geometryIndex": [start, end],
-    }
+    lon, lat = raw["location"]
+    maneuver = Maneuver(
+        str(raw["type"]),
+        (lon, lat),
+        int(raw["bearing_before"]),
+        int(raw["bearing_after"]),
+        str(raw["modifier"]) if "modifier" in raw else None,
+        int(raw["exit"]) if "exit" in raw else None,
+    )
+    distance, duration = round(float(step["distance"]), 1), round(float(step["duration"]), 1)
+    return Step(str(step["name"]), distance, duration, (start, end), str(step["mode"]), maneuver)
 
 
 def to_match(response: Any, count: int) -> MatchResult:

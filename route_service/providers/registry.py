@@ -1,9 +1,11 @@
-"""Provider names → RouteProvider instances for one dataset, and which one answers a query.
+"""Provider names → each provider's capabilities for one dataset, and which one answers.
 
-`osrm` is the default. Queries with `emergency_radius_m > 0` need per-query costs, which
-only providers whose ProviderInfo says `emergency_routing` have (the `graph` provider):
-without an explicit provider they go there; naming a provider that lacks it is a 400
-naming emergencyRoutingRadius.
+Every capability is resolved once, when the registry is made (`resolve`); a request's
+provider is chosen once, as the last step of parsing it (`ProviderRegistry.choose`). `osrm`
+is the default. Queries with `emergency_radius_m > 0` need per-query costs, which only
+providers whose ProviderInfo says `emergency_routing` have (the `graph` provider): without
+an explicit provider they go there; naming a provider that lacks it is a 400 naming
+emergencyRoutingRadius.
 """
 
 from __future__ import annotations
@@ -13,61 +15,70 @@ from collections.abc import Mapping
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from route_service.dataset import Dataset
-from route_service.model import ProviderInfo, RouteProvider
+from route_service.providers.base import Capabilities, RouteProvider
+from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 
 log = logging.getLogger("route_service.registry")
+
+
+def resolve(provider: RouteProvider) -> Capabilities:
+    """A provider's plugins as the service uses them: the waypoints and cost it lacks are
+    served leg by leg through its route plugin."""
+    plugins = provider.plugins()
+    legs = LegByLeg(plugins.route)
+    return Capabilities(
+        info=provider.info(),
+        route=plugins.route,
+        matrix=plugins.matrix,
+        waypoints=plugins.waypoints or legs.waypoints,
+        cost=plugins.cost or legs.cost,
+        match=plugins.match,
+    )
 
 
 class ProviderRegistry:
     def __init__(self, providers: Mapping[str, RouteProvider], default_name: str) -> None:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
-        self.providers = dict(providers)
+        self.providers = {name: resolve(provider) for name, provider in providers.items()}
         self.default_name = default_name
+        # Answers emergency routing when no provider is named: the first that can.
+        self.emergency = next((c for c in self.providers.values() if c.info.emergency_routing), None)
 
     @property
     def names(self) -> list[str]:
         return list(self.providers)
 
-    def get(self, name: str | None = None) -> RouteProvider:
-        """The named provider (the default for None); unknown names are a 400 naming `provider`."""
-        if name is None:
-            return self.providers[self.default_name]
-        provider = self.providers.get(name)
-        if provider is None:
-            raise InvalidParameter(
-                f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})", parameter="provider"
-            )
-        return provider
-
-    def infos(self) -> list[ProviderInfo]:
-        return [provider.info() for provider in self.providers.values()]
-
-    def emergency_name(self) -> str | None:
-        return next((p.name for p in self.providers.values() if p.info().emergency_routing), None)
-
-    def check(self, name: str | None, emergency_radius_m: int, errors: ParameterErrors) -> None:
-        """Adds the violations of a provider choice to `errors` (so they join the others)."""
-        if name is not None and name not in self.providers:
-            errors.add("provider", f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})")
-        elif name is not None and emergency_radius_m > 0 and not self.providers[name].info().emergency_routing:
-            capable = self.emergency_name()
-            hint = f"omit provider or use provider={capable}" if capable else "no loaded provider supports it"
-            errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
-
-    def choose(self, name: str | None, emergency_radius_m: int) -> RouteProvider:
-        """The provider that answers: the named one, else the default, else (for emergency
-        routing) the first provider that supports it."""
-        errors = ParameterErrors()
-        self.check(name, emergency_radius_m, errors)
+    def choose(
+        self, name: str | None, vehicle: str, route_type: str, errors: ParameterErrors, *, emergency: bool = False
+    ) -> Capabilities:
+        """The provider that answers a request, the last step of parsing it: the provider's
+        violations join the request's own in `errors`, and all are raised together. What only
+        an otherwise valid request can be told comes after: no provider for emergency routing
+        (503), or none of the vehicle and route type in this dataset."""
+        chosen = self._named(name, emergency, errors) if name is not None else self._unnamed(emergency)
         errors.raise_if_any()
-        if name is None and emergency_radius_m > 0:
-            capable = self.emergency_name()
-            if capable is None:
-                raise DatasetNotReady("emergency routing is unavailable: the road graph of this map is not loaded")
-            return self.providers[capable]
-        return self.get(name)
+        if chosen is None:
+            raise DatasetNotReady("emergency routing is unavailable: the road graph of this map is not loaded")
+        if not chosen.info.serves(vehicle, route_type):
+            raise InvalidParameter(
+                f"{vehicle}/{route_type} routing is not available in the loaded map data", parameter="vehicle"
+            )
+        return chosen
+
+    def _named(self, name: str, emergency: bool, errors: ParameterErrors) -> Capabilities | None:
+        chosen = self.providers.get(name)
+        if chosen is None:
+            errors.add("provider", f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})")
+        elif emergency and not chosen.info.emergency_routing:
+            capable = self.emergency
+            hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
+            errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
+        return chosen
+
+    def _unnamed(self, emergency: bool) -> Capabilities | None:
+        return self.emergency if emergency else self.providers[self.default_name]
 
     @classmethod
     def load(cls, dataset: Dataset, *, preload: bool = True) -> ProviderRegistry:

@@ -102,7 +102,10 @@ def test_keys_to_retire_never_retires_the_newest() -> None:
 def test_demo_token_claims(config: AuthConfig, store: AccountStore) -> None:
     rotate_signing_key(store)
     keyring = KeyRing(store)
-    issued = TokenIssuer(keyring, issuer=config.jwt_issuer, audience=config.jwt_audience).issue(demo_subject(), 60)
+    issuer = TokenIssuer(
+        keyring, issuer=config.jwt_issuer, audience=config.jwt_audience, default_seconds=config.default_token_seconds
+    )
+    issued = issuer.issue(demo_subject(), 60)
     keys: dict[str, Any] = {k.kid: k.public_key for k in keyring.published}
     claims = verify(issued.token, keys, config)
     assert claims["sub"].startswith("demo:")

@@ -1,4 +1,5 @@
-"""The two error formats of API.md, and the choice between them by Accept."""
+"""The two public error formats (problem detail and legacy), the choice between them by Accept,
+and the internal one that carries a typed error between our services."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from common.errors import (
     InvalidParameter,
     MissingAddress,
     ParameterErrors,
-    UpstreamError,
-    internal_body,
-    render_error,
-    wants_legacy,
 )
+from common.problems import internal_body, read_internal_body, render_error, wants_legacy
 
 
 @pytest.mark.parametrize(
@@ -113,7 +111,7 @@ def test_internal_body_round_trips_through_upstream_error() -> None:
     errors.add("to", "is required")
     with pytest.raises(InvalidParameter) as caught:
         errors.raise_if_any()
-    rebuilt = UpstreamError.from_internal_body(internal_body(caught.value, "/internal/matrix"))
+    rebuilt = read_internal_body(internal_body(caught.value, "/internal/matrix"))
     assert rebuilt.status == 400
     assert rebuilt.code == "ERROR_INVALID_PARAMETER"
     assert rebuilt.detail == caught.value.detail

@@ -198,11 +198,12 @@ def test_a_process_without_the_secret_refuses_to_start() -> None:
 
 
 def test_the_development_flag_allows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("INTERNAL_TOKEN", raising=False)
     monkeypatch.setenv("INTERNAL_AUTH", "off")
-    require_internal_token(BaseConfig(service="demo_service"))
+    require_internal_token(BaseConfig.from_env("demo_service"))
     monkeypatch.setenv("INTERNAL_AUTH", "on")
     with pytest.raises(SystemExit):
-        require_internal_token(BaseConfig(service="demo_service"))
+        require_internal_token(BaseConfig.from_env("demo_service"))
     require_internal_token(BaseConfig(service="demo_service", internal_token=TOKEN))
 
 

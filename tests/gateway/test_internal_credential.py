@@ -12,11 +12,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from common.config import BaseConfig
-from common.internal_auth import INTERNAL_TOKEN_HEADER
 from common.service import base_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig, RateLimit
-from gateway.jwks import jwks_headers
+from gateway.jwks import jwks_credential
 from tests.gateway.keys import TestKey, jwks
 
 TOKEN = "gateway-test-internal-token-0123456789abcdef"
@@ -99,7 +98,7 @@ def test_the_secret_goes_to_our_auth_service_only() -> None:
         upstreams={"auth_service": "http://auth:8081"}, jwks_url="http://auth:8081/.well-known/jwks.json"
     )
     ours.internal_token = TOKEN
-    assert jwks_headers(ours) == {INTERNAL_TOKEN_HEADER: TOKEN}
+    assert jwks_credential(ours) == TOKEN
     for elsewhere in ("https://issuer.example.com/jwks.json", "http://auth:8081.example.com/jwks.json"):
         ours.jwks_url = elsewhere
-        assert jwks_headers(ours) == {}
+        assert jwks_credential(ours) == ""

@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from common.client import ServiceClient
 from gateway.jwks import UNKNOWN_KEY_MAX_WAITING, UNKNOWN_KEY_MIN_GAP_SECONDS, JwksRefresher
 from gateway.tokens import TokenVerifier
 from tests.gateway.keys import AUDIENCE, ISSUER, TestKey
@@ -39,7 +40,8 @@ async def served() -> Any:
     await test_server.start_server()
     async with aiohttp.ClientSession() as session:
         verifier = TokenVerifier(ISSUER, AUDIENCE)
-        refresher = JwksRefresher(str(test_server.make_url("/jwks")), verifier, session, refresh_seconds=300)
+        endpoint = ServiceClient("JWKS endpoint", str(test_server.make_url("/jwks")), session=session)
+        refresher = JwksRefresher(endpoint, verifier, refresh_seconds=300)
         await refresher.refresh()
         yield server, refresher
     await test_server.close()

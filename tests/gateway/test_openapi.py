@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from common.errors import ApiError, UpstreamError, all_error_classes
+from common.vocabulary import ROUTE_TYPES, VEHICLES
 from gateway.app import create_app
 from gateway.config import GatewayConfig
-from gateway.docs import openapi_spec
+from gateway.docs import docs_html, openapi_spec, parameter
 from gateway.routes import PUBLIC_ROUTES
 
 
@@ -43,6 +45,17 @@ def test_every_error_type_is_listed() -> None:
         if cls in (ApiError, UpstreamError):
             continue
         assert (cls.code, cls.type, cls.status) in listed, cls.__name__
+
+
+def test_vehicles_and_route_types_are_the_services_own() -> None:
+    spec = openapi_spec()
+    operations = [("/v1/route", "get"), ("/v1/optimize/stops", "post"), ("/v1/detour/file", "post")]
+    for path, method in operations:
+        named = {p["name"]: p for p in map(partial(parameter, spec), spec["paths"][path][method]["parameters"])}
+        assert named["vehicle"]["schema"]["enum"] == list(VEHICLES), path
+        assert named["type"]["schema"]["enum"] == list(ROUTE_TYPES), path
+    html = docs_html()
+    assert html.count("<code>vehicle</code>") == len(operations)
 
 
 def test_fixed_errors_of_the_contract_are_present() -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from common.datasets import read_current
 from geo_service.importer import ImportResult, run_import
-from geo_service.index import LoadedIndex, current_hash, open_index
+from geo_service.index import LoadedIndex, open_index
 
 
 def build(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, *names: str) -> ImportResult:
@@ -17,7 +18,7 @@ def build(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, *names: st
 
 
 def open_current(index_dir: Path) -> LoadedIndex:
-    hash_ = current_hash(index_dir)
+    hash_ = read_current(index_dir)
     assert hash_ is not None
     return open_index(index_dir, hash_)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from geo_service.geometry import haversine_m
+from common.geo import LatLon, haversine_m
 from geo_service.index import LoadedIndex
 from geo_service.model import GeocodeQuery, GeocodeResult, ReverseQuery
 
@@ -23,7 +23,7 @@ def top(index: LoadedIndex, text: str, country: str | None = None) -> GeocodeRes
 
 
 def near(result: GeocodeResult, point: tuple[float, float], metres: float = 50.0) -> bool:
-    return haversine_m(result.lat, result.lon, *point) <= metres
+    return haversine_m(LatLon(result.lat, result.lon), LatLon(*point)) <= metres
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from aiohttp.test_utils import TestClient
 
-from optimize_service.handlers import STATE_KEY
+from optimize_service.handlers import OPTIMIZER_KEY
 from optimize_service.scheduler import estimate_s
 from tests.optimize_service.test_app import LEGACY, PROBLEM, URL, stops
 
@@ -23,7 +23,7 @@ async def post(client: Client, body: Any, query: str, headers: dict[str, str]) -
 
 
 async def test_a_full_large_lane_answers_503_with_retry_after(client: Client) -> None:
-    large = client.app[STATE_KEY].scheduler.large
+    large = client.app[OPTIMIZER_KEY].scheduler.large
     assert large.queue_size is not None
     # The lane's own admissions: one request solving for 6 s, the queue full behind it.
     held = [large.admit(estimate_s(1000, None)) for _ in range(large.queue_size + 1)]

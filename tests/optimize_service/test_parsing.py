@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from common.errors import ApiError, DiameterTooLarge, InvalidParameter, MalformedBody, TooManyStops
-from optimize_service.geo import EARTH_RADIUS_M, farthest_pair, haversine_m
+from common.geo import EARTH_RADIUS_M, LatLon, haversine_m
+from optimize_service.geo import farthest_pair
 from optimize_service.model import MAX_STOPS
 from optimize_service.parsing import parse_request
 
@@ -195,8 +196,6 @@ def test_diameter_rule_right_at_1200_km(origin: tuple[float, float], bearing: fl
 
 
 def test_farthest_pair_and_haversine() -> None:
-    from common.params import LatLon
-
     points = [LatLon(0, 0), LatLon(0, 1), LatLon(0, -2), LatLon(1, 0)]
     i, j, distance = farthest_pair(points)
     assert (i, j) == (1, 2)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from common.errors import InvalidParameter
-from common.params import LatLon
+from common.geo import LatLon
 from optimize_service.formatter import iso
 from optimize_service.model import Leg, Stop
 from optimize_service.schedule import schedule

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import osmium
 from osmium.osm.mutable import Node, Way
 
-from common.params import LatLon
+from common.geo import LatLon, haversine_m
 
-# The dense part of Heidelberg (see /work/shared/osm/README.md).
+# The dense part of Heidelberg (see ../shared/osm/README.md beside the repository).
 DENSE_BOX = (49.37, 49.43, 8.62, 8.75)
 CAR_ROADS = ("residential", "unclassified", "tertiary", "secondary", "primary", "living_street")
-
-
-def haversine_m(a: LatLon, b: LatLon) -> float:
-    la1, lo1, la2, lo2 = map(math.radians, (a.lat, a.lon, b.lat, b.lon))
-    h = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
-    return 2 * 6_371_000 * math.asin(math.sqrt(h))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from common.params import LatLon
+from common.geo import EARTH_RADIUS_M, LatLon
 from route_service.app import create_app
 from route_service.config import RouteConfig
 from route_service.detour import csvfile
@@ -89,7 +89,7 @@ def route_geometry(provider: OsrmProvider, *stops: LatLon) -> list[tuple[float, 
 def track_csv(geometry: list[tuple[float, float]], spacing_m: float = 12.0, noise_m: float = 3.0) -> str:
     """Points every `spacing_m` along the geometry with seeded noise, one second apart."""
     lon, lat = np.radians(np.array(geometry)).T
-    step = 6_371_000 * np.hypot(np.diff(lat), np.diff(lon) * np.cos(lat[:-1]))
+    step = EARTH_RADIUS_M * np.hypot(np.diff(lat), np.diff(lon) * np.cos(lat[:-1]))
     along = np.concatenate([[0.0], np.cumsum(step)])
     at = np.arange(0, along[-1], spacing_m)
     noise = np.random.default_rng(7).uniform(-noise_m, noise_m, (len(at), 2)) / 111_000

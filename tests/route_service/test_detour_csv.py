@@ -11,7 +11,7 @@ from common.errors import (
     DetourInvalidHeader,
     MalformedBody,
 )
-from common.params import LatLon
+from common.geo import LatLon
 from route_service.detour import csvfile
 from route_service.detour.csvfile import INVALID_LINE, Kind, decode_text, parse_file
 

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from common.errors import InvalidParameter, NoRouteFound, PointNotRoutable
-from common.params import LatLon
-from route_service.graph_build import build_graph, build_networkx, haversine_m
+from common.errors import InvalidParameter, NoRouteFound, ParameterErrors, PointNotRoutable
+from common.geo import LatLon, haversine_m_arrays
+from route_service.graph_build import build_graph, build_networkx
 from route_service.model import MatrixQuery, RouteQuery
 from route_service.providers.graph import GraphProvider
+from route_service.providers.registry import ProviderRegistry
 
 NODES = {
     1: (49.000, 8.000),  # A
@@ -61,7 +62,7 @@ def dist(*nodes: int) -> float:
     """Length of the polyline through these nodes, as the builder measures it."""
     lats = np.array([NODES[n][0] for n in nodes])
     lons = np.array([NODES[n][1] for n in nodes])
-    return float(haversine_m(lats[:-1], lons[:-1], lats[1:], lons[1:]).sum())
+    return float(haversine_m_arrays(lats[:-1], lons[:-1], lats[1:], lons[1:]).sum())
 
 
 def osm_xml() -> str:
@@ -120,7 +121,7 @@ def test_known_shortest_path(provider: GraphProvider, route_type: str) -> None:
     assert best.geometry[0] == pytest.approx((8.000, 49.000))
     assert best.geometry[-1] == pytest.approx((8.010, 49.005))
     assert best.emergency_segments == []
-    assert [s["name"] for s in best.legs[0]["steps"]] == ["Westweg", "Nordweg"]
+    assert [s.name for s in best.legs[0].steps] == ["Westweg", "Nordweg"]
 
 
 def test_oneway_is_respected(provider: GraphProvider) -> None:
@@ -208,8 +209,10 @@ def test_far_point_raises_point_not_routable(provider: GraphProvider) -> None:
 
 
 def test_invalid_vehicle_raises_invalid_parameter(provider: GraphProvider) -> None:
-    with pytest.raises(InvalidParameter):
-        provider.route(RouteQuery(ll(1), ll(2), vehicle="tank"))
+    """Refused where every request is validated, before the provider: the registry's choice."""
+    with pytest.raises(InvalidParameter) as caught:
+        ProviderRegistry({"graph": provider}, "graph").choose("graph", "tank", "fastest", ParameterErrors())
+    assert caught.value.violations[0].parameter == "vehicle"
 
 
 def test_matrix_matches_routes(provider: GraphProvider) -> None:
@@ -231,4 +234,7 @@ def test_matrix_unreachable_is_none(provider: GraphProvider) -> None:
 
 def test_info(provider: GraphProvider) -> None:
     info = provider.info()
-    assert info.name == "graph" and info.emergency_routing and info.matrix and not info.alternatives
+    assert info.name == "graph" and info.emergency_routing and not info.alternatives
+    assert info.vehicles == ("car", "truck", "bicycle", "pedestrian") and info.route_types == ("fastest", "shortest")
+    plugins = provider.plugins()
+    assert plugins.matrix is not None and plugins.waypoints is None and plugins.cost is None  # served leg by leg

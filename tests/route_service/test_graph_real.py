@@ -13,8 +13,9 @@ import numpy as np
 import osrm
 import pytest
 
-from common.params import LatLon
-from route_service.graph_build import MODE_EMERGENCY_ONEWAY, MODE_YES, build_graph, build_networkx
+from common.geo import LatLon
+from route_service.graph_build import build_graph, build_networkx
+from route_service.graph_format import MODE_EMERGENCY_ONEWAY, MODE_YES
 from route_service.model import RouteQuery
 from route_service.providers.graph import GraphProvider
 
@@ -52,40 +53,40 @@ def osrm_distance_engine(monaco_pbf: Path, tmp_path_factory: pytest.TempPathFact
 
 
 def node_point(provider: GraphProvider, node: int) -> LatLon:
-    arrays = provider.engine.a
+    arrays = provider.engine.road.a
     return LatLon(float(arrays["node_lat"][node]), float(arrays["node_lon"][node]))
 
 
 def snappable_nodes(provider: GraphProvider) -> np.ndarray:
     """Graph nodes at the ends of pieces a car may snap to (in the main network)."""
     engine = provider.engine
-    tree = engine._tree("car", False)
+    tree = engine.snapper.tree("car", False)
     assert tree is not None
     owner = tree[1]
-    pieces = np.unique(engine.point_piece[owner])
-    return np.unique(np.concatenate([engine.piece_u[pieces], engine.piece_v[pieces]]))
+    pieces = np.unique(engine.road.point_piece[owner])
+    return np.unique(np.concatenate([engine.road.piece_u[pieces], engine.road.piece_v[pieces]]))
 
 
 def test_relaxed_route_against_oneway_is_shorter(monaco: GraphProvider) -> None:
-    engine = monaco.engine
-    car = engine.vehicles["car"]
+    road = monaco.engine.road
+    car = road.vehicles["car"]
     against = car.edges[car.mode == MODE_EMERGENCY_ONEWAY]
-    lengths = engine.a["edge_length"][against]
+    lengths = road.a["edge_length"][against]
     candidates = against[(lengths > 60) & (lengths < 250)]
     main = set(snappable_nodes(monaco).tolist())
     tried = 0
     for edge in candidates[:200]:
-        src, dst = int(engine.a["edge_src"][edge]), int(engine.a["edge_dst"][edge])
+        src, dst = int(road.a["edge_src"][edge]), int(road.a["edge_dst"][edge])
         if src not in main or dst not in main:
             continue
         tried += 1
         query = RouteQuery(node_point(monaco, src), node_point(monaco, dst), route_type="shortest")
         normal = monaco.route(query).routes[0]
-        radius = int(2 * engine.a["edge_length"][edge]) + 20
+        radius = int(2 * road.a["edge_length"][edge]) + 20
         relaxed = monaco.route(RouteQuery(query.origin, query.destination, route_type="shortest",
                                           emergency_radius_m=radius)).routes[0]  # fmt: skip
         if relaxed.distance_m < normal.distance_m - 50:
-            assert relaxed.distance_m == pytest.approx(engine.a["edge_length"][edge], abs=1.0)
+            assert relaxed.distance_m == pytest.approx(road.a["edge_length"][edge], abs=1.0)
             assert {s.reason for s in relaxed.emergency_segments} == {"oneway_against_direction"}
             assert normal.emergency_segments == []
             zero = monaco.route(RouteQuery(query.origin, query.destination, route_type="shortest",

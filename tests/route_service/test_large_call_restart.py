@@ -20,8 +20,8 @@ from route_service import calls
 from route_service.app import create_app
 from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
-from route_service.handlers import STATE_KEY
 from route_service.importer import ImportResult, Progress, import_maps
+from route_service.state import STATE_KEY
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
 Client = TestClient[Any, Any]

@@ -13,15 +13,15 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from common.params import LatLon
+from common.geo import LatLon
 from route_service.app import create_app
 from route_service.calls import LARGE_MATRIX_CELLS, LARGE_ROUTE_WAYPOINTS
 from route_service.config import RouteConfig
-from route_service.handlers import STATE_KEY
 from route_service.importer import ImportResult
 from route_service.model import SNAP_RADIUS_M, MatrixQuery, WaypointsQuery
 from route_service.providers import osrm_provider
 from route_service.providers.osrm_provider import OsrmProvider, plain
+from route_service.state import STATE_KEY
 from tests.route_service.osm_samples import DENSE_BOX
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]

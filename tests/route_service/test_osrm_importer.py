@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from common.datasets import CURRENT, Progress
 from common.errors import NoRouteFound
 from route_service import osrm_profiles
-from route_service.importer import CURRENT, MANIFEST, ImportResult, Progress, import_maps, main, parse_counts
+from route_service.dataset import MANIFEST
+from route_service.importer import ImportResult, import_maps, main, parse_counts
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map

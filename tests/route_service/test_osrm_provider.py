@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
 
-from common.errors import ApiError, InvalidParameter, NoRouteFound, PointNotRoutable
-from common.params import LatLon
-from route_service.model import MatrixQuery, Route, RouteQuery
+from common.errors import ApiError, InvalidParameter, NoRouteFound, ParameterErrors, PointNotRoutable
+from common.geo import LatLon
+from route_service.instructions import instruction
+from route_service.model import MatrixQuery, Route, RouteQuery, Step
 from route_service.providers.osrm_provider import OsrmProvider, translate
+from route_service.providers.registry import ProviderRegistry
 from tests.route_service.osm_samples import DENSE_BOX, RealWay, one_way_streets, read_ways, weight_limited
 
 # Altstadt (south bank of the Neckar) and Neuenheim (north bank).
@@ -36,8 +37,8 @@ def random_pairs(count: int, seed: int) -> list[tuple[LatLon, LatLon]]:
     return [(point(), point()) for _ in range(count)]
 
 
-def steps_of(route: Route) -> list[dict[str, Any]]:
-    return [step for leg in route.legs for step in cast(list[dict[str, Any]], leg["steps"])]
+def steps_of(route: Route) -> list[Step]:
+    return [step for leg in route.legs for step in leg.steps]
 
 
 def route_length(provider: OsrmProvider, a: LatLon, b: LatLon, vehicle: str) -> float:
@@ -52,7 +53,7 @@ def route_length(provider: OsrmProvider, a: LatLon, b: LatLon, vehicle: str) -> 
 def test_route_across_the_neckar_uses_a_bridge(osrm_hd: OsrmProvider) -> None:
     result = osrm_hd.route(RouteQuery(ALTSTADT, NEUENHEIM))
     route = result.routes[0]
-    names = [str(step["name"]) for step in steps_of(route)]
+    names = [step.name for step in steps_of(route)]
     assert any("brücke" in name.lower() for name in names), names
     lats = [lat for _lon, lat in route.geometry]
     assert min(lats) < NECKAR_LAT[0] and max(lats) > NECKAR_LAT[1]
@@ -65,12 +66,14 @@ def test_route_answer_shape(osrm_hd: OsrmProvider) -> None:
     assert result.origin.distance_m < 200 and result.destination.distance_m < 200
     steps = steps_of(route)
     assert len(steps) >= 3
-    assert steps[0]["maneuver"]["type"] == "depart" and steps[-1]["maneuver"]["type"] == "arrive"
-    assert steps[0]["instruction"].startswith("Head ") and steps[-1]["instruction"].startswith("You have arrived")
-    assert sum(s["distance"] for s in steps) == pytest.approx(route.distance_m, abs=1.0)
+    assert steps[0].maneuver is not None and steps[0].maneuver.type == "depart"
+    assert steps[-1].maneuver is not None and steps[-1].maneuver.type == "arrive"
+    assert instruction(steps[0].maneuver, steps[0].name).startswith("Head ")
+    assert instruction(steps[-1].maneuver, steps[-1].name).startswith("You have arrived")
+    assert sum(s.distance_m for s in steps) == pytest.approx(route.distance_m, abs=1.0)
     last = 0
-    for step in steps:  # geometryIndex walks the overview geometry without gaps
-        start, end = step["geometryIndex"]
+    for step in steps:  # the geometry index walks the overview geometry without gaps
+        start, end = step.geometry_index
         assert start == last and end >= start
         last = end
     assert last == len(route.geometry) - 1
@@ -160,8 +163,10 @@ def test_far_from_any_road_is_not_routable(osrm_hd: OsrmProvider) -> None:
 
 
 def test_emergency_routing_is_refused(osrm_hd: OsrmProvider) -> None:
+    """Refused where every request is validated, before the provider: the registry's choice."""
+    assert not osrm_hd.info().emergency_routing
     with pytest.raises(InvalidParameter) as caught:
-        osrm_hd.route(RouteQuery(ALTSTADT, NEUENHEIM, emergency_radius_m=100))
+        ProviderRegistry({"osrm": osrm_hd}, "osrm").choose("osrm", "car", "fastest", ParameterErrors(), emergency=True)
     assert caught.value.violations[0].parameter == "emergencyRoutingRadius"
 
 

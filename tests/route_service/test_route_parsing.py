@@ -5,23 +5,36 @@ from __future__ import annotations
 import pytest
 
 from common.errors import DatasetNotReady, InvalidParameter, ParameterErrors
-from common.params import LatLon
+from common.geo import LatLon
 from route_service.cache import cache_key
 from route_service.instructions import compass, instruction, ordinal
-from route_service.model import MatrixQuery, MatrixResult, ProviderInfo, RouteQuery, RouteResult
+from route_service.model import (
+    EVERY_PROFILE,
+    Maneuver,
+    MatrixQuery,
+    MatrixResult,
+    ProviderInfo,
+    RouteQuery,
+    RouteResult,
+)
 from route_service.parsing import MAX_MATRIX_SIDE, parse_matrix, parse_route
+from route_service.providers.base import Plugins
 from route_service.providers.registry import ProviderRegistry
 
 OK = {"from": "49.41,8.69", "to": "49.42,8.70"}
 
 
 class FakeProvider:
-    def __init__(self, name: str, emergency: bool) -> None:
+    def __init__(self, name: str, emergency: bool, profiles: frozenset[tuple[str, str]] = EVERY_PROFILE) -> None:
         self.name = name
         self.emergency = emergency
+        self.profiles = profiles
 
     def info(self) -> ProviderInfo:
-        return ProviderInfo(self.name, "fake", ("car",), ("fastest",), self.emergency, False, False)
+        return ProviderInfo(self.name, "fake", self.profiles, self.emergency)
+
+    def plugins(self) -> Plugins:
+        return Plugins(route=self.route, matrix=self.matrix)
 
     def route(self, query: RouteQuery) -> RouteResult:
         raise NotImplementedError
@@ -39,20 +52,20 @@ def registry(with_graph: bool = True) -> ProviderRegistry:
 
 def violations(params: dict[str, str]) -> list[tuple[str | None, str]]:
     with pytest.raises(InvalidParameter) as caught:
-        parse_route(params, registry().check)
+        parse_route(params, registry())
     return [(v.parameter, v.message) for v in caught.value.violations]
 
 
 def test_defaults() -> None:
-    parsed = parse_route(OK, registry().check)
-    assert parsed.provider is None
+    parsed = parse_route(OK, registry())
+    assert parsed.provider == "osrm"
     assert parsed.query == RouteQuery(LatLon(49.41, 8.69), LatLon(49.42, 8.70), "car", "fastest", 0, 0, True)
 
 
 def test_all_parameters() -> None:
     params = {**OK, "vehicle": "Truck", "type": "shortest", "alternatives": "2", "emergencyRoutingRadius": "5000",
               "provider": "graph", "steps": "false"}  # fmt: skip
-    parsed = parse_route(params, registry().check)
+    parsed = parse_route(params, registry())
     assert parsed.provider == "graph"
     q = parsed.query
     assert (q.vehicle, q.route_type, q.alternatives, q.emergency_radius_m, q.steps) == (
@@ -100,26 +113,49 @@ def test_emergency_radius_with_osrm_is_refused() -> None:
     assert parameter == "emergencyRoutingRadius" and "provider=graph" in message
 
 
+def choose(reg: ProviderRegistry, name: str | None, emergency: bool = False) -> str:
+    return reg.choose(name, "car", "fastest", ParameterErrors(), emergency=emergency).name
+
+
 def test_registry_sends_emergency_queries_to_the_capable_provider() -> None:
     reg = registry()
-    assert reg.choose(None, 0).name == "osrm"
-    assert reg.choose(None, 100).name == "graph"
-    assert reg.choose("graph", 0).name == "graph"
+    assert choose(reg, None) == "osrm"
+    assert choose(reg, None, emergency=True) == "graph"
+    assert choose(reg, "graph") == "graph"
     with pytest.raises(InvalidParameter):
-        reg.choose("osrm", 100)
+        choose(reg, "osrm", emergency=True)
     with pytest.raises(DatasetNotReady):
-        registry(with_graph=False).choose(None, 100)
+        choose(registry(with_graph=False), None, emergency=True)
     with pytest.raises(InvalidParameter) as caught:
-        reg.get("x")
+        choose(reg, "x")
     assert caught.value.violations[0].parameter == "provider"
-    assert [i.name for i in reg.infos()] == ["osrm", "graph"]
+    assert reg.names == ["osrm", "graph"]
+
+
+def test_a_request_never_reaches_a_provider_without_its_vehicle() -> None:
+    only_car = ProviderRegistry({"osrm": FakeProvider("osrm", False, frozenset({("car", "fastest")}))}, "osrm")
+    assert parse_route(OK, only_car).provider == "osrm"
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route({**OK, "vehicle": "truck"}, only_car)
+    assert [v.parameter for v in caught.value.violations] == ["vehicle"]
+    # reported only for an otherwise valid request, as a provider reported it before
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route({**OK, "vehicle": "truck", "alternatives": "3"}, only_car)
+    assert [v.parameter for v in caught.value.violations] == ["alternatives"]
+
+
+def test_a_request_carries_the_plugin_that_answers_it() -> None:
+    reg = registry()
+    parsed = parse_route({**OK, "emergencyRoutingRadius": "100"}, reg)
+    assert parsed.provider == "graph" and parsed.plugin == reg.providers["graph"].route
 
 
 def test_matrix_body() -> None:
-    query, provider = parse_matrix(
-        {"sources": [{"lat": 49.4, "lon": 8.7}], "destinations": ["49.41,8.69"], "vehicle": "bicycle"}
+    parsed = parse_matrix(
+        {"sources": [{"lat": 49.4, "lon": 8.7}], "destinations": ["49.41,8.69"], "vehicle": "bicycle"}, registry()
     )
-    assert provider is None and query.vehicle == "bicycle"
+    query = parsed.query
+    assert parsed.provider == "osrm" and query.vehicle == "bicycle"
     assert query.sources == [LatLon(49.4, 8.7)] and query.destinations == [LatLon(49.41, 8.69)]
 
 
@@ -141,23 +177,23 @@ def test_matrix_body() -> None:
 )
 def test_matrix_body_violations(body: object, parameters: list[str | None]) -> None:
     with pytest.raises(InvalidParameter) as caught:
-        parse_matrix(body)
+        parse_matrix(body, registry())
     assert [v.parameter for v in caught.value.violations] == parameters
 
 
+def turn(kind: str, modifier: str | None = None, exit: int | None = None, bearing_after: int = 0) -> Maneuver:
+    return Maneuver(kind, (8.7, 49.4), 0, bearing_after, modifier, exit)
+
+
 def test_instructions() -> None:
-    assert instruction({"type": "depart", "bearing_after": 92}, "Hauptstraße") == "Head east on Hauptstraße"
-    assert instruction({"type": "turn", "modifier": "left"}, "Plöck") == "Turn left onto Plöck"
-    assert instruction({"type": "turn", "modifier": "uturn"}, "") == "Make a U-turn"
-    assert instruction({"type": "new name", "modifier": "straight"}, "B 37") == "Continue onto B 37"
-    assert (
-        instruction({"type": "roundabout", "exit": 3}, "Ring") == "Enter the roundabout and take the 3rd exit onto Ring"
-    )
-    assert (
-        instruction({"type": "arrive", "modifier": "right"}, "") == "You have arrived at your destination, on the right"
-    )
-    assert instruction({"type": "fork", "modifier": "slight left"}, "") == "Keep slight left at the fork"
-    assert instruction({"type": "something new", "modifier": "right"}, "X") == "Turn right onto X"
+    assert instruction(turn("depart", bearing_after=92), "Hauptstraße") == "Head east on Hauptstraße"
+    assert instruction(turn("turn", "left"), "Plöck") == "Turn left onto Plöck"
+    assert instruction(turn("turn", "uturn"), "") == "Make a U-turn"
+    assert instruction(turn("new name", "straight"), "B 37") == "Continue onto B 37"
+    assert instruction(turn("roundabout", exit=3), "Ring") == "Enter the roundabout and take the 3rd exit onto Ring"
+    assert instruction(turn("arrive", "right"), "") == "You have arrived at your destination, on the right"
+    assert instruction(turn("fork", "slight left"), "") == "Keep slight left at the fork"
+    assert instruction(turn("something new", "right"), "X") == "Turn right onto X"
     assert [compass(b) for b in (0, 44, 46, 180, 359)] == ["north", "northeast", "northeast", "south", "north"]
     assert [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22)] == [
         "1st",
@@ -191,5 +227,6 @@ def test_cache_key_covers_everything_that_changes_the_answer() -> None:
 
 def test_parameter_errors_stay_typed() -> None:
     errors = ParameterErrors()
-    registry().check("nope", 0, errors)
+    with pytest.raises(InvalidParameter):
+        registry().choose("nope", "car", "fastest", errors)
     assert errors and errors.violations[0].code == "ERROR_INVALID_PARAMETER"

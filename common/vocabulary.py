@@ -1,0 +1,14 @@
+"""The routing words of the API, shared by every service and by the published spec.
+
+A route, a matrix, a detour file and a stop-order request all name a vehicle and a route
+type from these lists; the gateway writes them into the OpenAPI document (`gateway.docs`), so
+the spec cannot drift from what the services accept. Which of them a dataset actually serves
+is the providers' business (`/v1/providers`).
+"""
+
+from __future__ import annotations
+
+VEHICLES = ("car", "truck", "bicycle", "pedestrian")
+ROUTE_TYPES = ("fastest", "shortest")
+DEFAULT_VEHICLE = "car"
+DEFAULT_ROUTE_TYPE = "fastest"

@@ -1,0 +1,57 @@
+"""The index's records as the importer makes them: addresses and searchable names.
+
+`build` makes them and `store.write_index` writes them, one table row each; what a query
+reads back are the store's own row types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Address:
+    """A house number, filled in; `street_id` is its street's position among the names."""
+
+    street: str
+    house_number: str
+    house_key: str
+    house_base: int
+    postcode: str | None
+    city: str | None
+    country: str | None
+    lat: float
+    lon: float
+    interpolated: bool
+    street_id: int = -1
+
+
+@dataclass
+class Named:
+    """A searchable name: a street group, a place or a POI."""
+
+    kind: str  # street | place | poi
+    name: str
+    key: str
+    lat: float
+    lon: float
+    city: str | None = None
+    postcode: str | None = None
+    country: str | None = None
+    importance: float = 0.0
+    category: str | None = None
+    street: str | None = None
+    house_number: str | None = None
+    postcodes: set[str] = field(default_factory=set)
+    geometry: list[list[tuple[float, float]]] = field(default_factory=list)  # (lat, lon) of each way
+
+
+@dataclass
+class Dataset:
+    """Everything one index holds (of one input, or several merged)."""
+
+    addresses: list[Address]
+    names: list[Named]
+    vocabulary: set[str]
+    default_country: str | None
+    default_city: str | None

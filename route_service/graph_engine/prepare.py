@@ -1,0 +1,114 @@
+"""The graph file's arrays made ready for queries, once per dataset: piece geometry and one
+CSR graph per vehicle with cached weight vectors. Read-only afterwards, so queries in any
+thread share it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from common.geo import EARTH_RADIUS_M
+from common.vocabulary import VEHICLES
+from route_service.graph_format import MODE_YES
+
+# Speed of an emergency vehicle on a relaxed stretch (km/h): careful driving, not the class speed.
+EMERGENCY_MAX_KMH = 30.0
+
+
+def to_xyz(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """Earth-centred coordinates in metres: chord distance equals straight-line distance."""
+    phi, lam = np.radians(lat), np.radians(lon)
+    cos_phi = np.cos(phi)
+    return np.column_stack([cos_phi * np.cos(lam), cos_phi * np.sin(lam), np.sin(phi)]) * EARTH_RADIUS_M
+
+
+@dataclass
+class VehicleGraph:
+    """The edges one vehicle may ever use, as a CSR graph with cached weight vectors."""
+
+    edges: np.ndarray  # global edge ids, sorted by source node
+    indptr: np.ndarray
+    dst: np.ndarray
+    weights: dict[str, np.ndarray]  # route type -> base weights (emergency edges infinite)
+    emergency_weights: dict[str, np.ndarray]  # route type -> weights of the emergency edges
+    emergency_pos: np.ndarray  # positions (into edges) of emergency-only edges
+    duration_s: np.ndarray
+    length_m: np.ndarray
+    mode: np.ndarray
+    piece_fwd: np.ndarray  # piece -> position of its edge along the way (-1: none)
+    piece_bwd: np.ndarray  # piece -> position of its edge against the way
+
+
+class RoadGraph:
+    """One dataset's road graph: the file's arrays (`a`), each piece's geometry and end nodes,
+    and the vehicle graphs."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self.a = {key: np.asarray(value) for key, value in arrays.items()}
+        self.n_nodes = len(self.a["node_lat"])
+        self.names = [str(n) for n in self.a["names"]]
+        self._init_pieces()
+        self.vehicles = {vehicle: self._vehicle_graph(vehicle) for vehicle in VEHICLES}
+
+    def piece_name(self, piece: int) -> str:
+        return self.names[int(self.a["piece_name"][piece])]
+
+    def endpoints(self, piece: int) -> tuple[int, int]:
+        """Graph nodes at the start and end of a piece."""
+        return int(self.piece_u[piece]), int(self.piece_v[piece])
+
+    def share(self, piece: int, start_m: float, end_m: float) -> float:
+        """The part of a piece between two offsets, as a fraction of its length."""
+        length = float(self.piece_length[piece])
+        return abs(end_m - start_m) / length if length > 0 else 0.0
+
+    def _init_pieces(self) -> None:
+        ptr = self.a["geom_ptr"]
+        self.n_pieces = len(ptr) - 1
+        sizes = np.diff(ptr)
+        self.geom_xyz = to_xyz(self.a["geom_lat"], self.a["geom_lon"])
+        self.point_piece = np.repeat(np.arange(self.n_pieces), sizes)
+        self.piece_length = self.a["geom_cum"][ptr[1:] - 1]
+        # bounding ball of each piece: the emergency radius test is "ball inside the disc"
+        center = np.add.reduceat(self.geom_xyz, ptr[:-1], axis=0) / sizes[:, None]
+        spread = np.linalg.norm(self.geom_xyz - center[self.point_piece], axis=1)
+        self.piece_center = center
+        self.piece_radius = np.maximum.reduceat(spread, ptr[:-1])
+        forward = (self.a["edge_piece"] >= 0) & ~self.a["edge_reverse"]
+        self.piece_u = np.zeros(self.n_pieces, dtype=np.int64)
+        self.piece_v = np.zeros(self.n_pieces, dtype=np.int64)
+        self.piece_u[self.a["edge_piece"][forward]] = self.a["edge_src"][forward]
+        self.piece_v[self.a["edge_piece"][forward]] = self.a["edge_dst"][forward]
+
+    def _vehicle_graph(self, vehicle: str) -> VehicleGraph:
+        mode_all = self.a[f"mode_{vehicle}"]
+        edges = np.flatnonzero(mode_all > 0)
+        mode = mode_all[edges]
+        length = self.a["edge_length"][edges]
+        speed = self.a[f"speed_{vehicle}"][edges].astype(np.float64)
+        emergency = mode != MODE_YES
+        speed = np.where(emergency, np.minimum(speed, EMERGENCY_MAX_KMH), speed)
+        duration = length / np.maximum(speed, 1.0) * 3.6
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(self.a["edge_src"][edges], minlength=self.n_nodes))])
+        full = {"fastest": duration, "shortest": length}
+        piece = self.a["edge_piece"][edges]
+        reverse = self.a["edge_reverse"][edges]
+        piece_dir = [np.full(self.n_pieces, -1, dtype=np.int64) for _ in range(2)]
+        for flag, table in ((False, piece_dir[0]), (True, piece_dir[1])):
+            mask = (piece >= 0) & (reverse == flag)
+            table[piece[mask]] = np.flatnonzero(mask)
+        return VehicleGraph(
+            edges=edges,
+            indptr=indptr.astype(np.int32),
+            dst=self.a["edge_dst"][edges].astype(np.int32),
+            weights={t: np.where(emergency, np.inf, w) for t, w in full.items()},
+            emergency_weights={t: w[emergency] for t, w in full.items()},
+            emergency_pos=np.flatnonzero(emergency),
+            duration_s=duration,
+            length_m=length,
+            mode=mode,
+            piece_fwd=piece_dir[0],
+            piece_bwd=piece_dir[1],
+        )

@@ -1,0 +1,140 @@
+"""Snapping: the nearest point on a road a vehicle may use, found in a KD-tree of samples
+along the road pieces (one tree per vehicle and kind of use, built on first use)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
+from route_service.graph_format import MODE_YES
+
+SAMPLE_SPACING_M = 20.0  # snapping samples along long segments, so the nearest sample is near the nearest segment
+SNAP_CANDIDATES = 8
+SMALL_COMPONENT_NODES = 100  # junctions; smaller strongly connected parts are not snapped to
+
+SampleTree = tuple[cKDTree, np.ndarray]  # the tree and, per sample, the geometry point starting its segment
+
+
+@dataclass(frozen=True)
+class SnapPoint:
+    """A point on a piece of road: `offset_m` from the piece's first geometry point."""
+
+    piece: int
+    offset_m: float
+    lat: float
+    lon: float
+    distance_m: float  # from the query point
+    query_xyz: tuple[float, float, float]
+
+
+class Snapper:
+    """Snaps points to one road graph. Thread-safe: the trees are built under a lock."""
+
+    def __init__(self, road: RoadGraph) -> None:
+        self.road = road
+        self._trees: dict[tuple[str, bool], SampleTree | None] = {}
+        self._tree_lock = threading.Lock()
+
+    def snap(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
+             radius_m: float = 0.0) -> SnapPoint | None:  # fmt: skip
+        """Nearest point on a road `vehicle` may use; with a radius also on emergency-only roads
+        that lie entirely within it. None when nothing lies within `max_distance_m`."""
+        point = to_xyz(np.array([lat]), np.array([lon]))[0]
+        best = self._snap_tree(vehicle, False, point, max_distance_m, 0.0)
+        if radius_m > 0:
+            relaxed = self._snap_tree(vehicle, True, point, max_distance_m, radius_m)
+            if relaxed is not None and (best is None or relaxed.distance_m < best.distance_m):
+                best = relaxed
+        return best
+
+    def tree(self, vehicle: str, emergency: bool) -> SampleTree | None:
+        """KD-tree of samples along the pieces `vehicle` can use normally (or only in emergencies)."""
+        key = (vehicle, emergency)
+        with self._tree_lock:
+            if key not in self._trees:
+                self._trees[key] = self._build_tree(vehicle, emergency)
+            return self._trees[key]
+
+    def _build_tree(self, vehicle: str, emergency: bool) -> SampleTree | None:
+        road = self.road
+        graph = road.vehicles[vehicle]
+        pieces = road.a["edge_piece"][graph.edges]
+        normal = np.zeros(road.n_pieces + 1, dtype=bool)
+        anyuse = np.zeros(road.n_pieces + 1, dtype=bool)
+        normal[pieces[graph.mode == MODE_YES]] = True  # index -1 (barrier connectors) lands in the spare slot
+        anyuse[pieces] = True
+        main = main_nodes(road.n_nodes, graph)
+        u_main, v_main = main[road.piece_u], main[road.piece_v]
+        # an emergency-only piece is useful when it touches the main network at one end
+        wanted = (anyuse & ~normal)[:-1] & (u_main | v_main) if emergency else normal[:-1] & u_main & v_main
+        ptr = road.a["geom_ptr"]
+        seg = np.flatnonzero(wanted[road.point_piece])
+        seg = seg[seg + 1 < ptr[road.point_piece[seg] + 1]]  # a segment starts at every point but a piece's last
+        if len(seg) == 0:
+            return None
+        seg_len = np.diff(road.a["geom_cum"])[seg]
+        count = np.maximum(1, np.ceil(seg_len / SAMPLE_SPACING_M)).astype(np.int64)
+        owner = np.repeat(seg, count)
+        frac = (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)) / np.repeat(count, count)
+        start, end = road.geom_xyz[owner], road.geom_xyz[owner + 1]
+        samples = start + (end - start) * frac[:, None]
+        return cKDTree(samples), owner
+
+    def _snap_tree(self, vehicle: str, emergency: bool, point: np.ndarray, max_distance_m: float,
+                   radius_m: float) -> SnapPoint | None:  # fmt: skip
+        tree = self.tree(vehicle, emergency)
+        if tree is None:
+            return None
+        kd, owner = tree
+        dist, idx = kd.query(point, k=SNAP_CANDIDATES, distance_upper_bound=max_distance_m + SAMPLE_SPACING_M)
+        segs = np.unique(owner[idx[np.isfinite(dist)]])
+        if emergency:
+            road = self.road
+            pieces = road.point_piece[segs]
+            inside = np.linalg.norm(road.piece_center[pieces] - point, axis=1) + road.piece_radius[pieces] <= radius_m
+            segs = segs[inside]
+        if len(segs) == 0:
+            return None
+        return self._project(segs, point, max_distance_m)
+
+    def _project(self, segs: np.ndarray, point: np.ndarray, max_distance_m: float) -> SnapPoint | None:
+        road = self.road
+        a, b = road.geom_xyz[segs], road.geom_xyz[segs + 1]
+        ab = b - a
+        denom = np.maximum((ab * ab).sum(axis=1), 1e-9)
+        t = np.clip(((point - a) * ab).sum(axis=1) / denom, 0.0, 1.0)
+        dist = np.linalg.norm(a + ab * t[:, None] - point, axis=1)
+        i = int(np.argmin(dist))
+        if dist[i] > max_distance_m:
+            return None
+        g, frac = int(segs[i]), float(t[i])
+        cum, lat, lon = road.a["geom_cum"], road.a["geom_lat"], road.a["geom_lon"]
+        return SnapPoint(
+            piece=int(road.point_piece[g]),
+            offset_m=float(cum[g] + frac * (cum[g + 1] - cum[g])),
+            lat=float(lat[g] + frac * (lat[g + 1] - lat[g])),
+            lon=float(lon[g] + frac * (lon[g + 1] - lon[g])),
+            distance_m=float(dist[i]),
+            query_xyz=(float(point[0]), float(point[1]), float(point[2])),
+        )
+
+
+def main_nodes(n_nodes: int, graph: VehicleGraph) -> np.ndarray:
+    """Nodes in a large strongly connected part of the normal network. Snapping only to
+    these keeps a start off a parking aisle or a fragment cut by the extract's boundary
+    from which nothing is reachable (OSRM does the same with its small components)."""
+    n = n_nodes
+    usable = np.isfinite(graph.weights["shortest"])
+    src = np.repeat(np.arange(n), np.diff(graph.indptr))[usable]
+    matrix = csr_matrix((np.ones(len(src)), (src, graph.dst[usable])), shape=(n, n))
+    _, labels = connected_components(matrix, directed=True, connection="strong")
+    sizes = np.bincount(labels)
+    # in a tiny network (a test, a village) "small" is relative to the largest part
+    threshold = min(SMALL_COMPONENT_NODES, max(2, int(sizes.max()) // 4))
+    return np.asarray(sizes[labels] >= threshold)

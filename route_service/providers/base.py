@@ -1,0 +1,122 @@
+"""The plugin boundary of the route service: one protocol per capability (OSRM's plugin shape).
+
+A request is parsed and validated once, at the edge, into a typed request (`RouteRequest`,
+...) that already holds the plugin answering it; the plugin gets typed values and returns
+typed results (`route_service.model`); `route_service.formatter` alone writes JSON.
+
+A provider declares the plugins it has (`RouteProvider.plugins`); the registry resolves them
+once into `Capabilities`, serving what a provider lacks of waypoints and cost leg by leg
+through its route plugin (`providers.leg_by_leg`). Plugins are synchronous and CPU-bound
+(`route_service.calls` decides where they run) and raise `common.errors` types that name
+their query's own inputs: `from`/`to`, `sources[i]`, `waypoints[i]`, a cost query's names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from route_service.model import (
+    Cost,
+    CostQuery,
+    MatchQuery,
+    MatchResult,
+    MatrixQuery,
+    MatrixResult,
+    ProviderInfo,
+    RouteQuery,
+    RouteResult,
+    WaypointsQuery,
+    WaypointsResult,
+)
+
+# ---------------------------------------------------------------- the capabilities
+
+
+class RoutePlugin(Protocol):
+    """The best route from one point to another, and its alternatives (GET /v1/route)."""
+
+    def __call__(self, query: RouteQuery, /) -> RouteResult: ...
+
+
+class MatrixPlugin(Protocol):
+    """Durations and distances from every source to every destination (the optimizer's)."""
+
+    def __call__(self, query: MatrixQuery, /) -> MatrixResult: ...
+
+
+class WaypointsPlugin(Protocol):
+    """One route through many waypoints in their order, a leg per pair (a tour's geometry)."""
+
+    def __call__(self, query: WaypointsQuery, /) -> WaypointsResult: ...
+
+
+class CostPlugin(Protocol):
+    """Only the distance and duration through some points (thousands per detour file)."""
+
+    def __call__(self, query: CostQuery, /) -> Cost: ...
+
+
+class MatchPlugin(Protocol):
+    """A recorded track matched to the roads driven (detour tracks)."""
+
+    def __call__(self, query: MatchQuery, /) -> MatchResult: ...
+
+
+# ---------------------------------------------------------------- providers
+
+
+@dataclass(frozen=True)
+class Plugins:
+    """What a provider can do itself: `route` always, None for each capability it lacks."""
+
+    route: RoutePlugin
+    matrix: MatrixPlugin | None = None
+    waypoints: WaypointsPlugin | None = None
+    cost: CostPlugin | None = None
+    match: MatchPlugin | None = None
+
+
+class RouteProvider(Protocol):
+    """One routing backend (OSRM, our graph) on one dataset."""
+
+    name: str
+
+    def info(self) -> ProviderInfo: ...
+
+    def plugins(self) -> Plugins: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """One provider as the service uses it, each capability resolved once by the registry:
+    waypoints and cost always (leg by leg where the provider lacks them), matrix and match
+    where it has them (without match, a detour track is measured along straight lines)."""
+
+    info: ProviderInfo
+    route: RoutePlugin
+    matrix: MatrixPlugin | None
+    waypoints: WaypointsPlugin
+    cost: CostPlugin
+    match: MatchPlugin | None
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+# ---------------------------------------------------------------- typed requests (what parsing hands on)
+
+
+@dataclass(frozen=True)
+class Request[Q, P]:
+    """A validated query, the provider chosen for it, and that provider's plugin that answers it."""
+
+    query: Q
+    provider: str
+    plugin: P
+
+
+RouteRequest = Request[RouteQuery, RoutePlugin]
+MatrixRequest = Request[MatrixQuery, MatrixPlugin]
+WaypointsRequest = Request[WaypointsQuery, WaypointsPlugin]

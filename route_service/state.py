@@ -1,0 +1,88 @@
+"""The route service's state and the policy of its answers (the handlers only parse, call and
+respond): which dataset and providers it serves, and how a route is answered (from the
+cache, else computed where `calls` says, formatted, and cached behind the answer).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from common.errors import ApiError, DatasetNotReady
+from common.service import dump_json
+from route_service.cache import RouteCache, cache_key
+from route_service.calls import ProviderCalls
+from route_service.dataset import Dataset, current_dataset
+from route_service.formatter import route_body
+from route_service.providers.base import RouteRequest
+from route_service.providers.registry import ProviderRegistry
+
+log = logging.getLogger("route_service")
+T = TypeVar("T")
+
+
+@dataclass
+class RouteState:
+    """What the handlers need; `registry` stays None until a dataset is loaded."""
+
+    calls: ProviderCalls
+    cache: RouteCache
+    dataset: Dataset | None = None
+    registry: ProviderRegistry | None = None
+    load_error: str | None = None
+    counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
+
+    def load(self, maps: Path, preload: bool) -> None:
+        """The current dataset and its providers. Runs in a thread: opening the OSRM files
+        and the graph takes a moment. A failure is kept to be reported, not raised: the
+        service runs on, unready, and says what is missing."""
+        try:
+            dataset = current_dataset(maps)
+            registry = ProviderRegistry.load(dataset, preload=preload)
+        except ApiError as exc:
+            self.load_error = exc.detail
+            return
+        self.dataset, self.registry = dataset, registry
+        log.info("map dataset %s loaded, providers %s", dataset.hash, ", ".join(registry.names))
+
+    def ready(self) -> tuple[Dataset, ProviderRegistry]:
+        if self.dataset is None or self.registry is None:
+            raise DatasetNotReady(self.load_error or "the map data is still loading")
+        return self.dataset, self.registry
+
+    async def route(self, request: RouteRequest, dataset: Dataset) -> tuple[bytes, str]:
+        """The answer's JSON and where it came from ("hit": the cache, "miss": computed)."""
+        key = cache_key(request.query, request.provider, dataset.hash)
+        cached = await self.cache.get(key)
+        if cached is not None:
+            self.counters["cache_hits"] += 1
+            return cached, "hit"
+        self.counters["cache_misses"] += 1
+        result = await self.calls.route(request)
+        body = dump_json(route_body(result, request.query, request.provider, dataset.hash))
+        self.cache.put(key, body)
+        return body, "miss"
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """In the thread pool (detour files)."""
+        return await self.calls.run(function, *args)
+
+    def health(self) -> dict[str, Any]:
+        if self.dataset is None or self.registry is None:
+            return {"dataset": None, "dataset_error": self.load_error, "ready": False}
+        health: dict[str, Any] = {
+            "dataset": self.dataset.hash,
+            "providers": self.registry.names,
+            "cache": dict(self.counters),
+        }
+        if self.calls.large is not None:
+            health["largeCalls"] = self.calls.large.health()
+        return health
+
+
+STATE_KEY: web.AppKey[RouteState] = web.AppKey("route_state", RouteState)
