@@ -43,9 +43,10 @@ CONNECTIONS = (8, 32, 64)
 WATCHED = {"gateway": "gateway", "route service": "route_service", "redis": "redis"}  # label -> Stack name
 SECONDS = 10.0
 SNAP_RADIUS_M = 1000  # the route service's car radius, so a kept pair routes there too
-# Same answer detail everywhere: full GeoJSON overview geometry, no turn-by-turn steps.
-GATEWAY_PATH = "/v1/route?from=%.7f%%2C%.7f&to=%.7f%%2C%.7f&steps=false"
-OSRM_PATH = "/route/v1/driving/%.7f,%.7f;%.7f,%.7f?overview=full&geometries=geojson&steps=false"
+# Same answer detail everywhere: our default answer (full GeoJSON overview geometry and
+# turn-by-turn steps), which is what the goal is about.
+GATEWAY_PATH = "/v1/route?from=%.7f%%2C%.7f&to=%.7f%%2C%.7f"
+OSRM_PATH = "/route/v1/driving/%.7f,%.7f;%.7f,%.7f?overview=full&geometries=geojson&steps=true"
 
 
 @dataclass(frozen=True)
@@ -251,8 +252,8 @@ def section(rows: list[Row], generator: str, rejected: int, failures: dict[str, 
             f"{failures.get('osrm-routed')} on osrm-routed.",
             "",
             f"Load: {generator}, 2 threads, {seconds:g} s per row, keep-alive, the pairs cycled. Answer detail "
-            "equal everywhere: full overview geometry as GeoJSON, no steps (`steps=false`; osrm-routed "
-            "`overview=full&geometries=geojson&steps=false`). Reference: `python -m osrm routed --algorithm mld "
+            "equal everywhere: our default answer, full overview geometry as GeoJSON and turn-by-turn steps "
+            "(osrm-routed `overview=full&geometries=geojson&steps=true`). Reference: `python -m osrm routed --algorithm mld "
             "-t 2` on the same files. *warm*: every answer comes from the route service's Redis cache (`X-Cache: "
             "hit`; each path requested once beforehand); *cold*: every request's coordinates differ by a few "
             "µ° (≤ 1.3 m) so every request misses the cache (lookup, OSRM, store). Errors: non-2xx answers; "

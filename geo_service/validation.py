@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors
 from common.params import parse_int, parse_latlon_text
+from common.providers import requested_provider
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
 from geo_service.model import AutocompleteQuery, GeocodeQuery, ReverseQuery, StructuredAddress
@@ -35,12 +36,10 @@ class ReverseRequest:
 
 
 def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors: ParameterErrors) -> GeocodeProvider:
-    provider = registry.get(params.get("provider"))
-    if provider is None:
-        raw = params.get("provider", "")
-        errors.add("provider", f"unknown provider {raw[:40]!r} (known: {', '.join(registry.names)})")
-        provider = registry.get(None)
-    assert provider is not None
+    """The named provider, or the default one (also when the name is refused: the request
+    fails with the violation in `errors`, after its other parameters are checked)."""
+    provider = registry.get(requested_provider(params.get("provider"), registry.names, errors))
+    assert provider is not None  # None names the default, which is registered
     return provider
 
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from common.providers import provider_name
 from optimize_service.model import Plan
-from optimize_service.parsing import parse_request, provider_name
+from optimize_service.parsing import parse_request
 from optimize_service.planner import plan_tour
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import Scheduler

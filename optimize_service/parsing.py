@@ -16,6 +16,7 @@ from typing import Any
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
 from common.geo import LatLon
 from common.params import parse_choice
+from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.geo import farthest_pair
 from optimize_service.model import (
@@ -196,23 +197,9 @@ def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) ->
     return value
 
 
-def provider_name(raw: str) -> str:
-    """Provider names are matched without case or surrounding spaces."""
-    return raw.strip().lower()
-
-
 def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:
-    if raw is None:
-        return None
-    name = provider_name(raw)
-    if not name:
-        errors.add("provider", "must not be blank (omit it for the default provider)")
-        return None
     # `known` is None when the route service could not list its providers: it checks itself then.
-    if known is not None and name not in known:
-        errors.add("provider", f"unknown provider {short(raw)} (known: {', '.join(sorted(known))})")
-        return None
-    return name
+    return requested_provider(raw, known, errors)
 
 
 def parse_time_limit(raw: str | None, errors: ParameterErrors) -> float | None:

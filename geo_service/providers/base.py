@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from common.providers import provider_name
 from geo_service.model import AutocompleteQuery, GeocodeAnswer, GeocodeQuery, GeocodeResult, ReverseQuery
 
 
@@ -46,7 +47,7 @@ class ProviderRegistry:
         return tuple(sorted(self.providers))
 
     def get(self, name: str | None) -> GeocodeProvider | None:
-        return self.providers.get(self.default if name is None else name.strip().lower())
+        return self.providers.get(self.default if name is None else provider_name(name))
 
     def describe(self) -> list[dict[str, Any]]:
         return [

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
+from common.providers import requested_provider
 from route_service.dataset import Dataset
 from route_service.providers.base import Capabilities, RouteProvider
 from route_service.providers.leg_by_leg import LegByLeg
@@ -57,6 +58,7 @@ class ProviderRegistry:
         violations join the request's own in `errors`, and all are raised together. What only
         an otherwise valid request can be told comes after: no provider for emergency routing
         (503), or none of the vehicle and route type in this dataset."""
+        name = requested_provider(name, self.names, errors)
         chosen = self._named(name, emergency, errors) if name is not None else self._unnamed(emergency)
         errors.raise_if_any()
         if chosen is None:
@@ -68,10 +70,8 @@ class ProviderRegistry:
         return chosen
 
     def _named(self, name: str, emergency: bool, errors: ParameterErrors) -> Capabilities | None:
-        chosen = self.providers.get(name)
-        if chosen is None:
-            errors.add("provider", f"unknown provider {name[:40]!r} (known: {', '.join(self.names)})")
-        elif emergency and not chosen.info.emergency_routing:
+        chosen = self.providers[name]  # requested_provider has refused unknown names
+        if emergency and not chosen.info.emergency_routing:
             capable = self.emergency
             hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
             errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")

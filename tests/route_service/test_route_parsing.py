@@ -230,3 +230,10 @@ def test_parameter_errors_stay_typed() -> None:
     with pytest.raises(InvalidParameter):
         registry().choose("nope", "car", "fastest", errors)
     assert errors and errors.violations[0].code == "ERROR_INVALID_PARAMETER"
+
+
+def test_provider_names_follow_the_house_rule() -> None:
+    # common.providers: no case, no surrounding spaces, blank refused (as geocoding and stop order).
+    assert choose(registry(), " Graph ") == "graph"
+    [(parameter, message)] = violations({**OK, "provider": "  "})
+    assert parameter == "provider" and "blank" in message
