@@ -14,9 +14,9 @@ matrix, cached on disk (no HTTP).
 A result is a JSON file `references/<instance-key>-<solver>-<seconds>.json`, written
 once; `references()` runs the missing ones in two processes (one per core), each reading its
 instance from the instance cache, so a rerun costs nothing. The limits are wall-clock (that is
-what the solvers offer), so a result records the CPU seconds its process got: one that got less
-than `MIN_CPU_SHARE` of its wall time shared the machine (a test run, a build) and had less
-search than it was given; it counts as missing and is computed again.
+what the solvers offer), so a result records the CPU seconds its process got: one stopped by its limit
+that got less than `MIN_CPU_SHARE` of its wall time shared the machine (a test run, a build)
+and had less search than it was given; it counts as missing and is computed again.
 """
 
 from __future__ import annotations
@@ -134,7 +134,10 @@ def load_result(key: str, solver: str, seconds: float) -> Result | None:
         return None
     data = json.loads(path.read_text())
     wall, cpu = float(data["wall_s"]), data.get("cpu_s")
-    if cpu is not None and float(cpu) < MIN_CPU_SHARE * wall:
+    # Only a search stopped by its limit loses by sharing the machine; one that finished by
+    # itself (VROOM on small sets) was only slower.
+    stopped_by_limit = wall >= 0.95 * float(data.get("seconds", seconds))
+    if cpu is not None and stopped_by_limit and float(cpu) < MIN_CPU_SHARE * wall:
         return None  # it shared the machine: searched less than it was given
     order = [int(i) for i in data["order"]]
     return Result(solver, float(data["duration_s"]), wall, order, None if cpu is None else float(cpu))
