@@ -308,6 +308,15 @@ class NoRouteFound(ApiError):
     code = "ROUTE_ERROR_NO_ROUTE"
 
 
+class MatrixTooLarge(ApiError):
+    """More cells (sources x destinations) than the caller's tier may ask in one matrix."""
+
+    status = 413
+    type = "/problems/route/matrix-too-large"
+    title = "The matrix has too many cells"
+    code = "ROUTE_ERROR_MATRIX_TOO_LARGE"
+
+
 class DatasetNotReady(ApiError):
     status = 503
     type = "/problems/route/dataset-not-ready"

@@ -27,6 +27,9 @@ from common.config import BaseConfig
 from common.errors import InternalCredentialRequired
 
 INTERNAL_TOKEN_HEADER = "X-Internal-Token"  # noqa: S105 - a header name, not a secret
+# The caller's account tier, set by the gateway on forwarded requests (trusted only behind the
+# internal credential): services with per-tier limits read it.
+INTERNAL_TIER_HEADER = "X-Internal-Tier"
 OPEN_PATHS = frozenset({"/health"})
 TOKEN_FILE = "internal-token"  # noqa: S105 - a file name under DATA_DIR, not a secret
 

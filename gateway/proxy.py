@@ -11,7 +11,7 @@ from yarl import URL
 
 from common.client import ServiceClient
 from common.errors import BadGateway, GatewayTimeout, InternalCredentialRequired, PayloadTooLarge, ServiceUnavailable
-from common.internal_auth import internal_headers
+from common.internal_auth import INTERNAL_TIER_HEADER, internal_headers
 from common.middleware import REQUEST_ID_HEADER
 from gateway.routes import PublicRoute
 from gateway.services import label
@@ -31,7 +31,7 @@ FORWARDED_RESPONSE_HEADERS = (
     "WWW-Authenticate",
 )
 INTERNAL_SUBJECT = "X-Internal-Subject"
-INTERNAL_TIER = "X-Internal-Tier"
+INTERNAL_TIER = INTERNAL_TIER_HEADER
 INTERNAL_EMAIL = "X-Internal-Email"
 
 class UpstreamOutages:

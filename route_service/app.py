@@ -22,7 +22,7 @@ from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
 from route_service.detour_handlers import detour_file
-from route_service.handlers import matrix, providers, route, route_waypoints
+from route_service.handlers import matrix, providers, public_matrix, route, route_waypoints
 from route_service.state import STATE_KEY, RouteState
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -36,6 +36,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
         executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
         calls = ProviderCalls(executor, frozenset(config.inline_providers))
         state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds))
+        state.matrix_limits = config.matrix_limits
         app[STATE_KEY] = state
         await calls.run(state.load, config.maps_path, config.preload)
         if state.dataset is not None and config.large_processes > 0:
@@ -58,6 +59,7 @@ def create_app(config: RouteConfig) -> web.Application:
     app.router.add_get("/v1/route", route)
     app.router.add_get("/v1/providers", providers)
     app.router.add_get("/internal/providers", providers)  # gathered by the gateway into /v1/providers
+    app.router.add_post("/v1/matrix", public_matrix)
     app.router.add_post("/internal/matrix", matrix)
     app.router.add_post("/internal/route", route_waypoints)
     app.router.add_post("/v1/detour/file", detour_file)

@@ -9,16 +9,51 @@ ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with
 ROUTE_LARGE_PROCESSES   child processes per worker for large OSRM calls (matrices of 20 000 cells or more,
                         routes through 150 waypoints or more); 0 runs them in the worker (default 1)
 ROUTE_LARGE_NICE        niceness added to those child processes, so small requests come first (default 10)
+ROUTE_MATRIX_CELLS      cells (sources x destinations) one POST /v1/matrix may ask, per account tier, as
+                        `tier=cells,...` (default demo=1000,standard=10000,unlimited=1000000); a tier not
+                        listed, or a request without the gateway's tier header, gets the smallest
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 from common.config import BaseConfig, env_int, env_str
+
+DEFAULT_MATRIX_CELLS = "demo=1000,standard=10000,unlimited=1000000"
+
+
+@dataclass(frozen=True)
+class MatrixLimits:
+    """Cells per public matrix request, by the tier the gateway forwards (`X-Internal-Tier`).
+    Unlimited is still bounded by the 1000 x 1000 sides (`parsing.MAX_MATRIX_SIDE`): a
+    1000 x 1000 table takes OSRM 1.3 s and ~130 MiB (`route_service.calls`)."""
+
+    cells: dict[str, int]
+
+    def for_tier(self, tier: str | None) -> tuple[int, str]:
+        """The limit and the tier it applies to; unknown or missing tiers get the smallest
+        (fail closed: a new tier must be given its limit on purpose)."""
+        if tier in self.cells:
+            return self.cells[tier], tier
+        smallest = min(self.cells, key=self.cells.__getitem__)
+        return self.cells[smallest], smallest
+
+
+def parse_matrix_cells(text: str) -> MatrixLimits:
+    cells: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            tier, count = item.split("=", 1)
+            cells[tier.strip()] = max(1, int(count))
+        except ValueError as exc:
+            raise SystemExit(f"configuration error: ROUTE_MATRIX_CELLS item {item!r} is not tier=cells") from exc
+    if not cells:
+        raise SystemExit("configuration error: ROUTE_MATRIX_CELLS names no tier")
+    return MatrixLimits(cells)
 
 
 def default_workers() -> int:
@@ -41,6 +76,7 @@ class RouteConfig(BaseConfig):
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
     large_processes: int = 1
     large_niceness: int = 10
+    matrix_limits: MatrixLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
 
     @property
     def maps_path(self) -> Path:
@@ -57,6 +93,7 @@ class RouteConfig(BaseConfig):
             "preload": env_int("ROUTE_PRELOAD", 1) != 0,
             "large_processes": max(0, env_int("ROUTE_LARGE_PROCESSES", 1)),
             "large_niceness": max(0, min(19, env_int("ROUTE_LARGE_NICE", 10))),
+            "matrix_limits": parse_matrix_cells(env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),
             "inline_providers": tuple(
                 p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()
             ),

@@ -19,6 +19,7 @@ from route_service.model import (
     EmergencySegment,
     Leg,
     Maneuver,
+    MatrixQuery,
     MatrixResult,
     Route,
     RouteQuery,
@@ -125,6 +126,18 @@ def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, 
         "destinations": [snapped(d) for d in result.snapped_destinations],
         "provider": provider,
         "dataset": dataset,
+    }
+
+
+def public_matrix_body(result: MatrixResult, query: MatrixQuery, provider: str, dataset: str) -> dict[str, Any]:
+    """POST /v1/matrix: the internal body, plus what was asked (vehicle, type, annotations)
+    and the attribution the public answers carry."""
+    return {
+        **matrix_body(result, provider, dataset),
+        "vehicle": query.vehicle,
+        "type": query.route_type,
+        "annotations": list(result.annotations),
+        "attribution": ATTRIBUTION,
     }
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import json_response, read_json
-from route_service.formatter import matrix_body, providers_body, waypoints_body
-from route_service.parsing import parse_matrix, parse_route, parse_waypoints
+from route_service.formatter import matrix_body, providers_body, public_matrix_body, waypoints_body
+from route_service.parsing import parse_matrix, parse_public_matrix, parse_route, parse_waypoints
 from route_service.state import STATE_KEY
 
 
@@ -21,6 +22,16 @@ async def route(request: web.Request) -> web.Response:
 async def providers(request: web.Request) -> web.Response:
     _, registry = request.app[STATE_KEY].ready()
     return json_response(providers_body(registry.providers.values(), registry.default_name))
+
+
+async def public_matrix(request: web.Request) -> web.Response:
+    """POST /v1/matrix: the caller's tier (forwarded by the gateway) bounds the cells."""
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    limit, tier = state.matrix_limits.for_tier(request.headers.get(INTERNAL_TIER_HEADER))
+    parsed = parse_public_matrix(await read_json(request), registry, limit, tier)
+    result = await state.calls.matrix(parsed)
+    return json_response(public_matrix_body(result, parsed.query, parsed.provider, dataset.hash))
 
 
 async def matrix(request: web.Request) -> web.Response:

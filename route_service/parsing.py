@@ -6,10 +6,11 @@ the provider that answers it, whose plugin the typed request carries (`providers
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from common.errors import InvalidParameter, ParameterErrors
+from common.errors import InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
 from common.params import parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
@@ -70,21 +71,33 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
 # ---------------------------------------------------------------- matrix
 
 
-def parse_point(value: Any) -> LatLon | str:
-    """`{"lat": .., "lon": ..}` (or a "<lat>,<lon>" string), or why it is not one."""
+def parse_coordinate(value: Any, name: str, low: float, high: float, errors: ParameterErrors) -> float | None:
+    """One of a point's numbers: JSON numbers only (not booleans or strings), finite, in range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        errors.add(name, f"must be a number between {low:g} and {high:g}, got {type(value).__name__}")
+        return None
+    number = float(value)
+    if not (math.isfinite(number) and low <= number <= high):
+        errors.add(name, f"must be between {low:g} and {high:g}, got {str(value)[:40]}")
+        return None
+    return number
+
+
+def parse_point(value: Any, name: str, errors: ParameterErrors) -> LatLon | None:
+    """`{"lat": .., "lon": ..}` (or a "<lat>,<lon>" string); a wrong number is named by its
+    field (`sources[3].lat`), so the caller sees which one of thousands to fix."""
     if isinstance(value, str):
-        return parse_latlon_text(value.strip())
+        parsed = parse_latlon_text(value.strip())
+        if isinstance(parsed, str):
+            errors.add(name, parsed)
+            return None
+        return parsed
     if not isinstance(value, dict) or not {"lat", "lon"} <= value.keys():
-        return "must be an object {lat, lon}"
-    lat, lon = value["lat"], value["lon"]
-    if (
-        isinstance(lat, bool)
-        or isinstance(lon, bool)
-        or not isinstance(lat, int | float)
-        or not isinstance(lon, int | float)
-    ):
-        return "lat and lon must be numbers"
-    return parse_latlon_text(f"{float(lat)!r},{float(lon)!r}")
+        errors.add(name, "must be an object {lat, lon}")
+        return None
+    lat = parse_coordinate(value["lat"], f"{name}.lat", -90, 90, errors)
+    lon = parse_coordinate(value["lon"], f"{name}.lon", -180, 180, errors)
+    return None if lat is None or lon is None else LatLon(lat, lon)
 
 
 def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors, fewest: int, most: int) -> list[LatLon]:
@@ -92,14 +105,8 @@ def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors, fe
     if not isinstance(raw, list) or not fewest <= len(raw) <= most:
         errors.add(name, f"must be a list of {fewest} to {most} points {{lat, lon}}")
         return []
-    points: list[LatLon] = []
-    for index, item in enumerate(raw):
-        parsed = parse_point(item)
-        if isinstance(parsed, str):
-            errors.add(f"{name}[{index}]", parsed)
-        else:
-            points.append(parsed)
-    return points
+    points = [parse_point(item, f"{name}[{index}]", errors) for index, item in enumerate(raw)]
+    return [p for p in points if p is not None]
 
 
 def internal_body_options(body: Any, fields: str, errors: ParameterErrors) -> dict[str, str]:
@@ -123,6 +130,45 @@ def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
     query = MatrixQuery(sources, destinations, vehicle, route_type, annotations)
     return MatrixRequest(query, provider.name, provider.matrix)
+
+
+# The public body's fields; anything else is reported (a typo such as `destination` would
+# otherwise silently give the all-to-all matrix).
+PUBLIC_MATRIX_FIELDS = frozenset({"sources", "destinations", "vehicle", "type", "provider", "annotations"})
+
+
+def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, tier: str) -> MatrixRequest:
+    """POST /v1/matrix's JSON body. Without `destinations` (or with null) the matrix is all
+    to all, sources to sources. More cells than the caller's tier allows is a 413 of its own,
+    decided from the list lengths before a single point is read."""
+    errors = ParameterErrors()
+    params = internal_body_options(body, "sources, destinations?, annotations?", errors)
+    for field in sorted(set(body) - PUBLIC_MATRIX_FIELDS)[:10]:
+        errors.add(str(field)[:40], f"is not a field of this body; expected {', '.join(sorted(PUBLIC_MATRIX_FIELDS))}")
+    all_to_all = body.get("destinations") is None
+    check_cells(body.get("sources"), body.get("sources" if all_to_all else "destinations"), cell_limit, tier)
+    sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
+    destinations = sources if all_to_all else parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
+    vehicle, route_type, name = parse_profile(params, errors)
+    annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
+    provider = registry.choose(name, vehicle, route_type, errors)
+    if provider.matrix is None:
+        raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations)
+    return MatrixRequest(query, provider.name, provider.matrix)
+
+
+def check_cells(sources: Any, destinations: Any, cell_limit: int, tier: str) -> None:
+    """413 when both are lists whose product exceeds the tier's limit (their own shape is
+    `parse_points`'s business)."""
+    if not isinstance(sources, list) or not isinstance(destinations, list):
+        return
+    cells = len(sources) * len(destinations)
+    if cells > cell_limit:
+        raise MatrixTooLarge(
+            f"{len(sources)} sources x {len(destinations)} destinations = {cells} cells; "
+            f"the {tier} tier allows at most {cell_limit} cells per request"
+        )
 
 
 def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from common.errors import ApiError, DatasetNotReady
 from common.service import dump_json
 from route_service.cache import RouteCache, cache_key
 from route_service.calls import ProviderCalls
+from route_service.config import DEFAULT_MATRIX_CELLS, MatrixLimits, parse_matrix_cells
 from route_service.dataset import Dataset, current_dataset
 from route_service.formatter import route_body
 from route_service.providers.base import RouteRequest
@@ -35,6 +36,7 @@ class RouteState:
     dataset: Dataset | None = None
     registry: ProviderRegistry | None = None
     load_error: str | None = None
+    matrix_limits: MatrixLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
     counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
 
     def load(self, maps: Path, preload: bool) -> None:

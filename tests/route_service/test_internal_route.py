@@ -96,7 +96,7 @@ async def test_vehicle_and_type_change_the_route(client: Client) -> None:
         ({"waypoints": "x"}, ["waypoints"]),
         (
             {"waypoints": [WAYPOINTS[0], {"lat": 91, "lon": 8.7}, {"lat": True, "lon": 8.7}]},
-            ["waypoints[1]", "waypoints[2]"],
+            ["waypoints[1].lat", "waypoints[2].lat"],
         ),
         ({"waypoints": WAYPOINTS, "vehicle": "rocket", "type": "scenic"}, ["vehicle", "type"]),
         ({"waypoints": WAYPOINTS, "provider": "nowhere"}, ["provider"]),

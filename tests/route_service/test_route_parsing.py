@@ -166,7 +166,7 @@ def test_matrix_body() -> None:
         ({}, ["sources", "destinations"]),
         (
             {"sources": [{"lat": 91, "lon": 0}], "destinations": [{"lat": "1", "lon": 2}]},
-            ["sources[0]", "destinations[0]"],
+            ["sources[0].lat", "destinations[0].lat"],  # the field itself is named
         ),
         (
             {"sources": [{"lat": 1, "lon": 1}] * (MAX_MATRIX_SIDE + 1), "destinations": [{"lat": 1, "lon": 1}]},
