@@ -123,13 +123,7 @@ def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
     params = internal_body_options(body, "sources, destinations", errors)
     sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
     destinations = parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
-    vehicle, route_type, name = parse_profile(params, errors)
-    annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
-    provider = registry.choose(name, vehicle, route_type, errors)
-    if provider.matrix is None:
-        raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
-    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations)
-    return MatrixRequest(query, provider.name, provider.matrix)
+    return matrix_request(body, params, sources, destinations, registry, errors)
 
 
 # The public body's fields; anything else is reported (a typo such as `destination` would
@@ -149,6 +143,14 @@ def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, 
     check_cells(body.get("sources"), body.get("sources" if all_to_all else "destinations"), cell_limit, tier)
     sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
     destinations = sources if all_to_all else parse_points(body, "destinations", errors, 1, MAX_MATRIX_SIDE)
+    return matrix_request(body, params, sources, destinations, registry, errors)
+
+
+def matrix_request(
+    body: dict[str, Any], params: dict[str, str], sources: list[LatLon], destinations: list[LatLon],
+    registry: ProviderRegistry, errors: ParameterErrors,
+) -> MatrixRequest:  # fmt: skip
+    """The rest of either matrix body (profile, annotations, provider), then the typed request."""
     vehicle, route_type, name = parse_profile(params, errors)
     annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
     provider = registry.choose(name, vehicle, route_type, errors)
