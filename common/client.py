@@ -66,7 +66,11 @@ class ServiceClient:
         return self._session
 
     def headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/json", INTERNAL_ERRORS_HEADER: "full", **internal_headers(self.internal_token)}
+        headers = {
+            "Accept": "application/json",
+            INTERNAL_ERRORS_HEADER: "full",
+            **internal_headers(self.internal_token),
+        }
         request_id = request_id_var.get()
         if request_id:
             headers["X-Request-ID"] = request_id

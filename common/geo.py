@@ -41,3 +41,37 @@ def haversine_m_arrays(lat1: ArrayLike, lon1: ArrayLike, lat2: ArrayLike, lon2: 
     p1, p2 = np.radians(lat1), np.radians(lat2)
     h = np.sin((p2 - p1) / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(np.radians(np.subtract(lon2, lon1)) / 2) ** 2
     return np.asarray(2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(h, 1.0))))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A box of latitudes and longitudes: what a map covers."""
+
+    min_lon: float
+    min_lat: float
+    max_lon: float
+    max_lat: float
+
+    @classmethod
+    def from_list(cls, values: object) -> Bounds | None:
+        """From `[min_lon, min_lat, max_lon, max_lat]` (GeoJSON's bbox order), None if not that."""
+        if not isinstance(values, list | tuple) or len(values) != 4:
+            return None
+        if not all(isinstance(v, int | float) for v in values):
+            return None
+        return cls(*(float(v) for v in values))
+
+    def as_list(self) -> list[float]:
+        return [self.min_lon, self.min_lat, self.max_lon, self.max_lat]
+
+    def contains(self, point: LatLon, margin_m: float = 0.0) -> bool:
+        """Whether the point lies in the box widened by `margin_m` on every side."""
+        lat_margin = margin_m / METRES_PER_DEGREE
+        lon_margin = lat_margin / max(math.cos(math.radians(point.lat)), 0.01)
+        return (
+            self.min_lat - lat_margin <= point.lat <= self.max_lat + lat_margin
+            and self.min_lon - lon_margin <= point.lon <= self.max_lon + lon_margin
+        )
+
+    def describe(self) -> str:
+        return f"latitude {self.min_lat:.4f} to {self.max_lat:.4f}, longitude {self.min_lon:.4f} to {self.max_lon:.4f}"

@@ -25,9 +25,11 @@ from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
 from common.processes import start_pool_process
 from route_service.dataset import Dataset
+from route_service.diagnostics import SnapDiagnostics
 from route_service.model import MatrixQuery, MatrixResult, RouteResult, WaypointsQuery, WaypointsResult
-from route_service.providers.base import MatrixRequest, RouteRequest, WaypointsRequest
+from route_service.providers.base import Capabilities, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.osrm_provider import OsrmProvider
+from route_service.providers.registry import resolve
 
 T = TypeVar("T")
 
@@ -50,36 +52,43 @@ def is_large_route(query: WaypointsQuery) -> bool:
 # ---------------------------------------------------------------- in the child process
 
 _child_provider: OsrmProvider | None = None
+_child_plugins: Capabilities | None = None
 
 
 def open_dataset(dataset_dir: Path, manifest: dict[str, Any], niceness: int) -> None:
-    """The child's initializer: its own OSRM engines on the same memory-mapped files."""
-    global _child_provider
+    """The child's initializer: its own OSRM engines on the same memory-mapped files, its
+    errors diagnosed as the worker's are."""
+    global _child_provider, _child_plugins
     start_pool_process(niceness)
     fix_mmap_threshold()
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
+    dataset = Dataset(dataset_dir.name, dataset_dir, manifest)
+    diagnostics = SnapDiagnostics(_child_provider, dataset.bounds, dataset.sample_points)
+    _child_plugins = resolve(_child_provider, diagnostics)
 
 
-def _provider() -> OsrmProvider:
-    if _child_provider is None:
+def _plugins() -> tuple[OsrmProvider, Capabilities]:
+    if _child_provider is None or _child_plugins is None:
         raise RuntimeError("the large-call process has no dataset")
-    return _child_provider
+    return _child_provider, _child_plugins
 
 
 def child_preload() -> None:
-    _provider().preload()
+    _plugins()[0].preload()
 
 
 def child_matrix(query: MatrixQuery) -> MatrixResult:
+    matrix = _plugins()[1].matrix
+    assert matrix is not None  # OSRM has its own
     try:
-        return _provider().matrix(query)
+        return matrix(query)
     finally:
         trim_heap()  # the binding's freed tree would otherwise stay in the child's heap
 
 
 def child_route_waypoints(query: WaypointsQuery) -> WaypointsResult:
     try:
-        return _provider().route_waypoints(query)
+        return _plugins()[1].waypoints(query)
     finally:
         trim_heap()
 

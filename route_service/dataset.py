@@ -11,6 +11,7 @@ from typing import Any
 
 from common.datasets import CURRENT, read_current
 from common.errors import DatasetNotReady
+from common.geo import Bounds, LatLon
 
 MANIFEST = "manifest.json"  # written last: its presence with "complete" marks the dataset usable
 
@@ -22,6 +23,23 @@ class Dataset:
     hash: str
     path: Path
     manifest: dict[str, Any]
+
+    @property
+    def bounds(self) -> Bounds | None:
+        """What the roads of the map cover (from the graph build; None for a dataset without it)."""
+        return Bounds.from_list(self._graph_facts().get("bounds"))
+
+    @property
+    def sample_points(self) -> list[LatLon]:
+        """Road nodes drawn at random by the graph build (none for a dataset without it)."""
+        points = self._graph_facts().get("sample_points")
+        if not isinstance(points, list):
+            return []
+        return [LatLon(float(p[1]), float(p[0])) for p in points if isinstance(p, list) and len(p) == 2]
+
+    def _graph_facts(self) -> dict[str, Any]:
+        graph = self.manifest.get("graph")
+        return graph if isinstance(graph, dict) else {}
 
 
 def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -183,6 +184,8 @@ def add_barrier_connectors(graph: nx.MultiDiGraph, barriers: Mapping[int, frozen
 
 # ---------------------------------------------------------------- export to arrays
 
+SAMPLE_POINTS = 64
+
 
 def export_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
     """Flat arrays for the hot path: nodes, CSR-sorted directed edges, piece geometry."""
@@ -245,12 +248,32 @@ def piece_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
     }  # fmt: skip
 
 
-def build_graph(pbf: Path, out_dir: Path) -> dict[str, int]:
+def road_bounds(arrays: Mapping[str, np.ndarray]) -> list[float] | None:
+    """[min_lon, min_lat, max_lon, max_lat] of the road nodes (None for a map without roads)."""
+    lat, lon = arrays["node_lat"], arrays["node_lon"]
+    if not len(lat):
+        return None
+    return [round(float(v), 6) for v in (lon.min(), lat.min(), lon.max(), lat.max())]
+
+
+def sample_points(arrays: Mapping[str, np.ndarray], count: int = SAMPLE_POINTS) -> list[list[float]]:
+    """[lon, lat] of `count` road nodes drawn at random (seeded: the same map, the same points),
+    so spread as the roads are: diagnostics find the map's main network among them."""
+    lat, lon = arrays["node_lat"], arrays["node_lon"]
+    chosen = np.random.default_rng(0).choice(len(lat), size=min(count, len(lat)), replace=False)
+    return [[round(float(lon[i]), 6), round(float(lat[i]), 6)] for i in np.sort(chosen)]
+
+
+def build_graph(pbf: Path, out_dir: Path) -> dict[str, Any]:
     """Read `pbf`, build the networkx model and write `out_dir/graph.npz`. Returns counts."""
     started = time.perf_counter()
     graph = build_networkx(pbf)
-    write_graph(out_dir, export_arrays(graph))
+    arrays = export_arrays(graph)
+    write_graph(out_dir, arrays)
     return {
+        # What the routable data covers: diagnostics name it to a point outside (route_service.diagnostics).
+        "bounds": road_bounds(arrays),
+        "sample_points": sample_points(arrays),
         "nodes": graph.number_of_nodes(),
         "edges": graph.number_of_edges(),
         "pieces": len(graph.graph["geometry"]),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from common.config import REPO_ROOT
 from launcher.redis_server import free_port, start_redis
+from route_service.importer import ImportResult, Progress, import_maps
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
 
@@ -41,3 +42,25 @@ def shared_osm() -> Path:
     if not SHARED_OSM.is_dir():
         pytest.fail(f"the shared OSM extracts are missing: expected {SHARED_OSM}")
     return SHARED_OSM
+
+
+# Every shared extract, and "all" of them imported together as one map: data-dependent
+# features are tested on each (the importer's car-fastest profile and the road graph).
+CITIES = ("heidelberg", "munich", "helsinki", "monaco", "andorra")
+EVERY_MAP = (*CITIES, "all")
+
+
+@pytest.fixture(scope="session")
+def city_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Callable[[str], ImportResult]:
+    """`city_maps(name)`: the car-fastest dataset of one shared extract (or "all"), imported
+    on first use and kept for the session."""
+    made: dict[str, ImportResult] = {}
+
+    def maps(name: str) -> ImportResult:
+        if name not in made:
+            inputs = [shared_osm / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
+            out = tmp_path_factory.mktemp(f"maps-{name}")
+            made[name] = import_maps(inputs, out, profiles=["car-fastest"], progress=Progress(emit=lambda _line: None))
+        return made[name]
+
+    return maps

@@ -225,6 +225,34 @@ class OsrmProvider:
             raise RuntimeError(f"OSRM match failed: {exc}") from exc
         return to_match(response, count)
 
+    # ------------------------------------------------------------ what diagnostics ask (route_service.diagnostics)
+
+    def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> Snapped | None:
+        """The nearest road of the profile, however far; None when the profile has none."""
+        params = osrm.NearestParameters(coordinates=[(point.lon, point.lat)], generate_hints=False)
+        try:
+            response = self._engine_for(vehicle, route_type).Nearest(params)
+        except RuntimeError:
+            return None
+        waypoints = response["waypoints"]
+        return to_snapped(plain(waypoints[0])) if len(waypoints) else None
+
+    def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
+        """Whether a route exists from each source to each destination, snapped as routes snap
+        (within the vehicle's radius: beyond it OSRM would reach a bigger network than a route)."""
+        coordinates = [(p.lon, p.lat) for p in [*sources, *destinations]]
+        params = osrm.TableParameters(
+            coordinates=coordinates,
+            sources=list(range(len(sources))),
+            destinations=list(range(len(sources), len(coordinates))),
+            annotations=["duration"],
+            radiuses=[SNAP_RADIUS_M[vehicle]] * len(coordinates),
+            generate_hints=False,
+        )
+        durations = np.full((len(sources), len(destinations)), np.nan)
+        copy_rows(self._engine_for(vehicle, route_type).Table(params)["durations"], durations)
+        return np.isfinite(durations)
+
     # ------------------------------------------------------------ one route through many waypoints (stop tours)
 
     def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult:

@@ -16,17 +16,28 @@ from collections.abc import Mapping
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from common.providers import requested_provider
 from route_service.dataset import Dataset
-from route_service.providers.base import Capabilities, RouteProvider
+from route_service.diagnostics import SnapDiagnostics
+from route_service.providers.base import Capabilities, Plugins, RouteProvider
+from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 
 log = logging.getLogger("route_service.registry")
 
 
-def resolve(provider: RouteProvider) -> Capabilities:
-    """A provider's plugins as the service uses them: the waypoints and cost it lacks are
-    served leg by leg through its route plugin."""
+def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
+    """A provider's plugins as the service uses them: with `diagnostics`, their snapping errors
+    say which point is at fault and why; the waypoints and cost it lacks are served leg by leg
+    through its route plugin."""
     plugins = provider.plugins()
+    if diagnostics is not None:
+        plugins = Plugins(
+            route=diagnosing(plugins.route, diagnostics),
+            matrix=plugins.matrix and diagnosing(plugins.matrix, diagnostics),
+            waypoints=plugins.waypoints and diagnosing(plugins.waypoints, diagnostics),
+            cost=plugins.cost and diagnosing(plugins.cost, diagnostics),
+            match=plugins.match,
+        )
     legs = LegByLeg(plugins.route)
     return Capabilities(
         info=provider.info(),
@@ -39,10 +50,13 @@ def resolve(provider: RouteProvider) -> Capabilities:
 
 
 class ProviderRegistry:
-    def __init__(self, providers: Mapping[str, RouteProvider], default_name: str) -> None:
+    def __init__(
+        self, providers: Mapping[str, RouteProvider], default_name: str, diagnostics: SnapDiagnostics | None = None
+    ) -> None:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
-        self.providers = {name: resolve(provider) for name, provider in providers.items()}
+        self.providers = {name: resolve(provider, diagnostics) for name, provider in providers.items()}
+        self.diagnostics = diagnostics
         self.default_name = default_name
         # Answers emergency routing when no provider is named: the first that can.
         self.emergency = next((c for c in self.providers.values() if c.info.emergency_routing), None)
@@ -90,7 +104,7 @@ class ProviderRegistry:
         graph = load_graph_provider(dataset)
         if graph is not None:
             providers[graph.name] = graph
-        return cls(providers, osrm.name)
+        return cls(providers, osrm.name, SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points))
 
 
 def load_graph_provider(dataset: Dataset) -> RouteProvider | None:

@@ -101,6 +101,23 @@ async def test_point_far_from_any_road_is_not_routable(get: Any) -> None:
     assert problem["detail"].startswith("to: ")
 
 
+@pytest.mark.parametrize("provider", ["", "&provider=graph&emergencyRoutingRadius=100"])
+async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_formats(get: Any, provider: str) -> None:
+    """Snapping diagnostics survive the service hop: the point named, the map's bounds given,
+    the exchange suggested."""
+    lat, lon = CASINO.split(",")
+    swapped = f"{lon},{lat}"
+    status, _, legacy = await get(route_path(CASINO, swapped, provider), LEGACY)
+    assert status == 400, legacy
+    assert [d["code"] for d in legacy["details"]] == ["ROUTE_ERROR_POINT_NOT_ROUTABLE"]
+    message = legacy["details"][0]["message"]
+    assert message.startswith("to: no road usable by car within 1000 m")
+    assert "outside the loaded map, which covers latitude" in message
+    assert f"with latitude and longitude exchanged ({float(lat):.6f},{float(lon):.6f})" in message
+    status, _, problem = await get(route_path(swapped, CASINO, provider))
+    assert status == 400 and problem["detail"].startswith("from: no road usable by car within 1000 m")
+
+
 @pytest.mark.parametrize("provider", ["&provider=graph", ""])
 async def test_emergency_routing_answers_with_the_graph_provider(get: Any, provider: str) -> None:
     status, _, body = await get(route_path(CASINO, STADIUM, f"&emergencyRoutingRadius=300{provider}"))

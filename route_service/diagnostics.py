@@ -1,0 +1,157 @@
+"""Why a point cannot be routed, as the client is told it (no aiohttp here).
+
+A "not routable" or "no route" error names the point at fault (`from`, `to`, `waypoints[3]`,
+`sources[7]`: the caller renames them further, e.g. to `stops[3]`) and says what is wrong with
+it: how far the nearest road usable by the vehicle is, that the point lies outside the loaded
+map (with the map's bounds), that with latitude and longitude exchanged it would lie on a road,
+or that it snapped onto a piece of road cut off from the rest of the network. Every point at
+fault is reported at once, not only the first one the engine met.
+
+It runs only when a request has already failed, so it may ask the engine again: one nearest-road
+lookup per point (tens of microseconds each) and, for "no route", two small tables between the
+request's points and a few reference points of the map's main network.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import connected_components
+
+from common.errors import ApiError, NoRouteFound, PointNotRoutable, Violation
+from common.geo import Bounds, LatLon
+from route_service.model import SNAP_RADIUS_M, Snapped
+
+NamedPoint = tuple[str, LatLon]
+# Reference points of a map's main network: of the road nodes the graph build drew at random
+# (Dataset.sample_points: spread as the roads are), the largest group that can all reach one
+# another, at most MAX_REFERENCES of them. A point that reaches none of them, or that none
+# reaches, is cut off from the main network.
+MAX_REFERENCES = 8
+
+
+class RoadNetwork(Protocol):
+    """What the diagnosis asks the routing engine."""
+
+    def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> Snapped | None:
+        """The nearest point of a road the vehicle may use, however far (None: no such road)."""
+        ...
+
+    def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
+        """Whether a route exists from each source to each destination (a boolean matrix)."""
+        ...
+
+
+def distance_text(metres: float) -> str:
+    return f"{metres:.0f} m" if metres < 10_000 else f"{metres / 1000:.0f} km"
+
+
+class SnapDiagnostics:
+    def __init__(self, roads: RoadNetwork, bounds: Bounds | None, samples: Sequence[LatLon] = ()) -> None:
+        self.roads = roads
+        self.bounds = bounds
+        self.samples = list(samples)
+        self._references: dict[tuple[str, str], list[LatLon]] = {}
+        self._lock = threading.Lock()
+
+    def explain(self, error: ApiError, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> ApiError:
+        """The error with a violation per point at fault; the error itself when none is found."""
+        if isinstance(error, PointNotRoutable):
+            violations = self.unroutable(points, vehicle, route_type)
+            if violations:
+                return PointNotRoutable(violations=violations)
+        if isinstance(error, PointNotRoutable | NoRouteFound):
+            # A provider that snaps only onto its main network (the graph) finds no road where
+            # there is one, on a piece cut off: that is what the client is told.
+            violations = self.cut_off(points, vehicle, route_type)
+            if violations:
+                return NoRouteFound(violations=violations)
+        return error
+
+    # ------------------------------------------------------------ too far from a road
+
+    def unroutable(self, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> list[Violation]:
+        radius = SNAP_RADIUS_M[vehicle]
+        found = []
+        for name, point in points:
+            nearest = self.roads.nearest_road(vehicle, route_type, point)
+            if nearest is None or nearest.distance_m > radius:
+                message = self.unroutable_message(point, nearest, vehicle, route_type)
+                found.append(Violation(name, message, PointNotRoutable.code, PointNotRoutable.type))
+        return found
+
+    def unroutable_message(self, point: LatLon, nearest: Snapped | None, vehicle: str, route_type: str) -> str:
+        radius = SNAP_RADIUS_M[vehicle]
+        parts = [f"no road usable by {vehicle} within {radius:.0f} m of {point.lat:.6f},{point.lon:.6f}"]
+        if nearest is None:
+            parts.append(f"the loaded map has no road usable by {vehicle}")
+        else:
+            parts.append(f"the nearest is {distance_text(nearest.distance_m)} away")
+        if self.bounds is not None and not self.bounds.contains(point, margin_m=radius):
+            parts.append(f"the point lies outside the loaded map, which covers {self.bounds.describe()}")
+        swapped = self.swapped_hint(point, vehicle, route_type)
+        if swapped:
+            parts.append(swapped)
+        return "; ".join(parts)
+
+    def swapped_hint(self, point: LatLon, vehicle: str, route_type: str) -> str | None:
+        """A hint when latitude and longitude exchanged lands on a road."""
+        if abs(point.lon) > 90 or abs(point.lat - point.lon) < 1e-9:
+            return None
+        exchanged = LatLon(point.lon, point.lat)
+        if self.bounds is not None and not self.bounds.contains(exchanged, margin_m=SNAP_RADIUS_M[vehicle]):
+            return None
+        nearest = self.roads.nearest_road(vehicle, route_type, exchanged)
+        if nearest is None or nearest.distance_m > SNAP_RADIUS_M[vehicle]:
+            return None
+        return (
+            f"with latitude and longitude exchanged ({exchanged.lat:.6f},{exchanged.lon:.6f}) it lies "
+            f"{distance_text(nearest.distance_m)} from a road: were they given in the wrong order?"
+        )
+
+    # ------------------------------------------------------------ on a piece of road cut off
+
+    def cut_off(self, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> list[Violation]:
+        references = self.references(vehicle, route_type)
+        if not references or not points:
+            return []
+        located = [point for _, point in points]
+        leaves = self.roads.reachable(vehicle, route_type, located, references).any(axis=1)
+        reached = self.roads.reachable(vehicle, route_type, references, located).any(axis=0)
+        found = []
+        for (name, point), out, into in zip(points, leaves, reached, strict=True):
+            if out and into:
+                continue
+            nearest = self.roads.nearest_road(vehicle, route_type, point)
+            where = f"{nearest.name or 'a road'} {distance_text(nearest.distance_m)} away" if nearest else "a road"
+            if not out and not into:
+                how = "no route leaves it or reaches it"
+            elif out:
+                how = "routes leave it but none reaches it (one-way roads or turn restrictions)"
+            else:
+                how = "routes reach it but none leaves it (one-way roads or turn restrictions)"
+            message = f"this point snaps onto {where}, on a piece of road cut off from the rest of the {vehicle} network: {how}"
+            found.append(Violation(name, message, NoRouteFound.code, NoRouteFound.type))
+        return found
+
+    def references(self, vehicle: str, route_type: str) -> list[LatLon]:
+        """Points of the main network for one profile, found once (one table among the samples)."""
+        key = (vehicle, route_type)
+        with self._lock:
+            if key not in self._references:
+                self._references[key] = self.find_references(vehicle, route_type)
+            return self._references[key]
+
+    def find_references(self, vehicle: str, route_type: str) -> list[LatLon]:
+        snapped = {s.location for p in self.samples if (s := self.roads.nearest_road(vehicle, route_type, p))}
+        candidates = sorted(snapped, key=lambda p: (p.lat, p.lon))
+        if not candidates:
+            return []
+        linked = self.roads.reachable(vehicle, route_type, candidates, candidates)
+        _, labels = connected_components(csr_array(linked), directed=True, connection="strong")
+        biggest = np.bincount(labels).argmax()
+        return [p for p, label in zip(candidates, labels, strict=True) if label == biggest][:MAX_REFERENCES]

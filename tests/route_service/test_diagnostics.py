@@ -1,0 +1,195 @@
+"""Snapping diagnostics on every shared extract and on all of them as one map: a failed point
+is named (whichever end it is), with its distance to the nearest road, the map's bounds when
+it lies outside, a hint when latitude and longitude look exchanged, and "cut off" when it
+snapped onto a piece of road the rest of the network does not connect to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from common.errors import ApiError, NoRouteFound, PointNotRoutable
+from common.geo import Bounds, LatLon
+from route_service.dataset import Dataset
+from route_service.diagnostics import SnapDiagnostics
+from route_service.graph_format import read_graph
+from route_service.importer import ImportResult
+from route_service.model import CostQuery, MatrixQuery, RouteQuery, WaypointsQuery
+from route_service.providers.registry import ProviderRegistry
+from tests.conftest import EVERY_MAP
+
+
+@dataclass(frozen=True)
+class Loaded:
+    name: str
+    dataset: Dataset
+    registry: ProviderRegistry
+
+    @property
+    def diagnostics(self) -> SnapDiagnostics:
+        assert self.registry.diagnostics is not None
+        return self.registry.diagnostics
+
+    @property
+    def bounds(self) -> Bounds:
+        assert self.dataset.bounds is not None, "the import records the map's bounds"
+        return self.dataset.bounds
+
+    def main_network(self) -> list[LatLon]:
+        references = self.diagnostics.references("car", "fastest")
+        assert len(references) >= 2, "the main network is found among the sampled road nodes"
+        return references
+
+
+@pytest.fixture(scope="module", params=EVERY_MAP)
+def loaded(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> Loaded:
+    result = city_maps(request.param)
+    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    return Loaded(request.param, dataset, ProviderRegistry.load(dataset))
+
+
+def failure(call: Callable[[], object]) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        call()
+    return caught.value
+
+
+def route(loaded: Loaded, origin: LatLon, destination: LatLon, provider: str = "osrm") -> ApiError:
+    plugin = loaded.registry.providers[provider].route
+    return failure(lambda: plugin(RouteQuery(origin, destination, steps=False)))
+
+
+def outside(bounds: Bounds) -> LatLon:
+    """Half a degree north of the map: no road of it within the snapping radius."""
+    return LatLon(bounds.max_lat + 0.5, (bounds.min_lon + bounds.max_lon) / 2)
+
+
+def test_a_point_outside_the_map_is_named_with_the_maps_bounds(loaded: Loaded) -> None:
+    start = loaded.main_network()[0]
+    error = route(loaded, start, outside(loaded.bounds))
+    assert isinstance(error, PointNotRoutable)
+    assert [v.parameter for v in error.violations] == ["to"]
+    message = error.violations[0].message
+    assert "no road usable by car within 1000 m" in message
+    assert "the nearest is" in message and "km away" in message
+    assert f"outside the loaded map, which covers {loaded.bounds.describe()}" in message
+
+
+def test_exchanged_latitude_and_longitude_get_a_hint(loaded: Loaded) -> None:
+    start = loaded.main_network()[0]
+    error = route(loaded, LatLon(start.lon, start.lat), start)
+    assert isinstance(error, PointNotRoutable)
+    assert [v.parameter for v in error.violations] == ["from"]
+    assert "were they given in the wrong order?" in error.violations[0].message
+    assert f"({start.lat:.6f},{start.lon:.6f})" in error.violations[0].message
+
+
+def test_no_exchange_hint_when_the_exchanged_point_is_no_nearer_a_road(loaded: Loaded) -> None:
+    start = loaded.main_network()[0]
+    error = route(loaded, start, outside(loaded.bounds))
+    assert "wrong order" not in error.violations[0].message
+
+
+def test_every_unroutable_point_is_reported_at_once(loaded: Loaded) -> None:
+    far = outside(loaded.bounds)
+    error = route(loaded, far, LatLon(far.lat + 0.01, far.lon))
+    assert isinstance(error, PointNotRoutable)
+    assert [v.parameter for v in error.violations] == ["from", "to"]
+
+
+def test_every_unroutable_source_and_destination_of_a_matrix_is_named(loaded: Loaded) -> None:
+    good, far = loaded.main_network()[0], outside(loaded.bounds)
+    matrix = loaded.registry.providers["osrm"].matrix
+    assert matrix is not None
+    error = failure(lambda: matrix(MatrixQuery([good, far], [far, good])))
+    assert isinstance(error, PointNotRoutable)
+    assert [v.parameter for v in error.violations] == ["sources[1]", "destinations[0]"]
+
+
+def test_waypoints_and_costs_name_their_own_points(loaded: Loaded) -> None:
+    a, b = loaded.main_network()[:2]
+    far = outside(loaded.bounds)
+    capabilities = loaded.registry.providers["osrm"]
+    error = failure(lambda: capabilities.waypoints(WaypointsQuery([a, b, far, a])))
+    assert [v.parameter for v in error.violations] == ["waypoints[2]"]
+    error = failure(lambda: capabilities.cost(CostQuery([a, far, b], ["from", "via", "to"])))
+    assert [v.parameter for v in error.violations] == ["via"]
+
+
+def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
+    """A road node that car routes can leave (or not) and reach (or not), never both, if the
+    map has one among 3000 sampled."""
+    nodes = read_graph(loaded.dataset.path / "graph")
+    order = np.random.default_rng(7).permutation(len(nodes["node_lat"]))[:3000]
+    points = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in order]
+    references = loaded.main_network()
+    roads = loaded.diagnostics.roads
+    for first in range(0, len(points), 500):
+        batch = points[first : first + 500]
+        snapped = [roads.nearest_road("car", "fastest", p) for p in batch]
+        near = [p for p, s in zip(batch, snapped, strict=True) if s is not None and s.distance_m < 5]
+        out = roads.reachable("car", "fastest", near, references).any(axis=1)
+        into = roads.reachable("car", "fastest", references, near).any(axis=0)
+        wanted = np.flatnonzero((out == leaves) & (into == reached))
+        if len(wanted):
+            return near[int(wanted[0])]
+    return None
+
+
+@pytest.mark.parametrize("provider", ["osrm", "graph"])
+def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Loaded, provider: str) -> None:
+    cut = cut_off_point(loaded, leaves=False, reached=False)
+    if cut is None:
+        pytest.skip(f"no car road of {loaded.name} is cut off from its main network among 3000 sampled nodes")
+    start = loaded.main_network()[0]
+    plugin = loaded.registry.providers[provider].route
+    for origin, destination, blamed in ((cut, start, "from"), (start, cut, "to")):
+        try:
+            plugin(RouteQuery(origin, destination, steps=False))
+        except ApiError as error:
+            assert isinstance(error, NoRouteFound), error
+            assert [v.parameter for v in error.violations] == [blamed], error.detail
+            assert "cut off from the rest of the car network: no route leaves it or reaches it" in error.detail
+        else:
+            # The graph snaps onto its main network when a road of it lies within the radius.
+            assert provider == "graph", f"OSRM routed from {origin} to {destination}"
+
+
+def test_a_piece_that_can_be_left_but_not_reached_is_told_so(loaded: Loaded) -> None:
+    cut = cut_off_point(loaded, leaves=True, reached=False)
+    if cut is None:
+        pytest.skip(f"no car road of {loaded.name} can be left but not reached among 3000 sampled nodes")
+    start = loaded.main_network()[0]
+    assert loaded.registry.providers["osrm"].route(RouteQuery(cut, start, steps=False)).routes
+    error = route(loaded, start, cut)
+    assert [v.parameter for v in error.violations] == ["to"], error.detail
+    assert "routes leave it but none reaches it" in error.detail
+
+
+def test_points_of_the_main_network_route_to_each_other(loaded: Loaded) -> None:
+    """The references are what the diagnosis trusts: they must really be connected."""
+    references = loaded.main_network()
+    plugin = loaded.registry.providers["osrm"].route
+    for a, b in pairwise(references):
+        assert plugin(RouteQuery(a, b, steps=False)).routes
+
+
+def test_a_dataset_without_samples_keeps_the_engines_error() -> None:
+    """Without the graph build's facts (an older import) nothing is guessed."""
+
+    class NoRoads:
+        def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> None:
+            return None
+
+        def reachable(
+            self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]
+        ) -> np.ndarray:
+            return np.zeros((len(sources), len(destinations)), dtype=bool)
+
+    original = NoRouteFound("no car route connects the points", parameter="to")
+    explained = SnapDiagnostics(NoRoads(), None).explain(original, [("from", LatLon(1, 1))], "car", "fastest")
+    assert explained is original
