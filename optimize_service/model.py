@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from common.areas import AvoidArea
 from common.geo import LatLon
 
 MAX_STOPS = 1000  # more → 413 OPTIMIZE_ERROR_TOO_MANY_STOPS
@@ -47,6 +48,7 @@ class Options:
     route_type: str = "fastest"
     provider: str | None = None  # None: the route service's default
     time_limit_s: float | None = None  # None: chosen from the number of stops
+    avoid: AvoidArea | None = None  # roads inside it are not used (the route service's graph provider)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
 from common.geo import LatLon
 from common.params import parse_choice
@@ -51,6 +52,8 @@ def parse_request(
     stops = parse_stops(body, errors)
     ends = tour_ends(stops, errors)
     options = parse_options(query, now, errors, known_providers)
+    if options.avoid is not None:
+        check_points_outside(options.avoid, [(f"stops[{i}]", s.coordinate) for i, s in enumerate(stops)], errors)
     errors.raise_if_any()
     check_diameter(stops)
     return OptimizeRequest(stops, ends, options)
@@ -175,6 +178,8 @@ def parse_options(
         route_type=parse_choice(query, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES),
         provider=parse_provider(query.get("provider"), errors, known_providers),
         time_limit_s=parse_time_limit(query.get("timeLimit"), errors),
+        # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
+        avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
     )
 
 

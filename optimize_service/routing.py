@@ -104,10 +104,13 @@ def point(stop: Stop) -> dict[str, float]:
     return {"lat": stop.coordinate.lat, "lon": stop.coordinate.lon}
 
 
-def profile(options: Options) -> dict[str, str]:
-    chosen = {"vehicle": options.vehicle, "type": options.route_type}
+def profile(options: Options) -> dict[str, Any]:
+    """The route service's fields for the request's vehicle, type, provider and avoid area."""
+    chosen: dict[str, Any] = {"vehicle": options.vehicle, "type": options.route_type}
     if options.provider is not None:
         chosen["provider"] = options.provider
+    if options.avoid is not None:
+        chosen["avoid"] = options.avoid.as_geojson()
     return chosen
 
 

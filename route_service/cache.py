@@ -25,6 +25,7 @@ def cache_key(query: RouteQuery, provider: str, dataset: str) -> str:
         str(query.alternatives),
         str(query.emergency_radius_m),
         str(query.steps),
+        repr(query.restrictions),  # avoid polygons and truck dimensions, in full: hashed below
         provider,
         dataset,
     )

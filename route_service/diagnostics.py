@@ -86,17 +86,21 @@ class SnapDiagnostics:
 
     def unroutable_message(self, point: LatLon, nearest: Snapped | None, vehicle: str, route_type: str) -> str:
         radius = SNAP_RADIUS_M[vehicle]
-        parts = [f"no road usable by {vehicle} within {radius:.0f} m of {point.lat:.6f},{point.lon:.6f}"]
-        if nearest is None:
-            parts.append(f"the loaded map has no road usable by {vehicle}")
-        else:
-            parts.append(f"the nearest is {distance_text(nearest.distance_m)} away")
+        nearest_text = (
+            f"the loaded map has no road usable by {vehicle}"
+            if nearest is None
+            else f"the nearest is {distance_text(nearest.distance_m)} away"
+        )
+        sentences = [
+            f"no road usable by {vehicle} within {radius:.0f} m of {point.lat:.6f},{point.lon:.6f} ({nearest_text})"
+        ]
         if self.bounds is not None and not self.bounds.contains(point, margin_m=radius):
-            parts.append(f"the point lies outside the loaded map, which covers {self.bounds.describe()}")
+            sentences.append(f"The point lies outside the loaded map, which covers {self.bounds.describe()}")
         swapped = self.swapped_hint(point, vehicle, route_type)
         if swapped:
-            parts.append(swapped)
-        return "; ".join(parts)
+            sentences.append(swapped)
+        # Sentences, never "; ": that separates one violation from the next in `detail`.
+        return ". ".join(sentences)
 
     def swapped_hint(self, point: LatLon, vehicle: str, route_type: str) -> str | None:
         """A hint when latitude and longitude exchanged lands on a road."""
@@ -109,7 +113,7 @@ class SnapDiagnostics:
         if nearest is None or nearest.distance_m > SNAP_RADIUS_M[vehicle]:
             return None
         return (
-            f"with latitude and longitude exchanged ({exchanged.lat:.6f},{exchanged.lon:.6f}) it lies "
+            f"With latitude and longitude exchanged ({exchanged.lat:.6f},{exchanged.lon:.6f}) it lies "
             f"{distance_text(nearest.distance_m)} from a road: were they given in the wrong order?"
         )
 

@@ -167,6 +167,8 @@ def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
             "emergencyRouting": info.emergency_routing,
             "alternatives": info.alternatives,
             "matrix": provider.matrix is not None,
+            "avoidAreas": info.restrictions,
+            "truckDimensions": info.restrictions,
         },
     }
 

@@ -13,6 +13,7 @@ from itertools import product
 
 import numpy as np
 
+from common.areas import AvoidArea
 from common.geo import LatLon
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 
@@ -20,6 +21,40 @@ MAX_ALTERNATIVES = 2
 MAX_EMERGENCY_RADIUS_M = 5000
 # How far a point may lie from the nearest road the vehicle may use, in every provider.
 SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian": 500.0}
+
+
+# ---------------------------------------------------------------- per-request costs
+
+
+@dataclass(frozen=True)
+class TruckDimensions:
+    """A truck's size (m) and weight (t), checked against the ways' maxheight, maxwidth,
+    maxlength, maxweight and maxaxleload. None: not given (the default truck's value applies)."""
+
+    height_m: float | None = None
+    width_m: float | None = None
+    length_m: float | None = None
+    weight_t: float | None = None
+    axle_load_t: float | None = None
+
+
+@dataclass(frozen=True)
+class Restrictions:
+    """What a request adds to the precomputed costs: only providers whose ProviderInfo says
+    `restrictions` answer a request with any."""
+
+    avoid: AvoidArea | None = None
+    truck: TruckDimensions | None = None
+
+    @property
+    def parameter(self) -> str | None:
+        """The parameter that makes the request need per-request costs (for error messages)."""
+        if self.avoid is not None:
+            return "avoid"
+        return "truck dimensions" if self.truck is not None else None
+
+
+NO_RESTRICTIONS = Restrictions()
 
 
 @dataclass(frozen=True)
@@ -31,6 +66,7 @@ class RouteQuery:
     alternatives: int = 0
     emergency_radius_m: int = 0
     steps: bool = True
+    restrictions: Restrictions = NO_RESTRICTIONS
 
 
 @dataclass(frozen=True)
@@ -120,6 +156,7 @@ class MatrixQuery:
     vehicle: str = "car"
     route_type: str = "fastest"
     annotations: tuple[str, ...] = MATRIX_ANNOTATIONS  # which tables to compute
+    restrictions: Restrictions = NO_RESTRICTIONS
 
     @property
     def cells(self) -> int:
@@ -151,6 +188,7 @@ class ProviderInfo:
     profiles: frozenset[Profile]  # the vehicle/type pairs its data serves
     emergency_routing: bool = False
     alternatives: bool = False
+    restrictions: bool = False  # avoid areas and truck dimensions (per-request costs)
 
     def serves(self, vehicle: str, route_type: str) -> bool:
         return (vehicle, route_type) in self.profiles
@@ -223,6 +261,7 @@ class WaypointsQuery:
     waypoints: list[LatLon]
     vehicle: str = "car"
     route_type: str = "fastest"
+    restrictions: Restrictions = NO_RESTRICTIONS
 
 
 @dataclass

@@ -7,9 +7,10 @@ the provider that answers it, whose plugin the typed request carries (`providers
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
 from common.params import parse_choice, parse_int, parse_latlon, parse_latlon_text
@@ -19,6 +20,7 @@ from route_service.model import (
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
     MatrixQuery,
+    Restrictions,
     RouteQuery,
     WaypointsQuery,
 )
@@ -62,10 +64,27 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
     name = parse_provider(params, errors)
-    provider = registry.choose(name, vehicle, route_type, errors, emergency=radius > 0)
+    restrictions = Restrictions(avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors))
+    provider = registry.choose(
+        name, vehicle, route_type, errors, emergency=radius > 0, restricted_by=restrictions.parameter
+    )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
-    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps)
+    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
     return RouteRequest(query, provider.name, provider.route)
+
+
+def parse_avoid(
+    source: Mapping[str, Any], points: Sequence[tuple[str, LatLon | None]], errors: ParameterErrors
+) -> AvoidArea | None:
+    """The optional `avoid` area (GeoJSON text in a query, an object in a body); a point of the
+    request inside it is named: no route from or to it avoids the area."""
+    raw = source.get("avoid")
+    if raw is None:
+        return None
+    area = parse_avoid_area(raw, "avoid", errors)
+    if area is not None:
+        check_points_outside(area, [(n, p) for n, p in points if p is not None], errors)
+    return area
 
 
 # ---------------------------------------------------------------- matrix
@@ -128,7 +147,7 @@ def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
 
 # The public body's fields; anything else is reported (a typo such as `destination` would
 # otherwise silently give the all-to-all matrix).
-PUBLIC_MATRIX_FIELDS = frozenset({"sources", "destinations", "vehicle", "type", "provider", "annotations"})
+PUBLIC_MATRIX_FIELDS = frozenset({"sources", "destinations", "vehicle", "type", "provider", "annotations", "avoid"})
 
 
 def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, tier: str) -> MatrixRequest:
@@ -153,10 +172,14 @@ def matrix_request(
     """The rest of either matrix body (profile, annotations, provider), then the typed request."""
     vehicle, route_type, name = parse_profile(params, errors)
     annotations = parse_annotations(body.get("annotations", list(MATRIX_ANNOTATIONS)), errors)
-    provider = registry.choose(name, vehicle, route_type, errors)
+    named = [(f"sources[{i}]", p) for i, p in enumerate(sources)]
+    if destinations is not sources:
+        named += [(f"destinations[{j}]", p) for j, p in enumerate(destinations)]
+    restrictions = Restrictions(avoid=parse_avoid(body, named, errors))
+    provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
-    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations)
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions)
     return MatrixRequest(query, provider.name, provider.matrix)
 
 
@@ -206,5 +229,8 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     params = internal_body_options(body, "waypoints", errors)
     waypoints = parse_points(body, "waypoints", errors, 2, MAX_ROUTE_WAYPOINTS)
     vehicle, route_type, name = parse_profile(params, errors)
-    provider = registry.choose(name, vehicle, route_type, errors)
-    return WaypointsRequest(WaypointsQuery(waypoints, vehicle, route_type), provider.name, provider.waypoints)
+    named = [(f"waypoints[{i}]", p) for i, p in enumerate(waypoints)]
+    restrictions = Restrictions(avoid=parse_avoid(body, named, errors))
+    provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
+    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions)
+    return WaypointsRequest(query, provider.name, provider.waypoints)

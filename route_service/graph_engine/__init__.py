@@ -43,11 +43,12 @@ class GraphEngine:
         return self.snapper.snap(vehicle, lat, lon, max_distance_m=max_distance_m, radius_m=radius_m)
 
     def shortest_path(self, vehicle: str, route_type: str, origin: SnapPoint, dest: SnapPoint,
-                      radius_m: float = 0.0) -> PathResult | None:  # fmt: skip
-        """The best path between two snapped points; None when none exists."""
-        return shortest_path(self.road, vehicle, route_type, origin, dest, radius_m, bounded=self.use_limit)
+                      radius_m: float = 0.0, closed_pieces: np.ndarray | None = None) -> PathResult | None:  # fmt: skip
+        """The best path between two snapped points, never through `closed_pieces`; None when none exists."""
+        return shortest_path(self.road, vehicle, route_type, origin, dest, radius_m, bounded=self.use_limit,
+                             closed_pieces=closed_pieces)  # fmt: skip
 
     def one_to_many(self, vehicle: str, route_type: str, origin: SnapPoint,
-                    dests: list[SnapPoint]) -> list[Cell | None]:  # fmt: skip
+                    dests: list[SnapPoint], closed_pieces: np.ndarray | None = None) -> list[Cell | None]:  # fmt: skip
         """(duration s, distance m) from one start to many destinations (None: unreachable)."""
-        return one_to_many(self.road, vehicle, route_type, origin, dests)
+        return one_to_many(self.road, vehicle, route_type, origin, dests, closed_pieces)

@@ -7,17 +7,18 @@ from __future__ import annotations
 import numpy as np
 
 from route_service.graph_engine.prepare import RoadGraph
-from route_service.graph_engine.search import Crossing, QueryGraph
+from route_service.graph_engine.search import Crossing, QueryGraph, close_pieces
 from route_service.graph_engine.snap import SnapPoint
 
 Cell = tuple[float, float]  # (duration s, distance m)
 
 
 def one_to_many(road: RoadGraph, vehicle: str, route_type: str, origin: SnapPoint,
-                dests: list[SnapPoint]) -> list[Cell | None]:  # fmt: skip
-    """(duration s, distance m) from one start to many destinations (None: unreachable)."""
+                dests: list[SnapPoint], closed_pieces: np.ndarray | None = None) -> list[Cell | None]:  # fmt: skip
+    """(duration s, distance m) from one start to many destinations (None: unreachable),
+    never through `closed_pieces`."""
     graph = road.vehicles[vehicle]
-    query = QueryGraph(road, graph, graph.weights[route_type])
+    query = QueryGraph(road, graph, close_pieces(graph, graph.weights[route_type], closed_pieces))
     exits = query.exits(origin)
     dist, pred = query.dijkstra(exits, np.inf, [])
     other = graph.length_m if route_type == "fastest" else graph.duration_s

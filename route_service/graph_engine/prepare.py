@@ -76,6 +76,10 @@ class RoadGraph:
         spread = np.linalg.norm(self.geom_xyz - center[self.point_piece], axis=1)
         self.piece_center = center
         self.piece_radius = np.maximum.reduceat(spread, ptr[:-1])
+        # bounding box of each piece (degrees): the first filter of an avoid area (graph_engine.closures)
+        lat, lon = self.a["geom_lat"], self.a["geom_lon"]
+        self.piece_box = np.column_stack([np.minimum.reduceat(lon, ptr[:-1]), np.minimum.reduceat(lat, ptr[:-1]),
+                                          np.maximum.reduceat(lon, ptr[:-1]), np.maximum.reduceat(lat, ptr[:-1])])  # fmt: skip
         forward = (self.a["edge_piece"] >= 0) & ~self.a["edge_reverse"]
         self.piece_u = np.zeros(self.n_pieces, dtype=np.int64)
         self.piece_v = np.zeros(self.n_pieces, dtype=np.int64)

@@ -101,11 +101,14 @@ class QueryGraph:
 
 
 def shortest_path(road: RoadGraph, vehicle: str, route_type: str, origin: SnapPoint, dest: SnapPoint,
-                  radius_m: float = 0.0, *, bounded: bool = True) -> PathResult | None:  # fmt: skip
+                  radius_m: float = 0.0, *, bounded: bool = True,
+                  closed_pieces: np.ndarray | None = None) -> PathResult | None:  # fmt: skip
     """The best path between two snapped points; None when none exists. `bounded`: try the
-    limited search first (see the module doc); the benchmark compares both."""
+    limited search first (see the module doc); the benchmark compares both. `closed_pieces`:
+    piece ids this query may not use in either direction (avoid areas, a truck's size)."""
     graph = road.vehicles[vehicle]
-    query = QueryGraph(road, graph, query_weights(road, graph, route_type, origin, dest, radius_m))
+    weights = close_pieces(graph, query_weights(road, graph, route_type, origin, dest, radius_m), closed_pieces)
+    query = QueryGraph(road, graph, weights)
     found = search(query, origin, dest, route_type, bounded)
     return None if found is None else assemble_path(road, found)
 
@@ -124,6 +127,17 @@ def query_weights(road: RoadGraph, graph: VehicleGraph, route_type: str, origin:
     weights = base.copy()
     weights[graph.emergency_pos[inside]] = graph.emergency_weights[route_type][inside]
     return weights
+
+
+def close_pieces(graph: VehicleGraph, weights: np.ndarray, closed_pieces: np.ndarray | None) -> np.ndarray:
+    """`weights` with the edges of `closed_pieces` infinite: a copy, the cached vector stays.
+    O(closed pieces), not O(map): each piece has at most one edge per direction."""
+    if closed_pieces is None or len(closed_pieces) == 0:
+        return weights
+    positions = np.concatenate([graph.piece_fwd[closed_pieces], graph.piece_bwd[closed_pieces]])
+    closed = weights.copy()
+    closed[positions[positions >= 0]] = np.inf
+    return closed
 
 
 def search(query: QueryGraph, origin: SnapPoint, dest: SnapPoint, route_type: str,

@@ -21,9 +21,10 @@ def named_points(query: Query) -> Sequence[NamedPoint]:
     if isinstance(query, RouteQuery):
         return [("from", query.origin), ("to", query.destination)]
     if isinstance(query, MatrixQuery):
-        return [(f"sources[{i}]", p) for i, p in enumerate(query.sources)] + [
-            (f"destinations[{j}]", p) for j, p in enumerate(query.destinations)
-        ]
+        sources = [(f"sources[{i}]", p) for i, p in enumerate(query.sources)]
+        if query.destinations == query.sources:  # all to all: each point is reported once
+            return sources
+        return sources + [(f"destinations[{j}]", p) for j, p in enumerate(query.destinations)]
     if isinstance(query, WaypointsQuery):
         return [(f"waypoints[{i}]", p) for i, p in enumerate(query.waypoints)]
     return list(zip(query.names, query.points, strict=True))

@@ -17,6 +17,7 @@ import numpy as np
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon
 from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch
+from route_service.graph_engine.closures import closed_pieces
 from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
     EVERY_PROFILE,
@@ -26,6 +27,7 @@ from route_service.model import (
     MatrixQuery,
     MatrixResult,
     ProviderInfo,
+    Restrictions,
     Route,
     RouteQuery,
     RouteResult,
@@ -56,6 +58,7 @@ class GraphProvider:
             description="Dijkstra on the OpenStreetMap road graph; supports emergency routing",
             profiles=EVERY_PROFILE,
             emergency_routing=True,
+            restrictions=True,
         )
 
     def plugins(self) -> Plugins:
@@ -67,13 +70,10 @@ class GraphProvider:
         radius = float(query.emergency_radius_m)
         origin = self._snap(query.origin, query.vehicle, "from", radius)
         dest = self._snap(query.destination, query.vehicle, "to", radius)
-        path = self.engine.shortest_path(query.vehicle, query.route_type, origin, dest, radius)
+        closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
+        path = self.engine.shortest_path(query.vehicle, query.route_type, origin, dest, radius, closed)
         if path is None:
-            raise NoRouteFound(
-                f"no {query.vehicle} route connects the start and the destination "
-                "(they lie on parts of the road network that are not connected)",
-                parameter="to",
-            )
+            raise no_route(query.vehicle, query.restrictions)
         notes = []
         if query.alternatives > 0:
             notes.append(f"the {self.name} provider computes no alternative routes; only the best route is returned")
@@ -102,8 +102,9 @@ class GraphProvider:
         dests = [self._snap(p, query.vehicle, f"destinations[{i}]") for i, p in enumerate(query.destinations)]
         durations: list[list[float | None]] = []
         distances: list[list[float | None]] = []
+        closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
         for source in sources:
-            cells = self.engine.one_to_many(query.vehicle, query.route_type, source, dests)
+            cells = self.engine.one_to_many(query.vehicle, query.route_type, source, dests, closed)
             durations.append([None if c is None else round(c[0], 1) for c in cells])
             distances.append([None if c is None else round(c[1], 1) for c in cells])
         return MatrixResult(
@@ -152,3 +153,21 @@ def street(name: str, stretches: list[tuple[Stretch, tuple[int, int]]]) -> Step:
     duration = sum(stretch.duration_s for stretch, _ in stretches)
     span = (stretches[0][1][0], stretches[-1][1][1])
     return Step(name, round(distance, 1), round(duration, 1), span)
+
+
+def no_route(vehicle: str, restrictions: Restrictions) -> NoRouteFound:
+    """What a failed search says: the restriction that leaves no way, when the request has one."""
+    if restrictions.avoid is not None:
+        return NoRouteFound(
+            f"no {vehicle} route between the start and the destination avoids the area", parameter="avoid"
+        )
+    if restrictions.truck is not None:
+        return NoRouteFound(
+            "no truck route between the start and the destination is open to a truck of this size and weight",
+            parameter="truck dimensions",
+        )
+    return NoRouteFound(
+        f"no {vehicle} route connects the start and the destination "
+        "(they lie on parts of the road network that are not connected)",
+        parameter="to",
+    )

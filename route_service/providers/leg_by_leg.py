@@ -17,9 +17,11 @@ import numpy as np
 from common.errors import ApiError, Violation
 from common.geo import LatLon
 from route_service.model import (
+    NO_RESTRICTIONS,
     Cost,
     CostQuery,
     Leg,
+    Restrictions,
     Route,
     RouteQuery,
     RouteResult,
@@ -41,7 +43,8 @@ class LegByLeg:
         legs: list[Leg] = []
         snapped: list[Snapped] = []
         names = [f"waypoints[{i}]" for i in range(len(query.waypoints))]
-        for index, result in enumerate(self.legs(query.waypoints, names, query.vehicle, query.route_type)):
+        results = self.legs(query.waypoints, names, query.vehicle, query.route_type, query.restrictions)
+        for index, result in enumerate(results):
             best = result.routes[0]
             # Consecutive legs share their joining point: keep it once.
             pieces.append(best.geometry[1:] if pieces else best.geometry)
@@ -60,11 +63,17 @@ class LegByLeg:
         return Cost(distance, duration)
 
     def legs(
-        self, points: Sequence[LatLon], names: Sequence[str], vehicle: str, route_type: str
+        self,
+        points: Sequence[LatLon],
+        names: Sequence[str],
+        vehicle: str,
+        route_type: str,
+        restrictions: Restrictions = NO_RESTRICTIONS,
     ) -> Iterator[RouteResult]:
         for index, (origin, destination) in enumerate(pairwise(points)):
             try:
-                result = self.route(RouteQuery(origin, destination, vehicle, route_type, steps=False))
+                leg = RouteQuery(origin, destination, vehicle, route_type, steps=False, restrictions=restrictions)
+                result = self.route(leg)
             except ApiError as exc:
                 raise exc.renamed(parameters({"from": names[index], "to": names[index + 1]})) from exc
             yield result

@@ -58,25 +58,46 @@ class ProviderRegistry:
         self.providers = {name: resolve(provider, diagnostics) for name, provider in providers.items()}
         self.diagnostics = diagnostics
         self.default_name = default_name
-        # Answers emergency routing when no provider is named: the first that can.
+        # Answer emergency routing / per-request restrictions when no provider is named: the first that can.
         self.emergency = next((c for c in self.providers.values() if c.info.emergency_routing), None)
+        self.restricting = next((c for c in self.providers.values() if c.info.restrictions), None)
 
     @property
     def names(self) -> list[str]:
         return list(self.providers)
 
     def choose(
-        self, name: str | None, vehicle: str, route_type: str, errors: ParameterErrors, *, emergency: bool = False
+        self,
+        name: str | None,
+        vehicle: str,
+        route_type: str,
+        errors: ParameterErrors,
+        *,
+        emergency: bool = False,
+        restricted_by: str | None = None,
     ) -> Capabilities:
         """The provider that answers a request, the last step of parsing it: the provider's
         violations join the request's own in `errors`, and all are raised together. What only
         an otherwise valid request can be told comes after: no provider for emergency routing
-        (503), or none of the vehicle and route type in this dataset."""
+        or restrictions (503), or none of the vehicle and route type in this dataset.
+        `restricted_by` names the parameter that asks for per-request costs (`avoid` …)."""
         name = requested_provider(name, self.names, errors)
-        chosen = self._named(name, emergency, errors) if name is not None else self._unnamed(emergency)
+        if name is not None:
+            chosen: Capabilities | None = self._named(name, emergency, errors)
+            if restricted_by and chosen is not None and not chosen.info.restrictions:
+                capable = self.restricting
+                hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
+                errors.add(restricted_by, f"the {name} provider does not support {restricted_by}: {hint}")
+        elif restricted_by:
+            chosen = self.restricting
+            if chosen is not None and emergency and not chosen.info.emergency_routing:
+                chosen = None
+        else:
+            chosen = self._unnamed(emergency)
         errors.raise_if_any()
         if chosen is None:
-            raise DatasetNotReady("emergency routing is unavailable: the road graph of this map is not loaded")
+            wanted = restricted_by or "emergency routing"
+            raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
         if not chosen.info.serves(vehicle, route_type):
             raise InvalidParameter(
                 f"{vehicle}/{route_type} routing is not available in the loaded map data", parameter="vehicle"

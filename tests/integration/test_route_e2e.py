@@ -113,7 +113,7 @@ async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_f
     message = legacy["details"][0]["message"]
     assert message.startswith("to: no road usable by car within 1000 m")
     assert "outside the loaded map, which covers latitude" in message
-    assert f"with latitude and longitude exchanged ({float(lat):.6f},{float(lon):.6f})" in message
+    assert f"With latitude and longitude exchanged ({float(lat):.6f},{float(lon):.6f})" in message
     status, _, problem = await get(route_path(swapped, CASINO, provider))
     assert status == 400 and problem["detail"].startswith("from: no road usable by car within 1000 m")
 

@@ -75,8 +75,8 @@ def test_a_point_outside_the_map_is_named_with_the_maps_bounds(loaded: Loaded) -
     assert [v.parameter for v in error.violations] == ["to"]
     message = error.violations[0].message
     assert "no road usable by car within 1000 m" in message
-    assert "the nearest is" in message and "km away" in message
-    assert f"outside the loaded map, which covers {loaded.bounds.describe()}" in message
+    assert "(the nearest is" in message and "km away)" in message
+    assert f"The point lies outside the loaded map, which covers {loaded.bounds.describe()}" in message
 
 
 def test_exchanged_latitude_and_longitude_get_a_hint(loaded: Loaded) -> None:
@@ -99,6 +99,8 @@ def test_every_unroutable_point_is_reported_at_once(loaded: Loaded) -> None:
     error = route(loaded, far, LatLon(far.lat + 0.01, far.lon))
     assert isinstance(error, PointNotRoutable)
     assert [v.parameter for v in error.violations] == ["from", "to"]
+    # "; " separates violations in a problem's `detail`: a message never contains it
+    assert error.detail.count("; ") == 1
 
 
 def test_every_unroutable_source_and_destination_of_a_matrix_is_named(loaded: Loaded) -> None:

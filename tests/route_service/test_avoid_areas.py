@@ -1,0 +1,137 @@
+"""Avoid areas on real streets, on every shared extract and on all of them as one map: the
+route never enters the area, matrix cells and tours agree with it, a point inside is named,
+and a route that cannot avoid the area is a 400 saying so."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+import shapely
+
+from common.errors import ApiError, InvalidParameter, NoRouteFound
+from common.geo import LatLon, haversine_m
+from route_service.dataset import Dataset
+from route_service.importer import ImportResult
+from route_service.parsing import parse_matrix, parse_route, parse_waypoints
+from route_service.providers.registry import ProviderRegistry
+from tests.conftest import EVERY_MAP
+
+
+@dataclass(frozen=True)
+class Case:
+    """Two connected points of a map and a box across the middle of the route between them."""
+
+    name: str
+    registry: ProviderRegistry
+    origin: LatLon
+    destination: LatLon
+    area: dict[str, Any]
+
+    def params(self, **extra: str) -> dict[str, str]:
+        return {"from": text(self.origin), "to": text(self.destination), "steps": "false", **extra}
+
+    def avoid(self) -> str:
+        return orjson.dumps(self.area).decode()
+
+    @property
+    def shape(self) -> shapely.Polygon:
+        return shapely.Polygon(self.area["coordinates"][0])
+
+
+def text(point: LatLon) -> str:
+    return f"{point.lat},{point.lon}"
+
+
+def box_around(lon: float, lat: float, half_m: float) -> dict[str, Any]:
+    dlat = half_m / 111_195
+    dlon = dlat / math.cos(math.radians(lat))
+    ring = [[lon - dlon, lat - dlat], [lon + dlon, lat - dlat], [lon + dlon, lat + dlat], [lon - dlon, lat + dlat]]
+    return {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}
+
+
+@pytest.fixture(scope="module", params=EVERY_MAP)
+def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> Case:
+    result = city_maps(request.param)
+    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    assert registry.diagnostics is not None
+    network = registry.diagnostics.references("car", "fastest")
+    # the two main-network points farthest apart: a route long enough to have a middle
+    origin, destination = max(((a, b) for a in network for b in network if a != b), key=lambda pair: haversine_m(*pair))
+    graph = registry.providers["graph"].route
+    parsed = parse_route({"from": text(origin), "to": text(destination), "steps": "false"}, registry)
+    path = graph(parsed.query).routes[0].geometry
+    lon, lat = path[len(path) // 2]
+    return Case(request.param, registry, origin, destination, box_around(float(lon), float(lat), 40.0))
+
+
+def test_the_route_never_enters_the_area(case: Case) -> None:
+    plain = parse_route(case.params(provider="graph"), case.registry)
+    assert shapely.LineString(plain.plugin(plain.query).routes[0].geometry).intersects(case.shape), (
+        "the box is on the way"
+    )
+    request = parse_route(case.params(avoid=case.avoid()), case.registry)
+    assert request.provider == "graph", "without a provider, avoid goes to the provider that honours it"
+    try:
+        result = request.plugin(request.query)
+    except NoRouteFound as exc:  # the only way through: said so
+        assert exc.violations[0].parameter == "avoid" and "avoids the area" in exc.detail
+        return
+    route = result.routes[0]
+    assert not shapely.LineString(route.geometry).intersects(case.shape)
+    assert route.distance_m >= plain.plugin(plain.query).routes[0].distance_m - 1
+
+
+def test_matrix_cells_and_tours_avoid_it_too(case: Case) -> None:
+    points = [{"lat": p.lat, "lon": p.lon} for p in (case.origin, case.destination)]
+    route = parse_route(case.params(avoid=case.avoid()), case.registry)
+    try:
+        best = route.plugin(route.query).routes[0]
+    except NoRouteFound:
+        pytest.skip(f"no route of {case.name} avoids the box")
+    matrix = parse_matrix({"sources": points, "destinations": points, "avoid": case.area}, case.registry)
+    assert matrix.provider == "graph"
+    cells = matrix.plugin(matrix.query)
+    assert cells.durations_s[0][1] == pytest.approx(best.duration_s, abs=0.2)
+    tour = parse_waypoints({"waypoints": [*points, points[0]], "avoid": case.area}, case.registry)
+    result = tour.plugin(tour.query)
+    assert not shapely.LineString(result.route.geometry).intersects(case.shape)
+
+
+def test_a_point_inside_the_area_is_named(case: Case) -> None:
+    inside = case.shape.centroid
+    params = case.params(avoid=case.avoid())
+    params["to"] = f"{inside.y},{inside.x}"
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route(params, case.registry)
+    assert [v.parameter for v in caught.value.violations] == ["to"]
+    body = {
+        "sources": [{"lat": inside.y, "lon": inside.x}],
+        "destinations": [{"lat": case.origin.lat, "lon": case.origin.lon}],
+    }
+    with pytest.raises(InvalidParameter) as caught:
+        parse_matrix({**body, "avoid": case.area}, case.registry)
+    assert [v.parameter for v in caught.value.violations] == ["sources[0]"]
+
+
+def test_an_area_around_the_start_leaves_no_way_out(case: Case) -> None:
+    """A ring of road closures around the start: a 400 naming avoid, not a detour through it."""
+    outer = box_around(case.origin.lon, case.origin.lat, 400.0)["coordinates"][0]
+    hole = box_around(case.origin.lon, case.origin.lat, 100.0)["coordinates"][0]
+    area = {"type": "Polygon", "coordinates": [outer, hole[::-1]]}
+    request = parse_route(case.params(avoid=orjson.dumps(area).decode()), case.registry)
+    with pytest.raises(ApiError) as caught:
+        request.plugin(request.query)
+    assert isinstance(caught.value, NoRouteFound)
+    assert [v.parameter for v in caught.value.violations] == ["avoid"]
+
+
+def test_osrm_cannot_avoid_and_says_so(case: Case) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route(case.params(avoid=case.avoid(), provider="osrm"), case.registry)
+    assert caught.value.violations[0].parameter == "avoid"
+    assert "provider=graph" in caught.value.violations[0].message
