@@ -17,7 +17,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 # In the order they appear in RESULTS.md.
-SECTIONS = ("route_engine", "route_emergency", "route_http", "geocoder", "country_lookup", "optimize", "detour", "soak")
+SECTIONS = (
+    "route_engine",
+    "route_emergency",
+    "route_http",
+    "matrix",
+    "dynamic_costs",
+    "geocoder",
+    "country_lookup",
+    "optimize",
+    "detour",
+    "soak",
+)
 # Each section in RESULTS.md follows its marker, so running some sections keeps the others.
 MARKER = "<!-- section: {} -->"
 RESULTS = Path(__file__).with_name("RESULTS.md")

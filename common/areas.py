@@ -159,3 +159,12 @@ def check_points_outside(area: AvoidArea, points: Sequence[tuple[str, LatLon]], 
     for (name, _), inside in zip(points, shapely.intersects_xy(shape, lons, lats), strict=True):
         if inside:
             errors.add(name, "lies inside an area to avoid: no route from or to it can avoid the area")
+
+
+def square_around(point: LatLon, half_m: float) -> dict[str, Any]:
+    """A GeoJSON square of 2 x `half_m` metres centred on the point (examples, tests, benchmarks)."""
+    dlat = half_m / METRES_PER_DEGREE
+    dlon = dlat / math.cos(math.radians(point.lat))
+    lon, lat = point.lon, point.lat
+    ring = [[lon - dlon, lat - dlat], [lon + dlon, lat - dlat], [lon + dlon, lat + dlat], [lon - dlon, lat + dlat]]
+    return {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}

@@ -4,7 +4,6 @@ and a route that cannot avoid the area is a 400 saying so."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ import orjson
 import pytest
 import shapely
 
+from common.areas import square_around
 from common.errors import ApiError, InvalidParameter, NoRouteFound
 from common.geo import LatLon, haversine_m
 from route_service.dataset import Dataset
@@ -48,10 +48,7 @@ def text(point: LatLon) -> str:
 
 
 def box_around(lon: float, lat: float, half_m: float) -> dict[str, Any]:
-    dlat = half_m / 111_195
-    dlon = dlat / math.cos(math.radians(lat))
-    ring = [[lon - dlon, lat - dlat], [lon + dlon, lat - dlat], [lon + dlon, lat + dlat], [lon - dlon, lat + dlat]]
-    return {"type": "Polygon", "coordinates": [[*ring, ring[0]]]}
+    return square_around(LatLon(lat, lon), half_m)
 
 
 @pytest.fixture(scope="module", params=EVERY_MAP)
