@@ -37,6 +37,12 @@ class Dataset:
             return []
         return [LatLon(float(p[1]), float(p[0])) for p in points if isinstance(p, list) and len(p) == 2]
 
+    @property
+    def outline(self) -> dict[str, Any] | None:
+        """Where the map has roads (a GeoJSON MultiPolygon from the graph build), if recorded."""
+        outline = self._graph_facts().get("outline")
+        return outline if isinstance(outline, dict) else None
+
     def _graph_facts(self) -> dict[str, Any]:
         graph = self.manifest.get("graph")
         return graph if isinstance(graph, dict) else {}

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from common.osm_inputs import ATTRIBUTION
+from route_service.dataset import Dataset
 from route_service.instructions import instruction
 from route_service.model import (
     EmergencySegment,
@@ -173,6 +174,23 @@ def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
     }
 
 
-def providers_body(providers: Iterable[Capabilities], default: str) -> dict[str, Any]:
-    """GET /internal/providers (the gateway's `routing` part of /v1/providers)."""
-    return {"providers": [provider_item(p, default) for p in providers], "default": default}
+def providers_body(providers: Iterable[Capabilities], default: str, dataset: Dataset | None = None) -> dict[str, Any]:
+    """GET /internal/providers (the gateway's `routing` part of /v1/providers), with what the
+    loaded map covers."""
+    body: dict[str, Any] = {"providers": [provider_item(p, default) for p in providers], "default": default}
+    if dataset is not None:
+        body["coverage"] = coverage_body(dataset)
+    return body
+
+
+def coverage_body(dataset: Dataset) -> dict[str, Any]:
+    manifest = dataset.manifest
+    bounds = dataset.bounds
+    return {
+        "dataset": dataset.hash,
+        "bounds": bounds.as_list() if bounds is not None else None,
+        "outline": dataset.outline,
+        "importedAt": manifest.get("created"),
+        "sources": [str(i.get("name")) for i in manifest.get("inputs", []) if isinstance(i, dict)],
+        "attribution": manifest.get("attribution"),
+    }

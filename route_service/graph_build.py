@@ -21,6 +21,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import osmium
+import shapely
 
 from common.geo import haversine_m_arrays
 from common.vocabulary import VEHICLES
@@ -185,6 +186,7 @@ def add_barrier_connectors(graph: nx.MultiDiGraph, barriers: Mapping[int, frozen
 # ---------------------------------------------------------------- export to arrays
 
 SAMPLE_POINTS = 64
+OUTLINE_CELLS = 20_000
 
 
 def export_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
@@ -264,6 +266,31 @@ def sample_points(arrays: Mapping[str, np.ndarray], count: int = SAMPLE_POINTS) 
     return [[round(float(lon[i]), 6), round(float(lat[i]), 6)] for i in np.sort(chosen)]
 
 
+def road_outline(arrays: Mapping[str, np.ndarray], most_cells: int = OUTLINE_CELLS) -> dict[str, Any] | None:
+    """Where the map has roads, as a GeoJSON MultiPolygon: the union of the grid cells holding a
+    road node, the cell the smallest power-of-two multiple of 0.005° (about 500 m) that keeps
+    the cells at `most_cells`. Several regions in one map stay apart, unlike a hull."""
+    lat, lon = arrays["node_lat"], arrays["node_lon"]
+    if not len(lat):
+        return None
+    size = 0.005
+    while True:
+        cells = np.unique(np.column_stack([np.floor(lon / size), np.floor(lat / size)]), axis=0)
+        if len(cells) <= most_cells:
+            break
+        size *= 2
+    boxes = shapely.box(cells[:, 0] * size, cells[:, 1] * size, (cells[:, 0] + 1) * size, (cells[:, 1] + 1) * size)
+    shape = shapely.union_all(boxes).simplify(size / 2)
+    polygons = list(shape.geoms) if isinstance(shape, shapely.MultiPolygon) else [shape]
+    return {
+        "type": "MultiPolygon",
+        "coordinates": [
+            [[[round(x, 5), round(y, 5)] for x, y in ring.coords] for ring in (p.exterior, *p.interiors)]
+            for p in polygons
+        ],
+    }
+
+
 def build_graph(pbf: Path, out_dir: Path) -> dict[str, Any]:
     """Read `pbf`, build the networkx model and write `out_dir/graph.npz`. Returns counts."""
     started = time.perf_counter()
@@ -274,6 +301,7 @@ def build_graph(pbf: Path, out_dir: Path) -> dict[str, Any]:
         # What the routable data covers: diagnostics name it to a point outside (route_service.diagnostics).
         "bounds": road_bounds(arrays),
         "sample_points": sample_points(arrays),
+        "outline": road_outline(arrays),
         "nodes": graph.number_of_nodes(),
         "edges": graph.number_of_edges(),
         "pieces": len(graph.graph["geometry"]),

@@ -20,8 +20,8 @@ async def route(request: web.Request) -> web.Response:
 
 
 async def providers(request: web.Request) -> web.Response:
-    _, registry = request.app[STATE_KEY].ready()
-    return json_response(providers_body(registry.providers.values(), registry.default_name))
+    dataset, registry = request.app[STATE_KEY].ready()
+    return json_response(providers_body(registry.providers.values(), registry.default_name, dataset))
 
 
 async def public_matrix(request: web.Request) -> web.Response:

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import shapely
+import shapely.geometry
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
@@ -139,6 +141,19 @@ async def test_providers(client: Client) -> None:
     assert by_name["osrm"]["default"] and not by_name["osrm"]["capabilities"]["emergencyRouting"]
     assert by_name["osrm"]["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
     assert by_name["graph"]["capabilities"]["emergencyRouting"]
+    assert by_name["graph"]["capabilities"]["avoidAreas"] and not by_name["osrm"]["capabilities"]["avoidAreas"]
+
+
+async def test_providers_say_what_the_map_covers(client: Client) -> None:
+    coverage = (await (await client.get("/v1/providers")).json())["coverage"]
+    min_lon, min_lat, max_lon, max_lat = coverage["bounds"]
+    bismarckplatz = shapely.Point(8.6936, 49.4095)
+    assert min_lon < bismarckplatz.x < max_lon and min_lat < bismarckplatz.y < max_lat
+    outline = shapely.geometry.shape(coverage["outline"])
+    assert outline.geom_type == "MultiPolygon" and outline.contains(bismarckplatz)
+    assert not outline.contains(shapely.Point(8.6936, 48.0)), "the outline is where the roads are, not the world"
+    assert outline.area < (max_lon - min_lon) * (max_lat - min_lat)
+    assert coverage["sources"] == ["heidelberg.osm.pbf"] and coverage["importedAt"].startswith("20")
 
 
 async def test_matrix(client: Client) -> None:
