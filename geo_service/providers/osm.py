@@ -52,6 +52,9 @@ class OsmIndexProvider:
             "dataset": loaded.hash if loaded else None,
             "counts": loaded.counts if loaded else {},
             "attribution": loaded.reader.meta.get(ATTRIBUTION_KEY) if loaded else None,
+            # What the index covers, next to the routing map's coverage in /v1/providers.
+            "importedAt": loaded.reader.meta.get("created") if loaded else None,
+            "sources": list(loaded.reader.meta.get("inputs", [])) if loaded else [],
         }
 
     async def _run(self, function: Callable[[], T]) -> T:

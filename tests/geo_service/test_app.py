@@ -242,6 +242,8 @@ async def test_internal_providers(client: Client) -> None:
     assert osm["name"] == "osm" and osm["ready"] and osm["default"]
     assert set(osm["capabilities"]["operations"]) == {"geocode", "reverse", "autocomplete"}
     assert osm["capabilities"]["countries"] == ["DEU"]
+    assert osm["capabilities"]["sources"] == ["munich.osm.pbf"]
+    assert osm["capabilities"]["importedAt"].startswith("20")
 
 
 async def test_health_reports_the_index(client: Client) -> None:
