@@ -22,6 +22,12 @@ class Violation:
     code: str = "ERROR_INVALID_PARAMETER"
     type: str = "/problems/general/invalid-parameter/"
 
+    def __post_init__(self) -> None:
+        # "; " separates one violation from the next in a problem's `detail` (the contract):
+        # inside a message it would read as two.
+        if "; " in self.message:
+            object.__setattr__(self, "message", self.message.replace("; ", ", "))
+
     def text(self) -> str:
         return f"{self.parameter}: {self.message}" if self.parameter else self.message
 

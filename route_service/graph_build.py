@@ -26,7 +26,7 @@ import shapely
 from common.geo import haversine_m_arrays
 from common.vocabulary import VEHICLES
 from route_service.graph_format import FORMAT_VERSION, MODE_NO, MODE_YES, write_graph
-from route_service.graph_tags import DirectionModes, barrier_passers, classify, oneway_of
+from route_service.graph_tags import LIMIT_TAGS, DirectionModes, barrier_passers, classify, oneway_of, way_limits
 
 
 @dataclass
@@ -39,6 +39,7 @@ class WayRecord:
     name: str
     oneway: int  # 1 forward only, -1 backward only, 0 both
     modes: dict[str, DirectionModes]
+    limits: tuple[float, ...] | None = None  # graph_tags.way_limits: checked against a truck per request
 
 
 @dataclass
@@ -93,6 +94,7 @@ def way_record(way: osmium.osm.Way) -> WayRecord | None:
         tags.get("name") or tags.get("ref") or "",
         oneway_of(tags, "car"),
         modes,
+        way_limits(tags),
     )
 
 
@@ -119,7 +121,7 @@ def build_networkx(pbf: Path) -> nx.MultiDiGraph:
     {vehicle: km/h}. Piece geometry: graph attribute `geometry` {piece: (lats, lons)}.
     """
     read = read_pbf(pbf)
-    graph = nx.MultiDiGraph(geometry={})
+    graph = nx.MultiDiGraph(geometry={}, limits={})
     splits = split_points(read.ways, read.barriers)
     piece = 0
     for way in read.ways:
@@ -149,6 +151,8 @@ def add_piece(
     graph.add_node(u, lat=float(lats[0]), lon=float(lons[0]), osm_id=way.refs[start])
     graph.add_node(v, lat=float(lats[-1]), lon=float(lons[-1]), osm_id=way.refs[end])
     graph.graph["geometry"][piece] = (lats, lons)
+    if way.limits is not None:
+        graph.graph["limits"][piece] = way.limits
     common = {"piece": piece, "length_m": length, "highway": way.highway, "name": way.name,
               "oneway": way.oneway, "way_id": way.osm_id}  # fmt: skip
     speeds = {vehicle: m.speed_kmh for vehicle, m in way.modes.items()}
@@ -199,7 +203,17 @@ def export_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
     }
     arrays.update(edge_arrays(graph, index))
     arrays.update(piece_arrays(graph))
+    arrays.update(limit_arrays(graph))
     return arrays
+
+
+def limit_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
+    """The pieces with a height, width, length, weight or axle-load limit, and their limits
+    (sparse: most pieces have none, and a request's check is O(limited pieces))."""
+    limits: dict[int, tuple[float, ...]] = graph.graph["limits"]
+    pieces = np.array(sorted(limits), dtype=np.int32)
+    values = np.array([limits[p] for p in pieces.tolist()], dtype=np.float32).reshape(len(pieces), len(LIMIT_TAGS))
+    return {"limited_pieces": pieces, "piece_limits": values}
 
 
 def edge_arrays(graph: nx.MultiDiGraph, index: Mapping[object, int]) -> dict[str, np.ndarray]:

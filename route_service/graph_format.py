@@ -14,6 +14,9 @@ Flat numpy arrays, no networkx and no pickles:
                                    geom_cum the metres along the piece
     piece_name, piece_highway, names, highways
                                    per piece an index into the string tables
+    limited_pieces, piece_limits   the pieces with a physical or legal limit (sorted) and, per
+                                   row, height m, width m, length m, weight t, axle load t
+                                   (inf: none), checked against a truck per request
 
 Lengths are metres on the sphere of `common.geo.EARTH_RADIUS_M`, the one the engine snaps on.
 
@@ -29,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 GRAPH_FILE = "graph.npz"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 MODE_NO = 0
 MODE_YES = 1

@@ -8,6 +8,7 @@ walls) are never relaxed for an emergency vehicle, legal ones are.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -66,7 +67,6 @@ PASSABLE_BY_CAR = frozenset(
 BLOCKS_BICYCLE = frozenset({"fence", "wall", "stile", "turnstile", "full-height_turnstile", "ditch", "hedge",
                             "retaining_wall", "city_wall", "log"})  # fmt: skip
 BLOCKS_PEDESTRIAN = frozenset({"fence", "wall", "ditch", "hedge", "retaining_wall", "city_wall"})
-TRUCK_MAX_WEIGHT_T = 7.5
 
 _NUMBER = re.compile(r"^\s*([0-9]+(?:[.,][0-9]+)?)\s*(mph|km/h|kmh|t)?\s*$")
 
@@ -142,8 +142,6 @@ def classify(tags: Mapping[str, str], vehicle: str) -> DirectionModes | None:
     speed, closed_class = base_speed(tags, vehicle)
     if speed is None or tags.get("area") == "yes":
         return None
-    if vehicle == "truck" and (parse_number(tags.get("maxweight"), default_unit="t") or 0) > TRUCK_MAX_WEIGHT_T:
-        return None
     access = access_value(tags, vehicle)
     if access in ALLOWED_VALUES:
         closed = False
@@ -178,3 +176,66 @@ def barrier_passers(tags: Mapping[str, str]) -> frozenset[str]:
     if barrier in BLOCKS_PEDESTRIAN:
         passers.discard("pedestrian")
     return frozenset(passers)
+
+
+# ---------------------------------------------------------------- physical and legal limits (trucks)
+
+# The limits a truck is checked against per request (graph_engine.closures), in this order;
+# each the smallest of its tags (`maxheight` and `maxheight:physical` …).
+LIMIT_TAGS: tuple[tuple[str, ...], ...] = (
+    ("maxheight", "maxheight:physical"),
+    ("maxwidth", "maxwidth:physical"),
+    ("maxlength",),
+    ("maxweight", "maxweight:hgv"),
+    ("maxaxleload",),
+)
+NO_LIMIT_VALUES = frozenset({"none", "default", "unsigned", "no_sign", "no_indications", "below_default", "unknown"})
+_FEET_INCHES = re.compile(r"""^\s*(\d+(?:\.\d+)?)\s*(?:'|ft|feet)\s*(?:(\d+(?:\.\d+)?)\s*(?:"|in|inch|inches)?)?\s*$""")
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:[.,][0-9]+)?)\s*([a-z.]*)\s*$")
+_METRES = {"": 1.0, "m": 1.0, "meter": 1.0, "meters": 1.0, "metre": 1.0, "metres": 1.0, "cm": 0.01, "mm": 0.001}
+_TONNES = {"": 1.0, "t": 1.0, "to": 1.0, "ton": 1.0, "tons": 1.0, "tonne": 1.0, "tonnes": 1.0, "kg": 0.001,
+           "lbs": 0.00045359237, "lb": 0.00045359237, "st": 0.90718474, "cwt": 0.0508}  # fmt: skip
+
+
+def parse_length_m(value: str | None) -> float | None:
+    """`3.5`, `3.5 m`, `3,5`, `12'6"`, `12 ft`; None for no limit or an unreadable value."""
+    text = _limit_text(value)
+    if text is None:
+        return None
+    feet = _FEET_INCHES.match(text)
+    if feet:
+        return round(float(feet.group(1)) * 0.3048 + float(feet.group(2) or 0) * 0.0254, 3)
+    return _quantity(text, _METRES)
+
+
+def parse_weight_t(value: str | None) -> float | None:
+    """`7.5`, `7.5 t`, `7500 kg`, `20 st` (short tons), `5000 lbs`; None for none or unreadable."""
+    text = _limit_text(value)
+    return None if text is None else _quantity(text, _TONNES)
+
+
+def _limit_text(value: str | None) -> str | None:
+    """The first value without a conditional suffix (`7.5 @ (22:00-06:00)`), lower case."""
+    if not value:
+        return None
+    text = value.split(";")[0].split("@")[0].strip().lower()
+    return None if not text or text in NO_LIMIT_VALUES else text
+
+
+def _quantity(text: str, units: Mapping[str, float]) -> float | None:
+    match = _QUANTITY.match(text)
+    if not match or match.group(2).rstrip(".") not in units:
+        return None
+    number = float(match.group(1).replace(",", ".")) * units[match.group(2).rstrip(".")]
+    return round(number, 3) if number > 0 else None
+
+
+def way_limits(tags: Mapping[str, str]) -> tuple[float, ...] | None:
+    """(height m, width m, length m, weight t, axle load t) of a way, inf where none; None when
+    the way has no limit at all (most ways)."""
+    parsers = (parse_length_m, parse_length_m, parse_length_m, parse_weight_t, parse_weight_t)
+    limits = []
+    for keys, parse in zip(LIMIT_TAGS, parsers, strict=True):
+        values = [v for key in keys if (v := parse(tags.get(key))) is not None]
+        limits.append(min(values) if values else math.inf)
+    return tuple(limits) if any(math.isfinite(v) for v in limits) else None

@@ -8,7 +8,7 @@ answers them with these results, in plain values (metres, seconds, (lon, lat) ar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from itertools import product
 
 import numpy as np
@@ -26,6 +26,10 @@ SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian":
 # ---------------------------------------------------------------- per-request costs
 
 
+# The request parameters of TruckDimensions' fields, in their order.
+TRUCK_PARAMETERS = ("height", "width", "length", "weight", "axleLoad")
+
+
 @dataclass(frozen=True)
 class TruckDimensions:
     """A truck's size (m) and weight (t), checked against the ways' maxheight, maxwidth,
@@ -36,6 +40,23 @@ class TruckDimensions:
     length_m: float | None = None
     weight_t: float | None = None
     axle_load_t: float | None = None
+
+    def with_defaults(self) -> tuple[float, float, float, float, float]:
+        """Height, width, length, weight, axle load: the default truck's where not given, 0
+        (never above a limit) for an axle load not given."""
+        default = DEFAULT_TRUCK
+        return (
+            self.height_m or default.height_m or 0.0,
+            self.width_m or default.width_m or 0.0,
+            self.length_m or default.length_m or 0.0,
+            self.weight_t or default.weight_t or 0.0,
+            self.axle_load_t or default.axle_load_t or 0.0,
+        )
+
+
+# OSRM's truck profile (route_service/profiles/rs_wrap.lua): a 7.5 t delivery truck. Its axle
+# load is not checked unless given (no limit tag of the shared extracts is below a 7.5 t truck's).
+DEFAULT_TRUCK = TruckDimensions(height_m=3.5, width_m=2.5, length_m=10.0, weight_t=7.5)
 
 
 @dataclass(frozen=True)
@@ -51,7 +72,10 @@ class Restrictions:
         """The parameter that makes the request need per-request costs (for error messages)."""
         if self.avoid is not None:
             return "avoid"
-        return "truck dimensions" if self.truck is not None else None
+        if self.truck is None:
+            return None
+        given = [name for name, value in zip(TRUCK_PARAMETERS, astuple(self.truck), strict=True) if value is not None]
+        return given[0] if given else "vehicle"
 
 
 NO_RESTRICTIONS = Restrictions()

@@ -22,6 +22,7 @@ from route_service.model import (
     MatrixQuery,
     Restrictions,
     RouteQuery,
+    TruckDimensions,
     WaypointsQuery,
 )
 from route_service.providers.base import MatrixRequest, RouteRequest, WaypointsRequest
@@ -37,7 +38,7 @@ def parse_provider(params: Mapping[str, str], errors: ParameterErrors) -> str | 
         return None
     name = raw.strip().lower()
     if not name:
-        errors.add("provider", "must not be blank; omit it for the default provider")
+        errors.add("provider", "must not be blank (omit it for the default provider)")
         return None
     return name
 
@@ -64,13 +65,62 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
     name = parse_provider(params, errors)
-    restrictions = Restrictions(avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors))
+    restrictions = Restrictions(
+        avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors),
+        truck=parse_truck(params, vehicle, errors),
+    )
     provider = registry.choose(
         name, vehicle, route_type, errors, emergency=radius > 0, restricted_by=restrictions.parameter
     )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
     return RouteRequest(query, provider.name, provider.route)
+
+
+# A truck's dimensions per request: name → (TruckDimensions field, largest accepted, unit).
+TRUCK_DIMENSIONS = {
+    "height": ("height_m", 6.0, "m"),
+    "width": ("width_m", 4.0, "m"),
+    "length": ("length_m", 30.0, "m"),
+    "weight": ("weight_t", 60.0, "t"),
+    "axleLoad": ("axle_load_t", 20.0, "t"),
+}
+
+
+def parse_truck(
+    source: Mapping[str, Any], vehicle: str, errors: ParameterErrors, prefix: str = ""
+) -> TruckDimensions | None:
+    """`height`, `width`, `length` (m), `weight`, `axleLoad` (t): query texts or JSON numbers,
+    each > 0 and at most its maximum, and only for vehicle=truck. None when none is given."""
+    given = {name: source[name] for name in TRUCK_DIMENSIONS if source.get(name) is not None}
+    if not given:
+        return None
+    values: dict[str, float] = {}
+    for name, raw in given.items():
+        field, most, unit = TRUCK_DIMENSIONS[name]
+        number = truck_number(raw)
+        if vehicle != "truck":
+            errors.add(prefix + name, "applies only to vehicle=truck")
+        elif number is None or not 0 < number <= most:
+            errors.add(prefix + name, f"must be a number of {unit} above 0 and at most {most:g}, got {str(raw)[:40]!r}")
+        else:
+            values[field] = number
+    return TruckDimensions(**values)
+
+
+def truck_number(raw: Any) -> float | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int | float):
+        number = float(raw)
+    elif isinstance(raw, str) and len(raw) <= 20:
+        try:
+            number = float(raw.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def parse_avoid(
@@ -147,7 +197,9 @@ def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
 
 # The public body's fields; anything else is reported (a typo such as `destination` would
 # otherwise silently give the all-to-all matrix).
-PUBLIC_MATRIX_FIELDS = frozenset({"sources", "destinations", "vehicle", "type", "provider", "annotations", "avoid"})
+PUBLIC_MATRIX_FIELDS = frozenset(
+    {"sources", "destinations", "vehicle", "type", "provider", "annotations", "avoid", "truck"}
+)
 
 
 def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, tier: str) -> MatrixRequest:
@@ -157,7 +209,9 @@ def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, 
     errors = ParameterErrors()
     params = internal_body_options(body, "sources, destinations?, annotations?", errors)
     for field in sorted(set(body) - PUBLIC_MATRIX_FIELDS)[:10]:
-        errors.add(str(field)[:40], f"is not a field of this body; expected {', '.join(sorted(PUBLIC_MATRIX_FIELDS))}")
+        errors.add(
+            str(field)[:40], f"is not a field of this body (those are {', '.join(sorted(PUBLIC_MATRIX_FIELDS))})"
+        )
     all_to_all = body.get("destinations") is None
     check_cells(body.get("sources"), body.get("sources" if all_to_all else "destinations"), cell_limit, tier)
     sources = parse_points(body, "sources", errors, 1, MAX_MATRIX_SIDE)
@@ -175,7 +229,16 @@ def matrix_request(
     named = [(f"sources[{i}]", p) for i, p in enumerate(sources)]
     if destinations is not sources:
         named += [(f"destinations[{j}]", p) for j, p in enumerate(destinations)]
-    restrictions = Restrictions(avoid=parse_avoid(body, named, errors))
+    truck = body.get("truck")
+    if truck is not None and not isinstance(truck, dict):
+        errors.add("truck", "must be an object {height?, width?, length?, weight?, axleLoad?}")
+        truck = None
+    for key in sorted(set(truck or {}) - set(TRUCK_DIMENSIONS))[:5]:
+        errors.add(f"truck.{str(key)[:40]}", f"is not a truck dimension (those are {', '.join(TRUCK_DIMENSIONS)})")
+    restrictions = Restrictions(
+        avoid=parse_avoid(body, named, errors),
+        truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
+    )
     provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")

@@ -61,5 +61,17 @@ def piece_lines(road: RoadGraph, pieces: np.ndarray) -> np.ndarray:
 
 def pieces_too_small(road: RoadGraph, truck: TruckDimensions) -> np.ndarray:
     """Pieces whose maxheight, maxwidth, maxlength, maxweight or maxaxleload the truck exceeds
-    (filled in with the graph's limits: see the truck-limits work in graph_build)."""
-    return NO_PIECES
+    (the default truck's size where a dimension is not given): O(limited pieces)."""
+    if not len(road.limited_pieces):
+        return NO_PIECES
+    exceeded = (road.piece_limits < np.array(truck.with_defaults(), dtype=np.float32)).any(axis=1)
+    return road.limited_pieces[exceeded]
+
+
+def exceeded_dimensions(road: RoadGraph, truck: TruckDimensions) -> list[int]:
+    """Which of the truck's dimensions (indexes into TRUCK_PARAMETERS) exceed a limit somewhere
+    on the map: what a failed truck route is told."""
+    if not len(road.limited_pieces):
+        return []
+    exceeded = (road.piece_limits < np.array(truck.with_defaults(), dtype=np.float32)).any(axis=0)
+    return [int(i) for i in np.flatnonzero(exceeded)]

@@ -50,6 +50,9 @@ class RoadGraph:
         self.n_nodes = len(self.a["node_lat"])
         self.names = [str(n) for n in self.a["names"]]
         self._init_pieces()
+        # pieces with a height, width, length, weight or axle-load limit (graph_format), few
+        self.limited_pieces = self.a.get("limited_pieces", np.empty(0, dtype=np.int32)).astype(np.int64)
+        self.piece_limits = self.a.get("piece_limits", np.empty((0, 5), dtype=np.float32))
         self.vehicles = {vehicle: self._vehicle_graph(vehicle) for vehicle in VEHICLES}
 
     def piece_name(self, piece: int) -> str:

@@ -49,6 +49,13 @@ class QueryGraph:
             pos = int(table[piece])
             if pos >= 0 and np.isfinite(weights[pos]):
                 return float(weights[pos]) * self.road.share(piece, start_m, end_m), pos
+        if end_m == start_m:
+            # at a node of a closed piece (an avoid area, a truck's limit): nothing of it is
+            # driven, so the closure does not keep the point from leaving by the node
+            for table in options:
+                pos = int(table[piece])
+                if pos >= 0:
+                    return 0.0, pos
         return None
 
     def exits(self, origin: SnapPoint) -> list[Crossing]:

@@ -17,11 +17,13 @@ import numpy as np
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon
 from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch
-from route_service.graph_engine.closures import closed_pieces
+from route_service.graph_engine.closures import closed_pieces, exceeded_dimensions
+from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
     EVERY_PROFILE,
     SNAP_RADIUS_M,
+    TRUCK_PARAMETERS,
     EmergencySegment,
     Leg,
     MatrixQuery,
@@ -73,7 +75,7 @@ class GraphProvider:
         closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
         path = self.engine.shortest_path(query.vehicle, query.route_type, origin, dest, radius, closed)
         if path is None:
-            raise no_route(query.vehicle, query.restrictions)
+            raise no_route(query.vehicle, query.restrictions, self.engine.road)
         notes = []
         if query.alternatives > 0:
             notes.append(f"the {self.name} provider computes no alternative routes; only the best route is returned")
@@ -155,16 +157,19 @@ def street(name: str, stretches: list[tuple[Stretch, tuple[int, int]]]) -> Step:
     return Step(name, round(distance, 1), round(duration, 1), span)
 
 
-def no_route(vehicle: str, restrictions: Restrictions) -> NoRouteFound:
+def no_route(vehicle: str, restrictions: Restrictions, road: RoadGraph) -> NoRouteFound:
     """What a failed search says: the restriction that leaves no way, when the request has one."""
     if restrictions.avoid is not None:
         return NoRouteFound(
             f"no {vehicle} route between the start and the destination avoids the area", parameter="avoid"
         )
     if restrictions.truck is not None:
+        exceeded = [TRUCK_PARAMETERS[i] for i in exceeded_dimensions(road, restrictions.truck)]
+        named = ", ".join(exceeded) if exceeded else "size and weight"
         return NoRouteFound(
-            "no truck route between the start and the destination is open to a truck of this size and weight",
-            parameter="truck dimensions",
+            f"no truck route between the start and the destination is open to a truck of this size and weight "
+            f"({named} above the limits of some roads)",
+            parameter=exceeded[0] if exceeded else restrictions.parameter,
         )
     return NoRouteFound(
         f"no {vehicle} route connects the start and the destination "

@@ -117,3 +117,11 @@ def test_internal_body_round_trips_through_upstream_error() -> None:
     assert rebuilt.detail == caught.value.detail
     again = render_error(rebuilt, accept="application/json", instance="/").body
     assert again["details"][1] == {"code": "ERROR_INVALID_PARAMETER", "message": "to: is required"}
+
+
+def test_a_message_never_splits_into_two_violations() -> None:
+    """`detail` joins violations with "; ": a message holding one is written with ", "."""
+    errors = ParameterErrors()
+    errors.add("avoid", "first; second")
+    errors.add("to", "third")
+    assert [v.message for v in errors.violations] == ["first, second", "third"]

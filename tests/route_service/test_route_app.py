@@ -188,3 +188,13 @@ async def test_without_a_dataset_the_service_is_unready(
     response = await client.get(f"/v1/route?{OK}", headers=LEGACY)
     assert response.status == 503
     assert (await response.json())["details"][0]["code"] == "ROUTE_ERROR_DATASET_NOT_READY"
+
+
+async def test_truck_dimensions_over_http(client: Client) -> None:
+    base = "/v1/route?from=49.4095,8.6936&to=49.4036,8.6757&vehicle=truck"
+    response = await client.get(base + "&height=3.9&weight=18")
+    body = await response.json()
+    assert response.status == 200 and body["provider"] == "graph", body
+    response = await client.get(base + "&height=abc", headers=PROBLEM)
+    problem = await response.json()
+    assert response.status == 400 and problem["detail"].startswith("height: must be a number of m")
