@@ -23,6 +23,7 @@ SECTIONS = (
     "route_http",
     "matrix",
     "dynamic_costs",
+    "match",
     "geocoder",
     "country_lookup",
     "optimize",

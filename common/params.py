@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from common.errors import ParameterErrors
 from common.geo import LatLon
@@ -73,3 +74,17 @@ def parse_latlon(params: Mapping[str, str], name: str, errors: ParameterErrors) 
         errors.add(name, parsed)
         return None
     return parsed
+
+
+def number_or_nan(value: Any) -> float:
+    """A JSON number or a query text as a float; NaN for anything else (a boolean, a list,
+    unreadable or overlong text), so one range check (`low <= x <= high`, false for NaN)
+    refuses every bad value."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return math.nan
+    if isinstance(value, str) and len(value) > 40:
+        return math.nan
+    try:
+        return float(value)
+    except (ValueError, OverflowError):
+        return math.nan

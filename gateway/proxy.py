@@ -34,6 +34,7 @@ INTERNAL_SUBJECT = "X-Internal-Subject"
 INTERNAL_TIER = INTERNAL_TIER_HEADER
 INTERNAL_EMAIL = "X-Internal-Email"
 
+
 class UpstreamOutages:
     """Logs a service becoming unreachable once, and its return once with how long it was away,
     instead of one line per failed request (~9 300 lines in 33 s were measured)."""

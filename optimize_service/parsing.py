@@ -16,7 +16,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
 from common.geo import LatLon
-from common.params import parse_choice
+from common.params import number_or_nan, parse_choice
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.geo import farthest_pair
@@ -210,10 +210,7 @@ def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[st
 def parse_time_limit(raw: str | None, errors: ParameterErrors) -> float | None:
     if raw is None:
         return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
+    value = number_or_nan(raw)
     if not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:  # NaN fails too
         errors.add("timeLimit", f"must be a number of seconds between {MIN_TIME_LIMIT_S} and {MAX_TIME_LIMIT_S:g}, got {short(raw)}")
         return None

@@ -26,8 +26,9 @@ from common.pools import RestartingPool
 from common.processes import start_pool_process
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
-from route_service.model import MatrixQuery, MatrixResult, RouteResult, WaypointsQuery, WaypointsResult
-from route_service.providers.base import Capabilities, MatrixRequest, RouteRequest, WaypointsRequest
+from route_service.matching import match_in_chunks
+from route_service.model import MatchResult, MatrixQuery, MatrixResult, RouteResult, WaypointsQuery, WaypointsResult
+from route_service.providers.base import Capabilities, MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.providers.registry import resolve
 
@@ -163,6 +164,22 @@ class ProviderCalls:
         if self.large is not None and request.provider == self.large.provider and is_large_route(request.query):
             return await self.large.route_waypoints(request.query)
         return await self.run(request.plugin, request.query)
+
+    async def match(self, request: MatchRequest) -> MatchResult:
+        """A whole trace, in chunks (route_service.matching), in the thread pool: a 10 000-point
+        trace takes seconds."""
+        query = request.query
+        return await self.run(
+            lambda: match_in_chunks(
+                request.plugin,
+                query.points,
+                query.timestamps,
+                query.vehicle,
+                query.route_type,
+                detail=query.detail,
+                gps_accuracy_m=query.gps_accuracy_m,
+            )
+        )
 
     def shutdown(self) -> None:
         if self.large is not None:

@@ -20,6 +20,9 @@ from route_service.model import (
     EmergencySegment,
     Leg,
     Maneuver,
+    Matching,
+    MatchQuery,
+    MatchResult,
     MatrixQuery,
     MatrixResult,
     Route,
@@ -168,6 +171,7 @@ def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
             "emergencyRouting": info.emergency_routing,
             "alternatives": info.alternatives,
             "matrix": provider.matrix is not None,
+            "match": provider.match is not None,
             "avoidAreas": info.restrictions,
             "truckDimensions": info.restrictions,
         },
@@ -194,3 +198,52 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
         "sources": [str(i.get("name")) for i in manifest.get("inputs", []) if isinstance(i, dict)],
         "attribution": manifest.get("attribution"),
     }
+
+
+def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: str) -> dict[str, Any]:
+    """POST /v1/match: the roads driven (one line per matched stretch), every input point's
+    place on them, and the totals over the matched stretches."""
+    matchings = result.matchings
+    weights = [m.last_index - m.first_index + 1 for m in matchings]
+    confidence = sum(m.confidence * w for m, w in zip(matchings, weights, strict=True)) / max(1, sum(weights))
+    lines = [m.geometry for m in matchings if m.geometry is not None]
+    return {
+        "geometry": {"type": "MultiLineString", "coordinates": lines},
+        "points": [match_point(s, index_of(matchings, i)) for i, s in enumerate(result.snapped)],
+        "matchedPoints": sum(result.matched),
+        "confidence": round(confidence, 3),
+        "distance": round(sum(m.distance_m for m in matchings), 1),
+        "duration": round(sum(m.duration_s for m in matchings), 1),
+        "matchings": [matching_item(m) for m in matchings],
+        "vehicle": query.vehicle,
+        "type": query.route_type,
+        "provider": provider,
+        "dataset": dataset,
+        "attribution": ATTRIBUTION,
+    }
+
+
+def matching_item(m: Matching) -> dict[str, Any]:
+    return {
+        "firstPoint": m.first_index,
+        "lastPoint": m.last_index,
+        "distance": round(m.distance_m, 1),
+        "duration": round(m.duration_s, 1),
+        "confidence": round(m.confidence, 3),
+    }
+
+
+def match_point(snapped_point: Snapped | None, matching: int | None) -> dict[str, Any]:
+    if snapped_point is None:
+        return {"matched": False, "location": None, "road": None, "distance": None, "matching": None}
+    return {
+        "matched": True,
+        "location": {"lat": snapped_point.location.lat, "lon": snapped_point.location.lon},
+        "road": snapped_point.name,
+        "distance": snapped_point.distance_m,
+        "matching": matching,
+    }
+
+
+def index_of(matchings: list[Matching], point: int) -> int | None:
+    return next((k for k, m in enumerate(matchings) if m.first_index <= point <= m.last_index), None)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import json_response, read_json
-from route_service.formatter import matrix_body, providers_body, public_matrix_body, waypoints_body
-from route_service.parsing import parse_matrix, parse_public_matrix, parse_route, parse_waypoints
+from route_service.formatter import match_body, matrix_body, providers_body, public_matrix_body, waypoints_body
+from route_service.parsing import parse_match, parse_matrix, parse_public_matrix, parse_route, parse_waypoints
 from route_service.state import STATE_KEY
+from route_service.traces import GPX_MEDIA_TYPES, trace_from_gpx, trace_from_json
 
 
 async def route(request: web.Request) -> web.Response:
@@ -51,3 +53,17 @@ async def route_waypoints(request: web.Request) -> web.Response:
     parsed = parse_waypoints(await read_json(request, check_media_type=False), registry)
     result = await state.calls.route_waypoints(parsed)
     return json_response(waypoints_body(result, parsed.provider, dataset.hash))
+
+
+async def match(request: web.Request) -> web.Response:
+    """POST /v1/match: a GPS trace (JSON, or GPX text) matched to the roads."""
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    errors = ParameterErrors()
+    if request.content_type in GPX_MEDIA_TYPES:
+        trace = trace_from_gpx(await request.read(), dict(request.query), errors)
+    else:
+        trace = trace_from_json(await read_json(request), errors)
+    parsed = parse_match(trace, registry, errors)
+    result = await state.calls.match(parsed)
+    return json_response(match_body(result, parsed.query, parsed.provider, dataset.hash))

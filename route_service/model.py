@@ -257,22 +257,30 @@ class Matching:
     distance_m: float
     duration_s: float
     confidence: float
+    # (lon, lat) of the roads driven, with `MatchQuery.detail` only
+    geometry: np.ndarray | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class MatchQuery:
-    """A recorded track to match to the roads; `timestamps` (seconds) for all points or none."""
+    """A recorded track to match to the roads; `timestamps` (seconds) for all points or none.
+    `detail`: each point's place on the road and each matching's geometry too (POST
+    /v1/match), not only which points are matched (the detour's lean use)."""
 
     points: Sequence[LatLon]
     timestamps: Sequence[int] | None = None
     vehicle: str = "car"
     route_type: str = "fastest"
+    detail: bool = False
+    gps_accuracy_m: float | None = None  # the GPS error to assume; None: the provider's default
 
 
 @dataclass
 class MatchResult:
     matchings: list[Matching]  # in track order; gaps between them could not be matched
     matched: list[bool]  # per input point
+    # per input point where it was matched onto the road (None: not matched), with `detail` only
+    snapped: list[Snapped | None] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- one route through many waypoints (stop tours)

@@ -13,20 +13,22 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
-from common.params import parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.params import number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
     MATRIX_ANNOTATIONS,
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
+    MatchQuery,
     MatrixQuery,
     Restrictions,
     RouteQuery,
     TruckDimensions,
     WaypointsQuery,
 )
-from route_service.providers.base import MatrixRequest, RouteRequest, WaypointsRequest
+from route_service.providers.base import MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.registry import ProviderRegistry
+from route_service.traces import Trace
 
 MAX_MATRIX_SIDE = 1000
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
@@ -109,17 +111,7 @@ def parse_truck(
 
 
 def truck_number(raw: Any) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int | float):
-        number = float(raw)
-    elif isinstance(raw, str) and len(raw) <= 20:
-        try:
-            number = float(raw.strip())
-        except ValueError:
-            return None
-    else:
-        return None
+    number = number_or_nan(raw)
     return number if math.isfinite(number) else None
 
 
@@ -254,7 +246,7 @@ def check_cells(sources: Any, destinations: Any, cell_limit: int, tier: str) -> 
     cells = len(sources) * len(destinations)
     if cells > cell_limit:
         raise MatrixTooLarge(
-            f"{len(sources)} sources x {len(destinations)} destinations = {cells} cells; "
+            f"{len(sources)} sources x {len(destinations)} destinations = {cells} cells, "
             f"the {tier} tier allows at most {cell_limit} cells per request"
         )
 
@@ -297,3 +289,16 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
     query = WaypointsQuery(waypoints, vehicle, route_type, restrictions)
     return WaypointsRequest(query, provider.name, provider.waypoints)
+
+
+# ---------------------------------------------------------------- a GPS trace to match
+
+
+def parse_match(trace: Trace, registry: ProviderRegistry, errors: ParameterErrors) -> MatchRequest:
+    """POST /v1/match, its trace read (route_service.traces): the profile and the provider."""
+    vehicle, route_type, name = parse_profile(trace.options, errors)
+    provider = registry.choose(name, vehicle, route_type, errors)
+    if provider.match is None:
+        raise InvalidParameter(f"the {provider.name} provider matches no traces", parameter="provider")
+    query = MatchQuery(trace.points, trace.timestamps, vehicle, route_type, True, trace.gps_accuracy_m)
+    return MatchRequest(query, provider.name, provider.match)

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
 from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
-from route_service.model import Cost, CostQuery, Matching, MatchQuery, MatchResult
+from route_service.matching import MATCH_CHUNK, match_in_chunks
+from route_service.model import Cost, CostQuery, Matching, MatchResult
 from route_service.providers.base import Capabilities
 
 log = logging.getLogger("route_service.detour")
@@ -32,7 +33,6 @@ DIRECT = ("from", "to")
 VIA = ("from", "via", "to")
 TRACK_TOO_SHORT = "DETOUR_ERROR_TRACK_TOO_SHORT"
 LINE_FAILED = "DETOUR_ERROR_LINE_FAILED"
-MATCH_CHUNK = 2000  # points per OSRM Match call (after thinning): a fraction of a second each
 MIN_SPACING_M = 10.0  # about the GPS error OSRM is told to expect (MATCH_RADIUS_M)
 MAX_ENDPOINT_SKIPS = 20  # unroutable first/last points dropped before the track is given up
 # Straight-line stretches get a duration at the best route's average speed; these speeds are
@@ -189,32 +189,24 @@ def best_route(router: Router, points: list[TrackPoint]) -> tuple[list[TrackPoin
 
 
 def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
-    """OSRM Match on the thinned track, in chunks sharing their boundary point; the result in
-    indices of `points`. A point between two matched points of one matching counts as matched."""
+    """OSRM Match on the thinned track (route_service.matching: in chunks sharing their boundary
+    point); the result in indices of `points`. A point between two matched points of one
+    matching counts as matched."""
     match = router.provider.match
     if match is None:
         return MatchResult([], [False] * len(points))
     kept = thinned(points)
-    matchings: list[Matching] = []
-    dropped: list[int] = []  # kept points OSRM could not place
-    start = 0
-    while start < len(kept) - 1:
-        chunk = kept[start : start + MATCH_CHUNK]
-        times = [int(t) for i in chunk if (t := points[i].time) is not None] or None  # all or none have times
-        try:
-            result = match(MatchQuery([points[i].point for i in chunk], times, router.vehicle, router.route_type))
-        except RuntimeError:  # an engine failure: this stretch counts as straight lines, the track goes on
-            log.exception("map matching failed for %d points", len(chunk))
-            result = MatchResult([], [False] * len(chunk))
-        for m in result.matchings:
-            matchings.append(replace(m, first_index=chunk[m.first_index], last_index=chunk[m.last_index]))
-        dropped.extend(chunk[i] for i, ok in enumerate(result.matched) if not ok)
-        start += len(chunk) - 1
+    times = [int(t) for i in kept if (t := points[i].time) is not None]  # all or none have times
+    result = match_in_chunks(
+        match, [points[i].point for i in kept], times or None, router.vehicle, router.route_type, chunk_size=MATCH_CHUNK
+    )
+    matchings = [replace(m, first_index=kept[m.first_index], last_index=kept[m.last_index]) for m in result.matchings]
     matched = [False] * len(points)
     for m in matchings:
         matched[m.first_index : m.last_index + 1] = [True] * (m.last_index - m.first_index + 1)
-    for index in dropped:
-        matched[index] = False
+    for index, ok in zip(kept, result.matched, strict=True):
+        if not ok:
+            matched[index] = False  # a kept point OSRM could not place
     return MatchResult(matchings, matched)
 
 

@@ -120,3 +120,4 @@ class Request[Q, P]:
 RouteRequest = Request[RouteQuery, RoutePlugin]
 MatrixRequest = Request[MatrixQuery, MatrixPlugin]
 WaypointsRequest = Request[WaypointsQuery, WaypointsPlugin]
+MatchRequest = Request[MatchQuery, MatchPlugin]

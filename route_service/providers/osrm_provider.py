@@ -213,17 +213,18 @@ class OsrmProvider:
             coordinates=[(p.lon, p.lat) for p in query.points],
             timestamps=list(query.timestamps or []),
             gaps="ignore",  # a pause in the recording is not a break in the journey
-            overview="false",
-            radiuses=[MATCH_RADIUS_M] * count,
+            overview="full" if query.detail else "false",
+            geometries="polyline6",
+            radiuses=[query.gps_accuracy_m or MATCH_RADIUS_M] * count,
             generate_hints=False,
         )
         try:
             response = engine.Match(params)
         except RuntimeError as exc:
             if str(exc).startswith(("NoSegment", "NoMatch")):
-                return MatchResult([], [False] * count)
+                return MatchResult([], [False] * count, [None] * count if query.detail else [])
             raise RuntimeError(f"OSRM match failed: {exc}") from exc
-        return to_match(response, count)
+        return to_match(response, count, query.detail)
 
     # ------------------------------------------------------------ what diagnostics ask (route_service.diagnostics)
 
@@ -363,18 +364,31 @@ def to_step(step: Any, start: int, end: int) -> Step:
     return Step(str(step["name"]), distance, duration, (start, end), str(step["mode"]), maneuver)
 
 
-def to_match(response: Any, count: int) -> MatchResult:
-    """Which input points each matching covers, from the tracepoints' `matchings_index`."""
+def to_match(response: Any, count: int, detail: bool = False) -> MatchResult:
+    """Which input points each matching covers, from the tracepoints' `matchings_index`; with
+    `detail` also each point's place on the road and each matching's geometry."""
     matched = [False] * count
+    snapped: list[Snapped | None] = [None] * count if detail else []
     spans: dict[int, list[int]] = {}
-    for index, tracepoint in enumerate(response["tracepoints"]):
+    tracepoints = response["tracepoints"]
+    for index in range(len(tracepoints)):
+        tracepoint = tracepoints[index]
         if tracepoint is not None:
             matched[index] = True
             span = spans.setdefault(int(tracepoint["matchings_index"]), [index, index])
             span[1] = index
+            if detail:
+                snapped[index] = to_snapped(plain(tracepoint))
     matchings = [
-        Matching(spans[i][0], spans[i][1], float(m["distance"]), float(m["duration"]), float(m["confidence"]))
+        Matching(
+            spans[i][0],
+            spans[i][1],
+            float(m["distance"]),
+            float(m["duration"]),
+            float(m["confidence"]),
+            decode(str(m["geometry"]), 6) if detail else None,
+        )
         for i, m in enumerate(response["matchings"])
         if i in spans
     ]
-    return MatchResult(sorted(matchings, key=lambda m: m.first_index), matched)
+    return MatchResult(sorted(matchings, key=lambda m: m.first_index), matched, snapped)

@@ -49,7 +49,12 @@ def test_every_error_type_is_listed() -> None:
 
 def test_vehicles_and_route_types_are_the_services_own() -> None:
     spec = openapi_spec()
-    operations = [("/v1/route", "get"), ("/v1/optimize/stops", "post"), ("/v1/detour/file", "post")]
+    operations = [
+        ("/v1/route", "get"),
+        ("/v1/optimize/stops", "post"),
+        ("/v1/detour/file", "post"),
+        ("/v1/match", "post"),
+    ]
     for path, method in operations:
         named = {p["name"]: p for p in map(partial(parameter, spec), spec["paths"][path][method]["parameters"])}
         assert named["vehicle"]["schema"]["enum"] == list(VEHICLES), path
