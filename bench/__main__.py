@@ -24,6 +24,7 @@ SECTIONS = (
     "matrix",
     "dynamic_costs",
     "match",
+    "isochrone",
     "geocoder",
     "country_lookup",
     "optimize",

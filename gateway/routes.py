@@ -29,6 +29,7 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/matrix", ("POST",), "route_service", max_body_bytes=256 * KIB),
     # 10 000 points of JSON or GPX (~120 bytes a GPX point with its time)
     PublicRoute("/v1/match", ("POST",), "route_service", max_body_bytes=2 * MIB, timeout_seconds=60),
+    PublicRoute("/v1/isochrone", ("GET",), "route_service"),
     PublicRoute("/v1/providers", ("GET",), "gateway", timeout_seconds=10),
     PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
     PublicRoute("/v1/detour/file", ("POST",), "route_service", max_body_bytes=16 * MIB, timeout_seconds=120),

@@ -22,7 +22,7 @@ from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
 from route_service.detour_handlers import detour_file
-from route_service.handlers import match, matrix, providers, public_matrix, route, route_waypoints
+from route_service.handlers import isochrone, match, matrix, providers, public_matrix, route, route_waypoints
 from route_service.state import STATE_KEY, RouteState
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -61,6 +61,7 @@ def create_app(config: RouteConfig) -> web.Application:
     app.router.add_get("/internal/providers", providers)  # gathered by the gateway into /v1/providers
     app.router.add_post("/v1/matrix", public_matrix)
     app.router.add_post("/v1/match", match)
+    app.router.add_get("/v1/isochrone", isochrone)
     app.router.add_post("/internal/matrix", matrix)
     app.router.add_post("/internal/route", route_waypoints)
     app.router.add_post("/v1/detour/file", detour_file)

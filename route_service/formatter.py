@@ -18,6 +18,8 @@ from route_service.dataset import Dataset
 from route_service.instructions import instruction
 from route_service.model import (
     EmergencySegment,
+    IsochroneQuery,
+    IsochroneResult,
     Leg,
     Maneuver,
     Matching,
@@ -172,6 +174,7 @@ def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
             "alternatives": info.alternatives,
             "matrix": provider.matrix is not None,
             "match": provider.match is not None,
+            "isochrone": provider.isochrone is not None,
             "avoidAreas": info.restrictions,
             "truckDimensions": info.restrictions,
         },
@@ -247,3 +250,24 @@ def match_point(snapped_point: Snapped | None, matching: int | None) -> dict[str
 
 def index_of(matchings: list[Matching], point: int) -> int | None:
     return next((k for k, m in enumerate(matchings) if m.first_index <= point <= m.last_index), None)
+
+
+def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str, dataset: str) -> dict[str, Any]:
+    """GET /v1/isochrone: a GeoJSON FeatureCollection, one feature per limit, ascending; each
+    larger area contains the smaller ones."""
+    unit = "s" if query.metric == "time" else "m"
+    features = [
+        {"type": "Feature", "geometry": area, "properties": {query.metric: value, "unit": unit}}
+        for value, area in zip(query.limits, result.areas, strict=True)
+    ]
+    return {
+        "type": "FeatureCollection",
+        "features": features,
+        "point": snapped(result.origin),
+        "metric": query.metric,
+        "vehicle": query.vehicle,
+        "routeType": query.route_type,
+        "provider": provider,
+        "dataset": dataset,
+        "attribution": ATTRIBUTION,
+    }

@@ -8,8 +8,22 @@ from aiohttp import web
 from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import json_response, read_json
-from route_service.formatter import match_body, matrix_body, providers_body, public_matrix_body, waypoints_body
-from route_service.parsing import parse_match, parse_matrix, parse_public_matrix, parse_route, parse_waypoints
+from route_service.formatter import (
+    isochrone_body,
+    match_body,
+    matrix_body,
+    providers_body,
+    public_matrix_body,
+    waypoints_body,
+)
+from route_service.parsing import (
+    parse_isochrone,
+    parse_match,
+    parse_matrix,
+    parse_public_matrix,
+    parse_route,
+    parse_waypoints,
+)
 from route_service.state import STATE_KEY
 from route_service.traces import GPX_MEDIA_TYPES, trace_from_gpx, trace_from_json
 
@@ -67,3 +81,12 @@ async def match(request: web.Request) -> web.Response:
     parsed = parse_match(trace, registry, errors)
     result = await state.calls.match(parsed)
     return json_response(match_body(result, parsed.query, parsed.provider, dataset.hash))
+
+
+async def isochrone(request: web.Request) -> web.Response:
+    """GET /v1/isochrone: the areas reachable within the given times or distances."""
+    state = request.app[STATE_KEY]
+    dataset, registry = state.ready()
+    parsed = parse_isochrone(request.query, registry)
+    result = await state.calls.run(parsed.plugin, parsed.query)
+    return json_response(isochrone_body(result, parsed.query, parsed.provider, dataset.hash))

@@ -300,3 +300,25 @@ class WaypointsQuery:
 class WaypointsResult:
     route: Route  # legs: one per consecutive pair of waypoints, without steps
     snapped: list[Snapped]
+
+
+# ---------------------------------------------------------------- isochrones
+
+ISOCHRONE_METRICS = ("time", "distance")  # seconds of driving, or metres along the roads
+
+
+@dataclass(frozen=True)
+class IsochroneQuery:
+    point: LatLon
+    limits: tuple[float, ...]  # ascending: seconds for "time", metres for "distance"
+    metric: str = "time"
+    vehicle: str = "car"
+    route_type: str = "fastest"
+
+
+@dataclass
+class IsochroneResult:
+    """One area per limit, ascending and nested: GeoJSON-ready (Multi)Polygon coordinates."""
+
+    origin: Snapped
+    areas: list[dict[str, object]]  # GeoJSON geometry objects

@@ -16,9 +16,11 @@ from common.geo import LatLon
 from common.params import number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
+    ISOCHRONE_METRICS,
     MATRIX_ANNOTATIONS,
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
+    IsochroneQuery,
     MatchQuery,
     MatrixQuery,
     Restrictions,
@@ -26,7 +28,7 @@ from route_service.model import (
     TruckDimensions,
     WaypointsQuery,
 )
-from route_service.providers.base import MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
+from route_service.providers.base import IsochroneRequest, MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
 
@@ -302,3 +304,44 @@ def parse_match(trace: Trace, registry: ProviderRegistry, errors: ParameterError
         raise InvalidParameter(f"the {provider.name} provider matches no traces", parameter="provider")
     query = MatchQuery(trace.points, trace.timestamps, vehicle, route_type, True, trace.gps_accuracy_m)
     return MatchRequest(query, provider.name, provider.match)
+
+
+# ---------------------------------------------------------------- isochrones
+
+MAX_ISOCHRONE_LIMITS = 4
+MAX_ISOCHRONE_SECONDS = 3600
+MAX_ISOCHRONE_METRES = 100_000
+
+
+def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> IsochroneRequest:
+    """GET /v1/isochrone: `point`, and `time` (s) or `distance` (m): 1 to 4 ascending values."""
+    errors = ParameterErrors()
+    point = parse_latlon(params, "point", errors)
+    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
+    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
+    metric, limits = parse_limits(params, errors)
+    name = parse_provider(params, errors)
+    provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone")
+    if provider.isochrone is None:
+        raise InvalidParameter(f"the {provider.name} provider computes no isochrones", parameter="provider")
+    assert point is not None  # errors would have raised
+    query = IsochroneQuery(point, limits, metric, vehicle, route_type)
+    return IsochroneRequest(query, provider.name, provider.isochrone)
+
+
+def parse_limits(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, tuple[float, ...]]:
+    given = [m for m in ISOCHRONE_METRICS if params.get(m) is not None]
+    if len(given) != 1:
+        errors.add("time", "give either time (seconds) or distance (metres), e.g. time=300,600,900")
+        return "time", (0.0,)
+    metric = given[0]
+    most = MAX_ISOCHRONE_SECONDS if metric == "time" else MAX_ISOCHRONE_METRES
+    parts = params[metric].split(",")
+    values = [number_or_nan(part.strip()) for part in parts]
+    if not 1 <= len(values) <= MAX_ISOCHRONE_LIMITS or not all(0 < v <= most for v in values):
+        unit = "seconds" if metric == "time" else "metres"
+        errors.add(metric, f"must be 1 to {MAX_ISOCHRONE_LIMITS} comma-separated {unit} above 0 and at most {most}")
+        return metric, (0.0,)
+    if len(set(values)) != len(values):
+        errors.add(metric, "each value at most once")
+    return metric, tuple(sorted(values))

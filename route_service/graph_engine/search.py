@@ -80,11 +80,7 @@ class QueryGraph:
 
     def dijkstra(self, exits: list[Crossing], limit: float, entries: list[Crossing]) -> tuple[np.ndarray, np.ndarray]:
         """Distances and predecessors from a virtual source node (index n_nodes) joined to the exits."""
-        n, graph = self.road.n_nodes, self.graph
-        indptr = np.append(graph.indptr, graph.indptr[-1] + len(exits))
-        indices = np.append(graph.dst, np.array([e[0] for e in exits], dtype=np.int32))
-        data = np.append(self.weights, [e[1] for e in exits])
-        matrix = csr_matrix((data, indices, indptr), shape=(n + 1, n + 1))
+        n, matrix = self.road.n_nodes, self.with_start(exits)
         while True:
             dist, pred = dijkstra(matrix, directed=True, indices=n, return_predecessors=True, limit=limit)
             best = min((dist[e[0]] + e[1] for e in entries), default=np.inf)
@@ -92,6 +88,18 @@ class QueryGraph:
             if best <= limit or not np.isfinite(limit):
                 return dist, pred
             limit = np.inf
+
+    def reach(self, exits: list[Crossing], limit: float) -> np.ndarray:
+        """Every node's cost from the start, one search bounded by `limit` (inf beyond it)."""
+        return np.asarray(dijkstra(self.with_start(exits), directed=True, indices=self.road.n_nodes, limit=limit))
+
+    def with_start(self, exits: list[Crossing]) -> csr_matrix:
+        """The CSR graph with a virtual start node (index n_nodes) joined to the exits."""
+        n, graph = self.road.n_nodes, self.graph
+        indptr = np.append(graph.indptr, graph.indptr[-1] + len(exits))
+        indices = np.append(graph.dst, np.array([e[0] for e in exits], dtype=np.int32))
+        data = np.append(self.weights, [e[1] for e in exits])
+        return csr_matrix((data, indices, indptr), shape=(n + 1, n + 1))
 
     def edge_between(self, a: int, b: int) -> int:
         graph = self.graph

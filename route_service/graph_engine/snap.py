@@ -38,7 +38,7 @@ class Snapper:
 
     def __init__(self, road: RoadGraph) -> None:
         self.road = road
-        self._trees: dict[tuple[str, bool], SampleTree | None] = {}
+        self._trees: dict[tuple[str, bool, bool], SampleTree | None] = {}
         self._tree_lock = threading.Lock()
 
     def snap(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
@@ -53,15 +53,17 @@ class Snapper:
                 best = relaxed
         return best
 
-    def tree(self, vehicle: str, emergency: bool) -> SampleTree | None:
-        """KD-tree of samples along the pieces `vehicle` can use normally (or only in emergencies)."""
-        key = (vehicle, emergency)
+    def tree(self, vehicle: str, emergency: bool, main_only: bool = True) -> SampleTree | None:
+        """KD-tree of samples along the pieces `vehicle` can use normally (or only in
+        emergencies): of the main network only (snapping), or of every part (isochrones: a
+        point by a cut-off piece belongs to that piece, which routes do not leave)."""
+        key = (vehicle, emergency, main_only)
         with self._tree_lock:
             if key not in self._trees:
-                self._trees[key] = self._build_tree(vehicle, emergency)
+                self._trees[key] = self._build_tree(vehicle, emergency, main_only)
             return self._trees[key]
 
-    def _build_tree(self, vehicle: str, emergency: bool) -> SampleTree | None:
+    def _build_tree(self, vehicle: str, emergency: bool, main_only: bool = True) -> SampleTree | None:
         road = self.road
         graph = road.vehicles[vehicle]
         pieces = road.a["edge_piece"][graph.edges]
@@ -69,7 +71,7 @@ class Snapper:
         anyuse = np.zeros(road.n_pieces + 1, dtype=bool)
         normal[pieces[graph.mode == MODE_YES]] = True  # index -1 (barrier connectors) lands in the spare slot
         anyuse[pieces] = True
-        main = main_nodes(road.n_nodes, graph)
+        main = main_nodes(road.n_nodes, graph) if main_only else np.ones(road.n_nodes, dtype=bool)
         u_main, v_main = main[road.piece_u], main[road.piece_v]
         # an emergency-only piece is useful when it touches the main network at one end
         wanted = (anyuse & ~normal)[:-1] & (u_main | v_main) if emergency else normal[:-1] & u_main & v_main

@@ -19,6 +19,8 @@ from typing import Protocol
 from route_service.model import (
     Cost,
     CostQuery,
+    IsochroneQuery,
+    IsochroneResult,
     MatchQuery,
     MatchResult,
     MatrixQuery,
@@ -63,6 +65,12 @@ class MatchPlugin(Protocol):
     def __call__(self, query: MatchQuery, /) -> MatchResult: ...
 
 
+class IsochronePlugin(Protocol):
+    """Where the roads reachable within some times or distances from a point lie (GET /v1/isochrone)."""
+
+    def __call__(self, query: IsochroneQuery, /) -> IsochroneResult: ...
+
+
 # ---------------------------------------------------------------- providers
 
 
@@ -75,6 +83,7 @@ class Plugins:
     waypoints: WaypointsPlugin | None = None
     cost: CostPlugin | None = None
     match: MatchPlugin | None = None
+    isochrone: IsochronePlugin | None = None
 
 
 class RouteProvider(Protocol):
@@ -99,6 +108,7 @@ class Capabilities:
     waypoints: WaypointsPlugin
     cost: CostPlugin
     match: MatchPlugin | None
+    isochrone: IsochronePlugin | None = None
 
     @property
     def name(self) -> str:
@@ -121,3 +131,4 @@ RouteRequest = Request[RouteQuery, RoutePlugin]
 MatrixRequest = Request[MatrixQuery, MatrixPlugin]
 WaypointsRequest = Request[WaypointsQuery, WaypointsPlugin]
 MatchRequest = Request[MatchQuery, MatchPlugin]
+IsochroneRequest = Request[IsochroneQuery, IsochronePlugin]

@@ -13,10 +13,11 @@ from itertools import groupby
 from pathlib import Path
 
 import numpy as np
+import shapely.geometry
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon
-from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch
+from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch, isochrone
 from route_service.graph_engine.closures import closed_pieces, exceeded_dimensions
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_format import GRAPH_FILE
@@ -25,6 +26,8 @@ from route_service.model import (
     SNAP_RADIUS_M,
     TRUCK_PARAMETERS,
     EmergencySegment,
+    IsochroneQuery,
+    IsochroneResult,
     Leg,
     MatrixQuery,
     MatrixResult,
@@ -64,7 +67,7 @@ class GraphProvider:
         )
 
     def plugins(self) -> Plugins:
-        return Plugins(route=self.route, matrix=self.matrix)
+        return Plugins(route=self.route, matrix=self.matrix, isochrone=self.isochrone)
 
     # ------------------------------------------------------------ route
 
@@ -96,6 +99,19 @@ class GraphProvider:
                 parameter=parameter,
             )
         return snapped
+
+    # ------------------------------------------------------------ isochrone
+
+    def isochrone(self, query: IsochroneQuery) -> IsochroneResult:
+        origin = self._snap(query.point, query.vehicle, "point")
+        road = self.engine.road
+        graph = road.vehicles[query.vehicle]
+        weights = graph.weights["fastest" if query.metric == "time" else "shortest"]
+        reached = isochrone.reach(road, graph, weights, origin, max(query.limits))
+        shapes = isochrone.polygons(
+            road, self.engine.snapper, query.vehicle, reached, list(query.limits), SNAP_RADIUS_M[query.vehicle]
+        )
+        return IsochroneResult(to_snapped(origin, self.engine), [shapely.geometry.mapping(s) for s in shapes])
 
     # ------------------------------------------------------------ matrix
 

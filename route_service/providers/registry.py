@@ -37,6 +37,7 @@ def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None)
             waypoints=plugins.waypoints and diagnosing(plugins.waypoints, diagnostics),
             cost=plugins.cost and diagnosing(plugins.cost, diagnostics),
             match=plugins.match,
+            isochrone=plugins.isochrone,
         )
     legs = LegByLeg(plugins.route)
     return Capabilities(
@@ -46,6 +47,7 @@ def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None)
         waypoints=plugins.waypoints or legs.waypoints,
         cost=plugins.cost or legs.cost,
         match=plugins.match,
+        isochrone=plugins.isochrone,
     )
 
 
@@ -75,13 +77,19 @@ class ProviderRegistry:
         *,
         emergency: bool = False,
         restricted_by: str | None = None,
+        needs: str | None = None,
     ) -> Capabilities:
         """The provider that answers a request, the last step of parsing it: the provider's
         violations join the request's own in `errors`, and all are raised together. What only
         an otherwise valid request can be told comes after: no provider for emergency routing
         or restrictions (503), or none of the vehicle and route type in this dataset.
-        `restricted_by` names the parameter that asks for per-request costs (`avoid` …)."""
+        `restricted_by` names the parameter that asks for per-request costs (`avoid` …);
+        `needs` a capability the provider must have (`isochrone`): without a name, the first
+        provider that has it answers."""
         name = requested_provider(name, self.names, errors)
+        if name is None and needs is not None:
+            capable = next((c for c in self.providers.values() if getattr(c, needs) is not None), None)
+            name = capable.name if capable is not None else None
         if name is not None:
             chosen: Capabilities | None = self._named(name, emergency, errors)
             if restricted_by and chosen is not None and not chosen.info.restrictions:

@@ -54,6 +54,7 @@ def test_vehicles_and_route_types_are_the_services_own() -> None:
         ("/v1/optimize/stops", "post"),
         ("/v1/detour/file", "post"),
         ("/v1/match", "post"),
+        ("/v1/isochrone", "get"),
     ]
     for path, method in operations:
         named = {p["name"]: p for p in map(partial(parameter, spec), spec["paths"][path][method]["parameters"])}

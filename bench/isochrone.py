@@ -1,0 +1,170 @@
+"""GET /v1/isochrone on every shared extract and on all five as one map: correctness against
+/v1/route's own answers (OSRM) and latency.
+
+Per map, seeded centres on the main network and, per centre, the car isochrone of LIMIT_S:
+- recall: random points (uniform over the box around the area, routable by OSRM) whose OSRM
+  route from the centre takes ≤ LIMIT_S; the share of them inside the polygon (goal ≥ 97 %);
+- precision: random points uniform inside the polygon; the share whose nearest road of the main
+  network (within the snapping radius) OSRM reaches from the centre in ≤ 1.1 x LIMIT_S: the
+  area "within t + 10 % of a road reachable in that time" (≥ 90 %);
+- latency: the whole request in process (parsing, search, polygons, the JSON), 15 minutes.
+
+`run()` returns the Markdown section; `python -m bench isochrone` writes it to RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import shapely
+
+from bench.maps import BenchMap, every_map
+from common.errors import ApiError
+from common.geo import LatLon
+from common.service import dump_json
+from route_service.formatter import isochrone_body
+from route_service.model import RouteQuery
+from route_service.parsing import parse_isochrone, parse_route
+
+SEED = 20261127
+LIMIT_S = 600.0
+SLACK = 1.1
+CENTRES = int(os.environ.get("BENCH_ISOCHRONE_CENTRES", "4"))
+SAMPLES = int(os.environ.get("BENCH_ISOCHRONE_SAMPLES", "150"))
+
+
+@dataclass
+class Quality:
+    inside: int = 0
+    reachable: int = 0
+    good: int = 0
+    sampled: int = 0
+
+    def add(self, other: Quality) -> None:
+        self.inside += other.inside
+        self.reachable += other.reachable
+        self.good += other.good
+        self.sampled += other.sampled
+
+    @property
+    def recall(self) -> float:
+        return self.inside / max(1, self.reachable)
+
+    @property
+    def precision(self) -> float:
+        return self.good / max(1, self.sampled)
+
+
+def area_of(bench: BenchMap, centre: LatLon, limit_s: float) -> shapely.Geometry:
+    params = {"point": f"{centre.lat},{centre.lon}", "time": f"{limit_s:g}"}
+    request = parse_isochrone(params, bench.registry)
+    return shapely.geometry.shape(request.plugin(request.query).areas[-1])
+
+
+def osrm_seconds(bench: BenchMap, centre: LatLon, points: list[LatLon]) -> list[float | None]:
+    route = bench.registry.providers["osrm"].route
+    found: list[float | None] = []
+    for point in points:
+        try:
+            found.append(route(RouteQuery(centre, point, steps=False)).routes[0].duration_s)
+        except ApiError:
+            found.append(None)
+    return found
+
+
+def uniform_in(shape: shapely.Geometry, count: int, rng: np.random.Generator, box: tuple[float, ...]) -> list[LatLon]:
+    min_lon, min_lat, max_lon, max_lat = box
+    found: list[LatLon] = []
+    while len(found) < count:
+        lon = rng.uniform(min_lon, max_lon, 4 * count)
+        lat = rng.uniform(min_lat, max_lat, 4 * count)
+        keep = shapely.contains_xy(shape, lon, lat) if shape is not None else np.ones(len(lon), dtype=bool)
+        found += [LatLon(float(a), float(o)) for a, o in zip(lat[keep], lon[keep], strict=True)]
+    return found[:count]
+
+
+def main_road(bench: BenchMap, point: LatLon) -> LatLon | None:
+    """The nearest road point of the main network within the snapping radius, if any."""
+    text = f"{point.lat},{point.lon}"
+    try:
+        request = parse_route({"from": text, "to": text, "provider": "graph", "steps": "false"}, bench.registry)
+        return request.plugin(request.query).origin.location
+    except ApiError:
+        return None
+
+
+def quality(bench: BenchMap, centre: LatLon, limit_s: float, samples: int, rng: np.random.Generator) -> Quality:
+    area = area_of(bench, centre, limit_s)
+    measured = Quality()
+    if area.is_empty:
+        return measured
+    min_lon, min_lat, max_lon, max_lat = area.bounds
+    pad_lon, pad_lat = (max_lon - min_lon) * 0.2, (max_lat - min_lat) * 0.2
+    box = (min_lon - pad_lon, min_lat - pad_lat, max_lon + pad_lon, max_lat + pad_lat)
+    around = uniform_in(None, samples, rng, box)
+    for point, seconds in zip(around, osrm_seconds(bench, centre, around), strict=True):
+        if seconds is not None and seconds <= limit_s:
+            measured.reachable += 1
+            measured.inside += bool(shapely.contains_xy(area, point.lon, point.lat))
+    # precision: is the nearest road of the main network (the one a route would use; a piece
+    # cut off by the extract's edge is no road "reachable in that time") reached in t + 10 %?
+    within = uniform_in(area, samples, rng, area.bounds)
+    roads = [main_road(bench, point) for point in within]
+    timed = osrm_seconds(bench, centre, [r for r in roads if r is not None])
+    measured.sampled += len(within)
+    measured.good += sum(1 for t in timed if t is not None and t <= SLACK * limit_s)
+    return measured
+
+
+def map_quality(bench: BenchMap, centres: int, samples: int, seed: int, limit_s: float = LIMIT_S) -> Quality:
+    rng = np.random.default_rng(seed)
+    total = Quality()
+    for centre in bench.road_points(centres, seed):
+        total.add(quality(bench, centre, limit_s, samples, rng))
+    return total
+
+
+def latency_ms(bench: BenchMap, centre: LatLon, seconds: float = 900.0, repeats: int = 5) -> list[float]:
+    params = {"point": f"{centre.lat},{centre.lon}", "time": f"{seconds:g}"}
+    times = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        request = parse_isochrone(params, bench.registry)
+        dump_json(isochrone_body(request.plugin(request.query), request.query, request.provider, ""))
+        times.append((time.perf_counter() - started) * 1000)
+    return times[1:]
+
+
+def run() -> str:
+    rows = []
+    for bench in every_map():
+        q = map_quality(bench, CENTRES, SAMPLES, SEED)
+        times = [t for c in bench.road_points(CENTRES, SEED + 1) for t in latency_ms(bench, c)]
+        rows.append(
+            f"| {bench.name} | {q.inside}/{q.reachable} = {100 * q.recall:.1f} % | {q.good}/{q.sampled} = "
+            f"{100 * q.precision:.1f} % | {np.percentile(times, 50):.0f} / {np.percentile(times, 99):.0f} |"
+        )
+    return "\n".join(
+        [
+            "## Isochrones (GET /v1/isochrone)",
+            "",
+            f"Command: `python -m bench isochrone` (BENCH_ISOCHRONE_CENTRES={CENTRES}, BENCH_ISOCHRONE_SAMPLES={SAMPLES}). "
+            f"Car, {LIMIT_S:g} s areas around seeded main-network centres; the judge is OSRM's /v1/route from the centre. "
+            "Recall: random points of the box around the area that OSRM reaches in time, inside the area. Precision: "
+            f"random points of the area whose route takes at most {SLACK:g} x the time. Latency: 15-minute car "
+            "isochrones in process (parsing, search, polygons, JSON), warm, 5 runs per centre.",
+            "",
+            "| map | recall | precision | 15 min p50 / p99 ms |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            "Goals: recall ≥ 97 %, precision ≥ 90 %, a 15-minute car isochrone in a city ≤ 200 ms.",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(run())

@@ -1,0 +1,141 @@
+"""Isochrones on the road graph: where the roads reachable within a time (or distance) lie.
+
+One bounded Dijkstra from the snapped start gives every junction's cost; a point along a piece
+costs the cheaper of arriving from either end (or, on the start's own piece, of driving straight
+there). The area is then a grid over the reachable part: a cell belongs to the interval whose
+cost its nearest road point has (the road /v1/route would snap it to, within the snapping
+radius), so "inside the polygon" means "a route from the start reaches this point's road in
+time". The cells of each interval are united (a coverage union of squares), simplified, and
+each larger interval's polygon includes the smaller ones (nested by construction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import shapely
+
+from common.geo import METRES_PER_DEGREE
+from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
+from route_service.graph_engine.search import QueryGraph
+from route_service.graph_engine.snap import SampleTree, Snapper, SnapPoint
+
+MAX_CELLS = 20_000  # 40 000 took 2.4x the time for a 15-minute Heidelberg area (bench/isochrone.py)
+MIN_CELL_M = 40.0
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Every geometry point's cost from the start (inf where neither end of its piece was
+    reached within the search's limit; finite beyond the limit along a piece leaving it)."""
+
+    point_cost: np.ndarray
+
+
+def reach(road: RoadGraph, graph: VehicleGraph, weights: np.ndarray, origin: SnapPoint, limit: float) -> Reach:
+    query = QueryGraph(road, graph, weights)
+    node_cost = query.reach(query.exits(origin), limit)
+    piece = road.point_piece
+    length = np.maximum(road.piece_length[piece], 1e-9)
+    offset = road.a["geom_cum"]
+    forward = weight_of(graph.piece_fwd[piece], weights)
+    backward = weight_of(graph.piece_bwd[piece], weights)
+    from_u = along(node_cost[road.piece_u[piece]], forward, offset / length)
+    from_v = along(node_cost[road.piece_v[piece]], backward, (length - offset) / length)
+    cost = np.minimum(from_u, from_v)
+    # the start's own piece: straight along it from the snapped point, either way it may go
+    own = np.flatnonzero(piece == origin.piece)
+    ahead = offset[own] >= origin.offset_m
+    direct = along(np.zeros(len(own)), np.where(ahead, forward[own], backward[own]),
+                   np.abs(offset[own] - origin.offset_m) / length[own])  # fmt: skip
+    cost[own] = np.minimum(cost[own], direct)
+    return Reach(cost)
+
+
+def along(start: np.ndarray, weight: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """`start` plus `share` of a piece's `weight`; inf where the piece cannot be driven that way
+    (never NaN: an infinite weight times a zero share is not a cost)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(weight), start + weight * share, np.inf)
+
+
+def weight_of(positions: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weight of each edge position; inf where there is no edge (-1)."""
+    found = np.full(len(positions), np.inf)
+    usable = positions >= 0
+    found[usable] = weights[positions[usable]]
+    return found
+
+
+def polygons(road: RoadGraph, snapper: Snapper, vehicle: str, reached: Reach, limits: list[float],
+             snap_radius_m: float) -> list[shapely.Geometry]:  # fmt: skip
+    """One (Multi)Polygon per limit, ascending and nested; empty where nothing is reached."""
+    inside = reached.point_cost <= max(limits)
+    if not inside.any():
+        return [shapely.MultiPolygon() for _ in limits]
+    lat, lon = road.a["geom_lat"][inside], road.a["geom_lon"][inside]
+    # the grid reaches the snapping radius beyond the roads: a point that far from the last
+    # reached road still routes from it
+    pad_lat = snap_radius_m / METRES_PER_DEGREE
+    pad_lon = pad_lat / math.cos(math.radians(float(lat.mean())))
+    cell_m = cell_size(lat, lon, pad_lat, pad_lon)
+    dlat = cell_m / METRES_PER_DEGREE
+    dlon = dlat / math.cos(math.radians(float(lat.mean())))
+    rows = np.arange(lat.min() - pad_lat, lat.max() + pad_lat + dlat, dlat)
+    cols = np.arange(lon.min() - pad_lon, lon.max() + pad_lon + dlon, dlon)
+    grid_lat, grid_lon = np.meshgrid(rows, cols, indexing="ij")
+    centre_lat, centre_lon = grid_lat.ravel() + dlat / 2, grid_lon.ravel() + dlon / 2
+    cost = cell_costs(road, snapper, vehicle, reached, centre_lat, centre_lon, snap_radius_m)
+    shapes: list[shapely.Geometry] = []
+    for limit in limits:
+        chosen = cost <= limit
+        boxes = shapely.box(grid_lon.ravel()[chosen], grid_lat.ravel()[chosen],
+                            grid_lon.ravel()[chosen] + dlon, grid_lat.ravel()[chosen] + dlat)  # fmt: skip
+        shape = shapely.coverage_union_all(boxes) if len(boxes) else shapely.MultiPolygon()
+        shape = shapely.simplify(shape, min(dlat, dlon) / 2, preserve_topology=True)
+        if shapes:
+            shape = shapely.union(shape, shapes[-1])  # nested, whatever the simplification did
+        shapes.append(shape)
+    return shapes
+
+
+def cell_size(lat: np.ndarray, lon: np.ndarray, pad_lat: float, pad_lon: float) -> float:
+    """Metres per cell: at least MIN_CELL_M, coarse enough for at most MAX_CELLS cells."""
+    height = (float(lat.max() - lat.min()) + 2 * pad_lat) * METRES_PER_DEGREE
+    width = (float(lon.max() - lon.min()) + 2 * pad_lon) * METRES_PER_DEGREE * math.cos(math.radians(float(lat.mean())))
+    return max(MIN_CELL_M, math.sqrt(height * width / MAX_CELLS))
+
+
+def cell_costs(road: RoadGraph, snapper: Snapper, vehicle: str, reached: Reach, lat: np.ndarray, lon: np.ndarray,
+               snap_radius_m: float) -> np.ndarray:  # fmt: skip
+    """Each point's cost as a route from it would see it: that of its nearest road point, or of
+    its nearest point on the main network when that is cheaper (OSRM snaps both and routes from
+    the one that works, so a point by a cut-off piece routes from the main road behind it);
+    inf beyond the snapping radius."""
+    xyz = to_xyz(lat, lon)
+    nearest = nearest_cost(road, snapper.tree(vehicle, False, main_only=False), reached, xyz, snap_radius_m)
+    behind = nearest_cost(road, snapper.tree(vehicle, False, main_only=True), reached, xyz, snap_radius_m)
+    return np.minimum(nearest, behind)
+
+
+def nearest_cost(road: RoadGraph, tree: SampleTree | None, reached: Reach, xyz: np.ndarray, radius_m: float
+                 ) -> np.ndarray:  # fmt: skip
+    """The cost of each point's nearest road point in `tree` (inf: none within the radius)."""
+    cost = np.full(len(xyz), np.inf)
+    if tree is None:
+        return cost
+    kd, owner = tree
+    dist, index = kd.query(xyz, k=1, distance_upper_bound=radius_m)
+    found = np.isfinite(dist)
+    g = owner[index[found]]
+    a, b = road.geom_xyz[g], road.geom_xyz[g + 1]
+    ab = b - a
+    t = np.clip(((xyz[found] - a) * ab).sum(axis=1) / np.maximum((ab * ab).sum(axis=1), 1e-9), 0.0, 1.0)
+    # between the segment's two geometry points (the known one where the other is not)
+    first, second = reached.point_cost[g], reached.point_cost[g + 1]
+    known = np.isfinite(first) & np.isfinite(second)
+    with np.errstate(invalid="ignore"):
+        cost[found] = np.where(known, first + (second - first) * t, np.minimum(first, second))
+    return cost

@@ -1,0 +1,104 @@
+"""GET /v1/isochrone: on every shared extract and on all five as one map, the area holds the
+points /v1/route reaches in time (recall ≥ 97 %) and little else (≥ 90 % of it near a road
+reached in t + 10 %); areas are nested; every bad parameter a 400 naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import shapely
+import shapely.geometry
+
+from bench.isochrone import map_quality
+from bench.maps import BenchMap
+from common.errors import ApiError, InvalidParameter
+from route_service.app import create_app
+from route_service.dataset import Dataset
+from route_service.importer import ImportResult
+from route_service.parsing import parse_isochrone
+from route_service.providers.registry import ProviderRegistry
+from tests.conftest import EVERY_MAP
+from tests.route_service.test_route_app import PROBLEM, Client, ClientFactory, make_config
+
+
+def loaded(name: str, city_maps: Callable[[str], ImportResult]) -> BenchMap:
+    result = city_maps(name)
+    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    return BenchMap(name, dataset, ProviderRegistry.load(dataset))
+
+
+@pytest.mark.parametrize("name", EVERY_MAP)
+def test_the_area_holds_what_routes_reach_and_little_else(name: str, city_maps: Callable[[str], ImportResult]) -> None:
+    quality = map_quality(loaded(name, city_maps), centres=3, samples=100, seed=5, limit_s=600)
+    assert quality.reachable >= 20, f"{name}: too few reachable sample points to judge"
+    assert quality.recall >= 0.97, f"{name}: {quality}"
+    assert quality.precision >= 0.90, f"{name}: {quality}"
+
+
+@pytest.fixture(scope="module")
+def heidelberg(city_maps: Callable[[str], ImportResult]) -> BenchMap:
+    return loaded("heidelberg", city_maps)
+
+
+def areas(bench: BenchMap, **params: str) -> list[shapely.Geometry]:
+    request = parse_isochrone({"point": "49.4095,8.6936", **params}, bench.registry)
+    return [shapely.geometry.shape(a) for a in request.plugin(request.query).areas]
+
+
+def test_areas_are_nested_and_grow(heidelberg: BenchMap) -> None:
+    small, middle, large = areas(heidelberg, time="900,300,600")  # any order: answered ascending
+    assert small.area < middle.area < large.area
+    assert middle.buffer(1e-9).contains(small) and large.buffer(1e-9).contains(middle)
+    assert small.contains(shapely.Point(8.6936, 49.4095)), "the start is inside"
+
+
+def test_distance_areas(heidelberg: BenchMap) -> None:
+    (near, far) = areas(heidelberg, distance="1000,3000")
+    assert 0 < near.area < far.area
+    assert not near.contains(shapely.Point(8.6936, 49.4095 + 3000 / 111_195))
+
+
+@pytest.mark.parametrize(
+    ("params", "parameter", "message"),
+    [
+        ({"time": "300"}, "point", "required"),
+        ({"point": "x", "time": "300"}, "point", ""),
+        ({"point": "49.4,8.69"}, "time", "either time (seconds) or distance"),
+        ({"point": "49.4,8.69", "time": "300", "distance": "1000"}, "time", "either time"),
+        ({"point": "49.4,8.69", "time": "0"}, "time", "above 0 and at most 3600"),
+        ({"point": "49.4,8.69", "time": "3601"}, "time", "at most 3600"),
+        ({"point": "49.4,8.69", "time": "60,120,180,240,300"}, "time", "1 to 4"),
+        ({"point": "49.4,8.69", "time": "abc"}, "time", "comma-separated seconds"),
+        ({"point": "49.4,8.69", "time": "nan"}, "time", "comma-separated seconds"),
+        ({"point": "49.4,8.69", "time": "300,300"}, "time", "each value at most once"),
+        ({"point": "49.4,8.69", "distance": "100001"}, "distance", "at most 100000"),
+        ({"point": "49.4,8.69", "time": "300", "vehicle": "plane"}, "vehicle", ""),
+    ],
+)
+def test_bad_parameters_are_named(heidelberg: BenchMap, params: dict[str, str], parameter: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_isochrone(params, heidelberg.registry)
+    assert caught.value.violations[0].parameter == parameter and message in caught.value.violations[0].message
+
+
+def test_a_provider_without_isochrones_says_so(heidelberg: BenchMap) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse_isochrone({"point": "49.4,8.69", "time": "300", "provider": "osrm"}, heidelberg.registry)
+    assert caught.value.violations[0].parameter == "provider" and "computes no isochrones" in caught.value.detail
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+
+
+async def test_isochrone_over_http(client: Client) -> None:
+    response = await client.get("/v1/isochrone?point=49.4095,8.6936&time=300,600&vehicle=bicycle")
+    body = await response.json()
+    assert response.status == 200, body
+    assert body["type"] == "FeatureCollection" and body["provider"] == "graph" and body["vehicle"] == "bicycle"
+    assert [f["properties"] for f in body["features"]] == [{"time": 300, "unit": "s"}, {"time": 600, "unit": "s"}]
+    assert all(f["geometry"]["type"] in ("Polygon", "MultiPolygon") for f in body["features"])
+    response = await client.get("/v1/isochrone?point=49.4095,8.6936", headers=PROBLEM)
+    assert response.status == 400 and (await response.json())["detail"].startswith("time: ")
