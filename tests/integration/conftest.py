@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +112,27 @@ async def login(http: aiohttp.ClientSession, stack: Stack, user: str, password: 
         assert resp.status == 200, body
         token: str = body["token"]
         return token
+
+
+Caller = Callable[..., Awaitable[tuple[int, Any]]]
+
+
+@pytest.fixture(scope="module")
+def api_token(full_platform: Stack) -> str:
+    return user_token(full_platform)
+
+
+@pytest.fixture
+async def api(full_platform: Stack, api_token: str, http: aiohttp.ClientSession) -> Caller:
+    """`await api(method, path, body=None, headers=None, auth=True)` on the full platform:
+    (status, JSON body); a dict body goes as JSON, bytes or text as they are."""
+
+    async def call(
+        method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, auth: bool = True
+    ) -> tuple[int, Any]:
+        sent = {**PROBLEM, **(headers or {}), **({"Authorization": f"Bearer {api_token}"} if auth else {})}
+        kwargs: dict[str, Any] = {"json": body} if isinstance(body, dict | list) else {"data": body}
+        async with http.request(method, full_platform.base_url + path, headers=sent, **kwargs) as resp:
+            return resp.status, await resp.json(content_type=None)
+
+    return call

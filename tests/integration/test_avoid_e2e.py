@@ -7,37 +7,20 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 import orjson
 import pytest
 import shapely
 
-from launcher.stack import Stack
-from tests.integration.conftest import LEGACY, PROBLEM, user_token
+from tests.integration.conftest import LEGACY, PROBLEM, Caller
 from tests.integration.test_optimize_e2e import STOPS
 from tests.integration.test_route_e2e import CASINO, STADIUM, route_path
 from tests.route_service.test_avoid_areas import box_around
 
 
-@pytest.fixture(scope="module")
-def token(full_platform: Stack) -> str:
-    return user_token(full_platform)
-
-
 @pytest.fixture
-async def call(full_platform: Stack, token: str, http: aiohttp.ClientSession) -> Any:
-    async def send(method: str, path: str, body: Any = None, accept: dict[str, str] = PROBLEM) -> tuple[int, Any]:
-        headers = {**accept, "Authorization": f"Bearer {token}"}
-        async with http.request(method, full_platform.base_url + path, json=body, headers=headers) as resp:
-            return resp.status, await resp.json(content_type=None)
-
-    return send
-
-
-@pytest.fixture
-async def area(call: Any) -> dict[str, Any]:
+async def area(api: Caller) -> dict[str, Any]:
     """A box of 80 m across the middle of the casino → stadium route."""
-    status, body = await call("GET", route_path(CASINO, STADIUM, "&provider=graph&steps=false"))
+    status, body = await api("GET", route_path(CASINO, STADIUM, "&provider=graph&steps=false"))
     assert status == 200, body
     path = body["routes"][0]["geometry"]["coordinates"]
     lon, lat = path[len(path) // 2]
@@ -48,29 +31,29 @@ def encoded(area: dict[str, Any]) -> str:
     return quote(orjson.dumps(area).decode(), safe="")
 
 
-async def test_route_and_matrix_keep_out_of_the_area(call: Any, area: dict[str, Any]) -> None:
-    status, body = await call("GET", route_path(CASINO, STADIUM, f"&steps=false&avoid={encoded(area)}"))
+async def test_route_and_matrix_keep_out_of_the_area(api: Caller, area: dict[str, Any]) -> None:
+    status, body = await api("GET", route_path(CASINO, STADIUM, f"&steps=false&avoid={encoded(area)}"))
     assert status == 200, body
     route = body["routes"][0]
     assert body["provider"] == "graph"
     assert not shapely.LineString(route["geometry"]["coordinates"]).intersects(shapely.Polygon(area["coordinates"][0]))
     points = [dict(zip(("lat", "lon"), map(float, p.split(",")), strict=True)) for p in (CASINO, STADIUM)]
-    status, matrix = await call("POST", "/v1/matrix", {"sources": points, "avoid": area})
+    status, matrix = await api("POST", "/v1/matrix", {"sources": points, "avoid": area})
     assert status == 200, matrix
     assert matrix["durations"][0][1] == pytest.approx(route["duration"], abs=0.2)
 
 
-async def test_optimized_tour_keeps_out_of_the_area(call: Any, area: dict[str, Any]) -> None:
-    status, body = await call("POST", f"/v1/optimize/stops?avoid={encoded(area)}", STOPS)
+async def test_optimized_tour_keeps_out_of_the_area(api: Caller, area: dict[str, Any]) -> None:
+    status, body = await api("POST", f"/v1/optimize/stops?avoid={encoded(area)}", STOPS)
     assert status == 200, body
     assert not shapely.LineString(body["geometry"]["coordinates"]).intersects(shapely.Polygon(area["coordinates"][0]))
 
 
 @pytest.mark.parametrize("accept", [PROBLEM, LEGACY])
-async def test_a_stop_inside_the_area_is_named_in_both_formats(call: Any, accept: dict[str, str]) -> None:
+async def test_a_stop_inside_the_area_is_named_in_both_formats(api: Caller, accept: dict[str, str]) -> None:
     casino = STOPS[0]["coordinate"]
     around = box_around(casino["lon"], casino["lat"], 50.0)
-    status, body = await call("POST", f"/v1/optimize/stops?avoid={encoded(around)}", STOPS, accept=accept)
+    status, body = await api("POST", f"/v1/optimize/stops?avoid={encoded(around)}", STOPS, headers=accept)
     assert status == 400, body
     if accept is LEGACY:
         assert [d["message"].split(":")[0] for d in body["details"]] == ["stops[0]"]
@@ -78,13 +61,13 @@ async def test_a_stop_inside_the_area_is_named_in_both_formats(call: Any, accept
         assert body["detail"].startswith("stops[0]: lies inside an area to avoid")
 
 
-async def test_a_malformed_area_is_named_on_every_operation(call: Any) -> None:
+async def test_a_malformed_area_is_named_on_every_operation(api: Caller) -> None:
     broken = {"type": "Polygon", "coordinates": [[[7.42, 43.73], [7.43, 43.73], [7.43, 43.74]]]}
-    status, body = await call("GET", route_path(CASINO, STADIUM, f"&avoid={encoded(broken)}"))
+    status, body = await api("GET", route_path(CASINO, STADIUM, f"&avoid={encoded(broken)}"))
     assert status == 400 and body["detail"].startswith("avoid.coordinates[0]: a ring needs at least 4 positions")
-    status, body = await call("POST", "/v1/matrix", {"sources": [{"lat": 43.7393, "lon": 7.4279}], "avoid": broken})
+    status, body = await api("POST", "/v1/matrix", {"sources": [{"lat": 43.7393, "lon": 7.4279}], "avoid": broken})
     assert status == 400 and body["detail"].startswith("avoid.coordinates[0]:")
-    status, body = await call("POST", f"/v1/optimize/stops?avoid={encoded(broken)}", STOPS)
+    status, body = await api("POST", f"/v1/optimize/stops?avoid={encoded(broken)}", STOPS)
     assert status == 400 and body["detail"].startswith("avoid.coordinates[0]:")
-    status, body = await call("GET", route_path(CASINO, STADIUM, "&avoid=%7Bnot%20json"))
+    status, body = await api("GET", route_path(CASINO, STADIUM, "&avoid=%7Bnot%20json"))
     assert status == 400 and "GeoJSON" in body["detail"]

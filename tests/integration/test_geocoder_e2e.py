@@ -73,14 +73,17 @@ async def test_autocomplete_through_the_gateway(geo_platform: Stack, http: aioht
         body = await resp.json()
     assert body["provider"] == "osm" and 1 <= len(body["results"]) <= 3
     assert body["results"][0]["label"] == "Marienplatz, 80331 München"
-    async with http.get(f"{geo_platform.base_url}/v1/geocoder/autocomplete?text=Tal&focus=91,0", headers=headers) as resp:
+    async with http.get(
+        f"{geo_platform.base_url}/v1/geocoder/autocomplete?text=Tal&focus=91,0", headers=headers
+    ) as resp:
         assert resp.status == 400
         problem = await resp.json(content_type=None)
     assert problem["type"] == "/problems/general/invalid-parameter/" and problem["detail"].startswith("focus: ")
 
 
 @pytest.mark.parametrize(
-    "path", ["/v1/geocoder?address=Tal%204", "/v1/geocoder/reverse?lat=48.1&lon=11.5", "/v1/geocoder/autocomplete?text=Tal"]
+    "path",
+    ["/v1/geocoder?address=Tal%204", "/v1/geocoder/reverse?lat=48.1&lon=11.5", "/v1/geocoder/autocomplete?text=Tal"],
 )
 async def test_without_a_token_the_geocoder_is_401(geo_platform: Stack, http: aiohttp.ClientSession, path: str) -> None:
     async with http.get(f"{geo_platform.base_url}{path}", headers=PROBLEM) as resp:

@@ -21,7 +21,9 @@ NOBODY = {"user": "nobody@example.com", "password": "not the password"}
 CASINO, PALAIS = {"lat": 43.7394, "lon": 7.4276}, {"lat": 43.7312, "lon": 7.4198}
 
 
-async def call(http: aiohttp.ClientSession, method: str, url: str, headers: dict[str, str], **kwargs: Any) -> tuple[int, str, Any]:
+async def call(
+    http: aiohttp.ClientSession, method: str, url: str, headers: dict[str, str], **kwargs: Any
+) -> tuple[int, str, Any]:
     async with http.request(method, url, headers=headers, **kwargs) as resp:
         return resp.status, resp.content_type, await resp.json(content_type=None)
 
@@ -32,7 +34,9 @@ async def test_a_direct_call_without_the_secret_is_refused_and_the_gateway_call_
     direct = platform.url("auth_service") + "/v1/authenticate"
     status, content_type, body = await call(http, "POST", direct, PROBLEM, json=NOBODY)
     assert (status, content_type, body["type"]) == (401, "application/problem+json", REFUSED_TYPE)
-    status, content_type, body = await call(http, "POST", direct, {**LEGACY, INTERNAL_TOKEN_HEADER: "guess"}, json=NOBODY)
+    status, content_type, body = await call(
+        http, "POST", direct, {**LEGACY, INTERNAL_TOKEN_HEADER: "guess"}, json=NOBODY
+    )
     assert (status, content_type, body["details"][0]["code"]) == (401, "application/json", REFUSED_CODE)
     # The same call through the gateway reaches the auth service, which judges the password.
     status, _, body = await call(http, "POST", platform.base_url + "/v1/authenticate", LEGACY, json=NOBODY)
@@ -53,17 +57,23 @@ async def test_health_stays_open_and_metrics_is_internal(platform: Stack, http: 
         assert "http_requests_total" in await resp.text()
 
 
-async def test_the_gateway_loaded_the_signing_keys_through_the_check(platform: Stack, http: aiohttp.ClientSession) -> None:
+async def test_the_gateway_loaded_the_signing_keys_through_the_check(
+    platform: Stack, http: aiohttp.ClientSession
+) -> None:
     token = user_token(platform)
     # Verified with the auth service's keys; the routing service is not deployed here, so 503.
-    status, _, body = await call(http, "GET", platform.base_url + "/v1/route?from=1,1&to=1,1", {"Authorization": f"Bearer {token}"})
+    status, _, body = await call(
+        http, "GET", platform.base_url + "/v1/route?from=1,1&to=1,1", {"Authorization": f"Bearer {token}"}
+    )
     assert status == 503, body
 
 
 async def test_refusals_are_not_logged_as_errors(platform: Stack, http: aiohttp.ClientSession) -> None:
     request_id = f"refused-{uuid.uuid4().hex}"
     for path in ("/v1/authenticate", "/internal/anything", "/metrics"):
-        async with http.post(platform.url("auth_service") + path, json={}, headers={"X-Request-ID": request_id}) as resp:
+        async with http.post(
+            platform.url("auth_service") + path, json={}, headers={"X-Request-ID": request_id}
+        ) as resp:
             assert resp.status == 401
             assert resp.headers["X-Request-ID"] == request_id
     log_lines = (platform.log_dir / "auth_service.log").read_text().splitlines()

@@ -32,12 +32,16 @@ def token(optimize_stack: Stack) -> str:
     return user_token(optimize_stack)
 
 
-async def post(http: aiohttp.ClientSession, stack: Stack, body: Any, headers: dict[str, str], query: str = "") -> tuple[int, Any]:
+async def post(
+    http: aiohttp.ClientSession, stack: Stack, body: Any, headers: dict[str, str], query: str = ""
+) -> tuple[int, Any]:
     async with http.post(f"{stack.base_url}{URL}{query}", json=body, headers=headers) as resp:
         return resp.status, await resp.json(content_type=None)
 
 
-async def test_optimized_tour_through_the_gateway(optimize_stack: Stack, http: aiohttp.ClientSession, token: str) -> None:
+async def test_optimized_tour_through_the_gateway(
+    optimize_stack: Stack, http: aiohttp.ClientSession, token: str
+) -> None:
     headers = {"Authorization": f"Bearer {token}", **PROBLEM}
     status, body = await post(http, optimize_stack, STOPS, headers, "?startTime=2025-07-01T23:45:00-08:00")
     assert status == 200, body
@@ -63,7 +67,10 @@ async def test_errors_through_the_gateway(optimize_stack: Stack, http: aiohttp.C
     far = [*STOPS, {"name": "Oslo", "coordinate": {"lat": 59.91, "lon": 10.75}}]
     status, legacy = await post(http, optimize_stack, far, {**auth, **LEGACY})
     assert status == 413 and legacy["details"][0]["code"] == "OPTIMIZE_ERROR_DIAMETER_TOO_LARGE"
-    bad = [{"name": "x", "coordinate": {"lat": 100, "lon": "7"}}, {"name": "y", "coordinate": {"lat": 43.7, "lon": 7.4}, "start": 1}]
+    bad = [
+        {"name": "x", "coordinate": {"lat": 100, "lon": "7"}},
+        {"name": "y", "coordinate": {"lat": 43.7, "lon": 7.4}, "start": 1},
+    ]
     status, problem = await post(http, optimize_stack, bad, {**auth, **PROBLEM}, "?startTime=2025-07-01T08:00:00")
     assert status == 400 and problem["type"] == "/problems/general/invalid-parameter/"
     assert problem["detail"].split("; ") == [
@@ -72,7 +79,9 @@ async def test_errors_through_the_gateway(optimize_stack: Stack, http: aiohttp.C
         "stops[1].start: must be true or false, got 1",
         "startTime: needs a UTC offset (e.g. 2025-03-01T08:00:00+01:00 or ...Z), got '2025-07-01T08:00:00'",
     ]
-    async with http.post(f"{optimize_stack.base_url}{URL}", data="x", headers={**auth, **LEGACY, "Content-Type": "text/plain"}) as resp:
+    async with http.post(
+        f"{optimize_stack.base_url}{URL}", data="x", headers={**auth, **LEGACY, "Content-Type": "text/plain"}
+    ) as resp:
         assert resp.status == 415
     status, _ = await post(http, optimize_stack, STOPS, PROBLEM)
     assert status == 401

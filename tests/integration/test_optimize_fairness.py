@@ -22,7 +22,9 @@ URL = "/v1/optimize/stops"
 SMALL_LIMIT_S = 1.5  # the goal for a 20-stop request while large ones run (0.55 s alone)
 
 
-async def optimize(http: aiohttp.ClientSession, stack: Stack, token: str, points: list[dict[str, float]], query: str = "") -> tuple[int, float, Any]:
+async def optimize(
+    http: aiohttp.ClientSession, stack: Stack, token: str, points: list[dict[str, float]], query: str = ""
+) -> tuple[int, float, Any]:
     stops = [{"name": f"stop {i}", "coordinate": point} for i, point in enumerate(points)]
     started = time.perf_counter()
     headers = {"Authorization": f"Bearer {token}", **PROBLEM}
@@ -32,7 +34,9 @@ async def optimize(http: aiohttp.ClientSession, stack: Stack, token: str, points
 
 
 @pytest.mark.timeout(120)
-async def test_a_small_request_is_answered_while_large_ones_run(full_platform: Stack, http: aiohttp.ClientSession) -> None:
+async def test_a_small_request_is_answered_while_large_ones_run(
+    full_platform: Stack, http: aiohttp.ClientSession
+) -> None:
     token = user_token(full_platform)
     points = await monaco_road_points(http, full_platform.url("route_service"), 620, full_platform.internal_headers())
     small = points[600:620]

@@ -20,7 +20,9 @@ KEPT_LIMIT_MIB = 30.0  # above idle, afterwards (OSRM keeps its search heaps: ~1
 
 
 @pytest.mark.timeout(120)
-async def test_a_1000_stop_matrix_costs_little_memory_and_gives_it_back(full_platform: Stack, http: aiohttp.ClientSession) -> None:
+async def test_a_1000_stop_matrix_costs_little_memory_and_gives_it_back(
+    full_platform: Stack, http: aiohttp.ClientSession
+) -> None:
     route_url = full_platform.url("route_service")
     points = await monaco_road_points(http, route_url, 1000, full_platform.internal_headers())
     await asyncio.sleep(0.5)
@@ -31,7 +33,9 @@ async def test_a_1000_stop_matrix_costs_little_memory_and_gives_it_back(full_pla
         reset_peak(pid)
     body = {"sources": points, "destinations": points, "annotations": ["duration"]}
     for round_ in range(2):
-        async with http.post(f"{route_url}/internal/matrix", json=body, headers=full_platform.internal_headers()) as resp:
+        async with http.post(
+            f"{route_url}/internal/matrix", json=body, headers=full_platform.internal_headers()
+        ) as resp:
             assert resp.status == 200
             answer = await resp.json()
         assert len(answer["durations"]) == 1000 and "distances" not in answer
