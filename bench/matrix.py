@@ -85,7 +85,7 @@ async def end_to_end(base_url: str, token: str, points: list[LatLon]) -> dict[tu
 
 async def token_for(base_url: str, account: Account) -> str:
     async with aiohttp.ClientSession() as session:
-        credentials = {"email": account.email, "password": account.password}
+        credentials = {"user": account.email, "password": account.password}
         async with session.post(base_url + "/v1/authenticate", json=credentials) as resp:
             return str((await resp.json())["token"])
 

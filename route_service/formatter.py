@@ -257,7 +257,7 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
     larger area contains the smaller ones."""
     unit = "s" if query.metric == "time" else "m"
     features = [
-        {"type": "Feature", "geometry": area, "properties": {query.metric: value, "unit": unit}}
+        {"type": "Feature", "geometry": area, "properties": {query.metric: plain(value), "unit": unit}}
         for value, area in zip(query.limits, result.areas, strict=True)
     ]
     return {
@@ -271,3 +271,8 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
         "dataset": dataset,
         "attribution": ATTRIBUTION,
     }
+
+
+def plain(value: float) -> int | float:
+    """A limit as the caller wrote it: 300, not 300.0."""
+    return int(value) if value.is_integer() else value

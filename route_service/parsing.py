@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
-from common.errors import InvalidParameter, MatrixTooLarge, ParameterErrors
+from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
 from common.params import number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
@@ -322,6 +322,8 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
     metric, limits = parse_limits(params, errors)
     name = parse_provider(params, errors)
     provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone")
+    if provider.isochrone is None and name is None:  # no provider of this map has the capability
+        raise DatasetNotReady("isochrones are unavailable: the road graph of this map is not loaded")
     if provider.isochrone is None:
         raise InvalidParameter(f"the {provider.name} provider computes no isochrones", parameter="provider")
     assert point is not None  # errors would have raised
