@@ -5,8 +5,10 @@ PY := $(VENV)/bin/python
 # Packages that exist so far: mypy checks each of them.
 PACKAGES := $(wildcard common gateway auth_service geo_service route_service optimize_service launcher bench tests)
 STAMP := $(VENV)/.installed
+# The browser code of /docs and /map (gateway/vendor.py), vendored at install time, git-ignored.
+VENDOR_STAMP := gateway/static/vendor/.installed
 
-.PHONY: up test install lint unit integration bench fuzz import clean help
+.PHONY: up test install lint unit integration bench fuzz import clean help vendor browser
 
 help:
 	@echo "make up     - install, import the default map and start the platform on 127.0.0.1:8080"
@@ -14,13 +16,26 @@ help:
 	@echo "make bench  - run the benchmarks and write bench/RESULTS.md"
 	@echo "make fuzz   - start the platform and fuzz its OpenAPI spec with schemathesis (bounded, ~2 min)"
 
-install: $(STAMP)
+install: $(STAMP) $(VENDOR_STAMP)
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@python_cmd="$$(scripts/find-python.sh)" || exit 1; \
 	  if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$python_cmd"; $$python_cmd -m venv $(VENV); fi
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $(STAMP)
+
+# Swagger UI (/docs) and Leaflet (/map): pinned npm tarballs fetched with Python's urllib from
+# the npm registry (NPM_REGISTRY), checked against their pinned sha512; no node or npm needed.
+$(VENDOR_STAMP): gateway/vendor.py | $(STAMP)
+	$(PY) -m gateway.vendor
+	@touch $(VENDOR_STAMP)
+
+vendor: $(VENDOR_STAMP)
+
+# Headless Chromium and chromedriver from Debian for the browser tests (skipped, saying why,
+# when they cannot be installed).
+browser:
+	@scripts/install-chromium.sh
 
 up: install
 	$(PY) -m launcher up
@@ -29,13 +44,13 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(PACKAGES)
 
-test: install lint
+test: install lint browser
 	$(PY) -m pytest
 
 unit: install
 	$(PY) -m pytest --ignore=tests/integration
 
-integration: install
+integration: install browser
 	$(PY) -m pytest tests/integration
 
 bench: install

@@ -314,6 +314,15 @@ class NoRouteFound(ApiError):
     code = "ROUTE_ERROR_NO_ROUTE"
 
 
+class TraceTooLong(PayloadTooLarge):
+    """More GPS points than one /v1/match request takes. Defined here, not in the route
+    service, so the gateway's error catalogue (/v1/openapi.json `x-errors`) lists it."""
+
+    type = "/problems/route/trace-too-long"
+    title = "The trace has too many points"
+    code = "ROUTE_ERROR_TRACE_TOO_LONG"
+
+
 class MatrixTooLarge(ApiError):
     """More cells (sources x destinations) than the caller's tier may ask in one matrix."""
 

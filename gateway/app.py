@@ -9,7 +9,7 @@ from aiohttp import web
 
 from common.client import ServiceClient
 from common.service import REDIS_KEY, base_app
-from gateway import docs, handlers
+from gateway import docs, handlers, webpages
 from gateway.config import GatewayConfig
 from gateway.cors import CORS_KEY, CorsPolicy, add_cors_headers
 from gateway.jwks import JWKS_TIMEOUT_SECONDS, JwksRefresher, jwks_credential
@@ -56,5 +56,6 @@ def create_app(config: GatewayConfig) -> web.Application:
     app.router.add_get("/v1/openapi.json", docs.openapi_json)
     app.router.add_get("/openapi.json", docs.openapi_json)
     app.router.add_get("/docs", docs.docs_page)
+    webpages.add_routes(app, config)  # /map and /static/…
     app.router.add_route("*", "/{tail:.*}", handlers.proxy)
     return app

@@ -18,6 +18,10 @@ UPSTREAM_ENV = {
 DEFAULT_RATE_LIMITS = "anonymous=5/20,demo=2/10,standard=50/100,unlimited=0/0"
 # Web pages of any origin may call the API with a token (gateway.cors says why that is safe).
 DEFAULT_CORS_ORIGINS = "*"
+# The /map demo page's background tiles: an XYZ URL template (`{z}`, `{x}`, `{y}`, optionally
+# `{s}` and `{r}`); empty: no background, the page draws the data's outline and answers alone.
+DEFAULT_MAP_TILE_URL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+DEFAULT_MAP_TILE_ATTRIBUTION = "© OpenStreetMap contributors"
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class GatewayConfig(BaseConfig):
     # The detour upload is the largest body; services enforce their own, smaller limits.
     max_body_bytes: int = 16 << 20
     cors_allowed_origins: tuple[str, ...] = (DEFAULT_CORS_ORIGINS,)
+    map_tile_url: str = DEFAULT_MAP_TILE_URL
+    map_tile_attribution: str = DEFAULT_MAP_TILE_ATTRIBUTION
 
     @classmethod
     def from_env(cls, service: str = "gateway", **overrides: Any) -> Self:
@@ -82,6 +88,8 @@ class GatewayConfig(BaseConfig):
             "upstream_timeout_seconds": env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
             "max_body_bytes": env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
             "cors_allowed_origins": parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
+            "map_tile_url": env_str("MAP_TILE_URL", DEFAULT_MAP_TILE_URL).strip(),
+            "map_tile_attribution": env_str("MAP_TILE_ATTRIBUTION", DEFAULT_MAP_TILE_ATTRIBUTION),
         }
         values.update(overrides)
         return super().from_env(service, **values)

@@ -13,8 +13,11 @@ from aiohttp import web
 
 from common.errors import ApiError, UpstreamError, all_error_classes
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
+from gateway.vendor import SWAGGER_UI
+from gateway.webpages import page_headers
 
 SPEC_PATH = Path(__file__).with_name("openapi.yaml")
+EXAMPLES_PATH = Path(__file__).with_name("openapi-examples.json")
 
 
 def error_catalog() -> list[dict[str, Any]]:
@@ -34,11 +37,23 @@ def write_vocabulary(spec: dict[str, Any]) -> None:
     parameters["type"]["schema"].update(enum=list(ROUTE_TYPES), default=DEFAULT_ROUTE_TYPE)
 
 
+def write_example_answers(spec: dict[str, Any]) -> None:
+    """The 200 answers the platform gave to the spec's example requests (gateway.spec_examples)."""
+    answers = orjson.loads(EXAMPLES_PATH.read_bytes()) if EXAMPLES_PATH.is_file() else {}
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            answer = answers.get(f"{method.upper()} {path}")
+            media = operation["responses"].get("200", {}).get("content", {}).get("application/json")
+            if answer is not None and media is not None:
+                media["example"] = answer
+
+
 @cache
 def openapi_spec() -> dict[str, Any]:
     spec: dict[str, Any] = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
     spec["x-errors"] = error_catalog()
     write_vocabulary(spec)
+    write_example_answers(spec)
     return spec
 
 
@@ -64,9 +79,30 @@ def parameter(spec: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     return {**shared, **{key: value for key, value in item.items() if key != "$ref"}}
 
 
+def schema_facts(schema: dict[str, Any]) -> str:
+    """A parameter's type, allowed values, default and limits, in a few words."""
+    facts = [str(schema.get("type", "string"))]
+    if "enum" in schema:
+        facts.append("one of " + ", ".join(map(str, schema["enum"])))
+    for key, word in (
+        ("minimum", "≥"),
+        ("exclusiveMinimum", ">"),
+        ("maximum", "≤"),
+        ("minLength", "length ≥"),
+        ("maxLength", "length ≤"),
+        ("pattern", "pattern"),
+    ):
+        if key in schema:
+            facts.append(f"{word} {schema[key]}")
+    if "default" in schema:
+        facts.append(f"default {schema['default']}")
+    return "; ".join(facts)
+
+
 def _operation_html(spec: dict[str, Any], path: str, method: str, operation: dict[str, Any]) -> str:
     params = "".join(
-        f"<li><code>{html.escape(p.get('name', ''))}</code> {html.escape(p.get('description', ''))}</li>"
+        f"<li><code>{html.escape(p.get('name', ''))}</code> ({html.escape(schema_facts(p.get('schema', {})))}) "
+        f"{html.escape(p.get('description', ''))}</li>"
         for p in (parameter(spec, item) for item in operation.get("parameters", []))
         if "name" in p
     )
@@ -78,28 +114,68 @@ def _operation_html(spec: dict[str, Any], path: str, method: str, operation: dic
     )
 
 
-@cache
-def docs_html() -> str:
-    spec = openapi_spec()
-    operations = "".join(
+def reference_html(spec: dict[str, Any]) -> str:
+    """Every operation as plain HTML: the page's content without JavaScript."""
+    return "".join(
         _operation_html(spec, path, method, op) for path, item in spec["paths"].items() for method, op in item.items()
     )
-    errors = "".join(
-        f"<tr><td>{e['status']}</td><td><code>{e['type']}</code></td><td><code>{e['code']}</code></td>"
-        f"<td>{html.escape(e['title'])}</td></tr>"
+
+
+def errors_html(spec: dict[str, Any]) -> str:
+    """The error catalogue (`x-errors`), one row per legacy code, each row a link target."""
+    rows = "".join(
+        f"<tr id='error-{html.escape(e['code'])}'><td>{e['status']}</td><td><code>{html.escape(e['type'])}</code></td>"
+        f"<td><code>{html.escape(e['code'])}</code></td><td>{html.escape(e['title'])}</td></tr>"
         for e in spec["x-errors"]
     )
-    description = html.escape(spec["info"]["description"]).replace("\n\n", "</p><p>")
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Routing and Geocoding API</title>"
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}td{padding:.2em .6em}</style></head><body>"
-        f"<h1>{html.escape(spec['info']['title'])}</h1><p>{description}</p>"
-        "<p>The machine-readable spec: <a href='/v1/openapi.json'>/v1/openapi.json</a> (OpenAPI 3.1).</p>"
-        f"<h2>Operations</h2>{operations}"
-        f"<h2>Errors</h2><table><tr><th>Status</th><th>Problem type</th><th>Legacy code</th><th>Title</th></tr>{errors}</table>"
-        "</body></html>"
+        "<section id='errors' class='errors'><h2>Errors</h2>"
+        "<p>Every error of the API: its HTTP status, its problem type (problem detail, "
+        "<code>application/problem+json</code>) and its legacy code (<code>Accept: application/json</code>). "
+        "The same list is the spec's <code>x-errors</code>.</p>"
+        "<table><thead><tr><th>Status</th><th>Problem type</th><th>Legacy code</th><th>Title</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></section>"
     )
+
+
+@cache
+def _docs_html(interactive: bool) -> str:
+    """Swagger UI (vendored, gateway.vendor) draws the reference from /v1/openapi.json with
+    try-it and token entry; the error catalogue follows it. Without JavaScript, or before the
+    renderer is installed, the plain reference shows instead."""
+    spec = openapi_spec()
+    title = html.escape(spec["info"]["title"])
+    reference = reference_html(spec)
+    head = (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
+    )
+    links = (
+        "<p class='links'>The machine-readable spec: <a href='/v1/openapi.json'>/v1/openapi.json</a> "
+        "(OpenAPI 3.1) · <a href='#errors'>every error</a> · the demo map: <a href='/map'>/map</a></p>"
+    )
+    if not interactive:
+        description = html.escape(spec["info"]["description"]).replace("\n\n", "</p><p>")
+        return (
+            f"{head}<link rel='stylesheet' href='/static/docs.css'></head><body class='plain'>"
+            f"<h1>{title}</h1>{links}<p>{description}</p><h2>Operations</h2>{reference}"
+            f"{errors_html(spec)}</body></html>"
+        )
+    return (
+        f"{head}<link rel='stylesheet' href='/static/vendor/swagger-ui-dist/swagger-ui.css'>"
+        "<link rel='stylesheet' href='/static/docs.css'></head><body>"
+        f"<header class='docs-header'><h1>{title}</h1>{links}</header>"
+        "<main id='swagger-ui'></main>"
+        f"<noscript><h2>Operations</h2>{reference}</noscript>"
+        f"{errors_html(spec)}"
+        "<script src='/static/vendor/swagger-ui-dist/swagger-ui-bundle.js'></script>"
+        "<script src='/static/docs.js'></script></body></html>"
+    )
+
+
+def docs_html() -> str:
+    return _docs_html(SWAGGER_UI.installed())
 
 
 async def docs_page(request: web.Request) -> web.Response:
-    return web.Response(text=docs_html(), content_type="text/html", headers=DOCS_CACHE_CONTROL)
+    return web.Response(text=docs_html(), content_type="text/html", headers=page_headers())

@@ -92,7 +92,7 @@ def demo_credentials() -> tuple[str, str | None]:
 
 def print_welcome(stack: Stack) -> None:
     base = stack.base_url
-    print(f"\nThe platform is up: {base}  (docs: {base}/docs, spec: {base}/v1/openapi.json)")
+    print(f"\nThe platform is up: {base}  (docs: {base}/docs, map: {base}/map, spec: {base}/v1/openapi.json)")
     print(f"Logs: {stack.log_dir}")
     if "auth_service" in stack.services:
         email, password = demo_credentials()

@@ -18,19 +18,13 @@ from xml.etree.ElementTree import ParseError
 import defusedxml.ElementTree
 from defusedxml import DefusedXmlException
 
-from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge
+from common.errors import MalformedBody, ParameterErrors, TraceTooLong
 from common.geo import LatLon
 from common.params import number_or_nan
 
 MAX_TRACE_POINTS = 10_000
 MIN_TRACE_POINTS = 2
 GPX_MEDIA_TYPES = frozenset({"application/gpx+xml", "application/xml", "text/xml"})
-
-
-class TraceTooLong(PayloadTooLarge):
-    type = "/problems/route/trace-too-long"
-    title = "The trace has too many points"
-    code = "ROUTE_ERROR_TRACE_TOO_LONG"
 
 
 # The GPS error OSRM is told to expect, unless the trace says (`gpsAccuracy`): 20 m matched

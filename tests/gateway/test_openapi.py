@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from functools import partial
 from typing import Any
 
@@ -84,3 +86,14 @@ async def test_spec_and_docs_are_served_without_a_token(aiohttp_client: Any) -> 
     assert docs.status == 200
     html = await docs.text()
     assert "GET /v1/route" in html and "OPTIMIZE_ERROR_DIAMETER_TOO_LARGE" in html
+
+
+def test_every_error_type_lives_in_the_shared_library() -> None:
+    """The gateway's catalogue sees only the error types its own process imports: one defined
+    in a service module would be missing from the live /v1/openapi.json."""
+    for package in ("auth_service", "geo_service", "route_service", "optimize_service", "gateway"):
+        for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
+    outside = [cls.__qualname__ for cls in all_error_classes() if cls.__module__ != "common.errors"]
+    assert outside == [], "define error types in common/errors.py"

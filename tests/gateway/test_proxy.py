@@ -173,7 +173,9 @@ async def test_service_not_deployed_is_503(gateway: TestClient, key: TestKey) ->
 
 
 async def test_upstream_crash_without_our_format_is_502(gateway: TestClient, key: TestKey) -> None:
-    resp = await gateway.get("/v1/geocoder/reverse?lat=1&lon=2", headers={"Authorization": f"Bearer {key.token()}", **LEGACY})
+    resp = await gateway.get(
+        "/v1/geocoder/reverse?lat=1&lon=2", headers={"Authorization": f"Bearer {key.token()}", **LEGACY}
+    )
     assert resp.status == 502
     assert "boom" not in await resp.text()
 

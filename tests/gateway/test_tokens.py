@@ -126,7 +126,9 @@ def test_bearer_scheme_is_case_insensitive() -> None:
     assert bearer_token("bearer abc.def.ghi") == "abc.def.ghi"
 
 
-@pytest.mark.parametrize("raw", [b"Bearer \xff\xfe\x80", b"Bearer abc.\xc3\xa9t\xc3\xa9.def", b"Bearer abc\x7f.def.ghi"])
+@pytest.mark.parametrize(
+    "raw", [b"Bearer \xff\xfe\x80", b"Bearer abc.\xc3\xa9t\xc3\xa9.def", b"Bearer abc\x7f.def.ghi"]
+)
 def test_a_token_of_other_than_printable_ascii_is_refused_before_the_jwt_library(
     raw: bytes, verifier: TokenVerifier
 ) -> None:

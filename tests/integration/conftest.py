@@ -24,6 +24,8 @@ TEST_ENV = {
     "ARGON2_PARALLELISM": "1",
     "RATE_LIMITS": "anonymous=1000/1000,demo=2/5,standard=1000/1000,unlimited=0/0",
     "LOG_LEVEL": "INFO",
+    # /map's background tiles from a port nothing listens on: the page must draw without them.
+    "MAP_TILE_URL": "http://127.0.0.1:9/{z}/{x}/{y}.png",
 }
 LEGACY = {"Accept": "application/json"}
 PROBLEM = {"Accept": "application/json, application/problem+json"}

@@ -1,0 +1,574 @@
+// The /map demo page: the public API called from the browser with Leaflet (vendored by
+// gateway/vendor.py) drawing the answers. Plain JavaScript, no build step. The token is held in
+// a variable of this closure only: never written to storage, cookies or the URL.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const ROUTE_COLOURS = ["#1565c0", "#7b8794", "#9aa5b1"];
+  const ISOCHRONE_COLOURS = ["#2e7d32", "#f9a825", "#ef6c00", "#c62828"];
+
+  let token = null;
+  const capabilities = { alternatives: true, matrix: false, isochrone: false };
+  const state = { from: null, to: null, routes: [], stops: [], coverageBounds: null, tourPositions: null };
+
+  class ApiFailure extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  // ---- the map ----------------------------------------------------------------------------
+  const map = L.map("map", { worldCopyJump: true }).setView([30, 10], 2);
+  window.demoMap = map; // for tests and the console: it holds no token
+  const tileUrl = document.body.dataset.tileUrl || "";
+  if (tileUrl) {
+    const tiles = L.tileLayer(tileUrl, {
+      maxZoom: 19,
+      attribution: escapeHtml(document.body.dataset.tileAttribution || ""),
+    });
+    let warned = false;
+    tiles.on("tileerror", () => {
+      if (!warned) {
+        warned = true;
+        $("tiles-note").hidden = false;
+      }
+    });
+    tiles.addTo(map);
+  }
+  const layers = {};
+  for (const name of ["coverage", "isochrone", "routes", "tour", "search", "ends", "stops"]) {
+    layers[name] = L.layerGroup().addTo(map);
+  }
+
+  // ---- small helpers ----------------------------------------------------------------------
+  function escapeHtml(text) {
+    const span = document.createElement("span");
+    span.textContent = text;
+    return span.innerHTML;
+  }
+  function element(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+  function button(text, onClick, className) {
+    const node = element("button", text, className);
+    node.type = "button";
+    node.addEventListener("click", onClick);
+    return node;
+  }
+  const round5 = (x) => Math.round(x * 1e5) / 1e5;
+  const latLon = (p) => `${p.lat},${p.lon}`;
+  const shown = (p) => `${p.lat.toFixed(5)}, ${p.lon.toFixed(5)}`;
+  const toLatLngs = (coordinates) => coordinates.map(([lon, lat]) => [lat, lon]);
+  function metres(m) {
+    return m >= 1000 ? `${(m / 1000).toFixed(m >= 10000 ? 0 : 1)} km` : `${Math.round(m)} m`;
+  }
+  function seconds(s) {
+    if (s < 60) return `${Math.round(s)} s`;
+    const minutes = Math.round(s / 60);
+    return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  }
+  function clockTime(iso) {
+    const match = /T(\d\d:\d\d)/.exec(iso || "");
+    return match ? match[1] : iso;
+  }
+  function status(text, kind) {
+    const node = $("status");
+    node.textContent = text;
+    node.className = kind || "";
+  }
+  const busy = (text) => status(text, "busy");
+  const notice = (text) => status(text, "notice");
+  function fail(error) {
+    status(error instanceof ApiFailure ? error.message : `Unexpected: ${error.message}`, "error");
+  }
+  function profile() {
+    return { vehicle: $("vehicle").value || undefined, type: $("route-type").value || undefined };
+  }
+  function mode() {
+    return document.querySelector("input[name=mode]:checked").value;
+  }
+
+  // ---- the API ----------------------------------------------------------------------------
+  async function api(method, path, { query, body } = {}) {
+    const url = new URL(path, window.location.origin);
+    for (const [key, value] of Object.entries(query || {})) {
+      if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, String(value));
+    }
+    // Problem detail for errors: `detail` names every faulty parameter.
+    const headers = { Accept: "application/json, application/problem+json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response;
+    try {
+      response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch (error) {
+      throw new ApiFailure(0, `The API cannot be reached (${error.message}).`);
+    }
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch (_) {
+      data = null;
+    }
+    if (!response.ok) {
+      let message = (data && (data.detail || data.title)) || `HTTP ${response.status}`;
+      if (response.status === 401) message += token ? " Sign in again." : "";
+      if (response.status === 429) message += ` Try again in ${response.headers.get("Retry-After") || "a few"} s.`;
+      const requestId = response.headers.get("X-Request-ID");
+      throw new ApiFailure(response.status, `${message}${requestId ? ` (request ${requestId})` : ""}`);
+    }
+    return data;
+  }
+
+  // ---- signing in and out -----------------------------------------------------------------
+  $("login-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    busy("Signing in…");
+    try {
+      const answer = await api("POST", "/v1/authenticate", {
+        body: { user: $("login-user").value.trim(), password: $("login-password").value },
+      });
+      $("login-password").value = "";
+      await startSession(answer.token, answer.expiresAt);
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  $("token-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const pasted = $("token-input").value.trim().replace(/^Bearer\s+/i, "");
+    $("token-input").value = "";
+    busy("Checking the token…");
+    try {
+      await startSession(pasted, null);
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  $("signout-button").addEventListener("click", () => {
+    token = null;
+    for (const layer of Object.values(layers)) layer.clearLayers();
+    Object.assign(state, { from: null, to: null, routes: [], stops: [], coverageBounds: null, tourPositions: null });
+    for (const id of ["search-results", "routes", "steps", "stop-list", "tour", "matrix", "suggestions"]) {
+      $(id).replaceChildren();
+    }
+    $("route-from").textContent = $("route-to").textContent = "–";
+    $("tools").hidden = $("session").hidden = true;
+    $("signin").hidden = false;
+    status("Signed out.");
+  });
+
+  async function startSession(newToken, expiresAt) {
+    if (!newToken) throw new ApiFailure(0, "No token given.");
+    token = newToken;
+    let providers;
+    try {
+      providers = await api("GET", "/v1/providers");
+    } catch (error) {
+      token = null;
+      throw error;
+    }
+    $("signin").hidden = true;
+    $("session").hidden = $("tools").hidden = false;
+    $("session-text").textContent = expiresAt ? `Signed in until ${expiresAt}.` : "Signed in with the token.";
+    useProviders(providers);
+    status("Ready: search, or click on the map.");
+  }
+
+  function useProviders(answer) {
+    const routing = (answer && answer.routing) || {};
+    const list = routing.available ? routing.providers || [] : [];
+    const byDefault = list.find((p) => p.default) || list[0];
+    const can = (name) => list.some((p) => p.capabilities && p.capabilities[name]);
+    capabilities.matrix = can("matrix");
+    capabilities.isochrone = can("isochrone");
+    capabilities.alternatives = !byDefault || Boolean(byDefault.capabilities && byDefault.capabilities.alternatives);
+    fillSelect($("vehicle"), byDefault ? byDefault.vehicles : ["car"]);
+    fillSelect($("route-type"), byDefault ? byDefault.types : ["fastest"]);
+    $("alternatives").disabled = !capabilities.alternatives;
+    $("matrix-button").hidden = !capabilities.matrix;
+    $("mode-isochrone").hidden = !capabilities.isochrone;
+    $("isochrone").hidden = !capabilities.isochrone;
+    drawCoverage(routing.coverage);
+    if (!routing.available) notice(`Routing is not available: ${routing.reason || "unknown reason"}.`);
+  }
+
+  function fillSelect(select, values) {
+    select.replaceChildren(...(values || []).map((value) => element("option", value)));
+  }
+
+  function drawCoverage(coverage) {
+    layers.coverage.clearLayers();
+    state.coverageBounds = null;
+    $("coverage-text").textContent = "";
+    if (!coverage) return;
+    if (coverage.outline) {
+      L.geoJSON(coverage.outline, {
+        interactive: false,
+        className: "coverage-outline",
+        style: { color: "#558b2f", weight: 2, dashArray: "6 4", fill: true, fillOpacity: 0.04 },
+      }).addTo(layers.coverage);
+    }
+    if (coverage.bounds) {
+      const [west, south, east, north] = coverage.bounds;
+      state.coverageBounds = L.latLngBounds([south, west], [north, east]);
+      map.fitBounds(state.coverageBounds, { padding: [20, 20] });
+    }
+    if (coverage.attribution) map.attributionControl.addAttribution(escapeHtml(coverage.attribution));
+    const sources = (coverage.sources || []).join(", ");
+    $("coverage-text").textContent = `Routing map: ${sources || "loaded"}${
+      coverage.importedAt ? `, imported ${coverage.importedAt}` : ""
+    } (the dashed outline).`;
+  }
+
+  $("fit-coverage").addEventListener("click", () => {
+    if (state.coverageBounds) map.fitBounds(state.coverageBounds, { padding: [20, 20] });
+  });
+
+  // ---- search with autocomplete -----------------------------------------------------------
+  let suggestTimer = null;
+  let suggestSequence = 0;
+  const searchInput = $("search-input");
+
+  searchInput.addEventListener("input", () => {
+    clearTimeout(suggestTimer);
+    suggestTimer = setTimeout(suggest, 250);
+  });
+  searchInput.addEventListener("keydown", (event) => {
+    if (event.key === "ArrowDown" && !$("suggestions").hidden) {
+      event.preventDefault();
+      const first = $("suggestions").querySelector("button");
+      if (first) first.focus();
+    } else if (event.key === "Escape") {
+      hideSuggestions();
+    }
+  });
+  $("suggestions").addEventListener("keydown", (event) => {
+    const buttons = [...$("suggestions").querySelectorAll("button")];
+    const at = buttons.indexOf(document.activeElement);
+    if (event.key === "ArrowDown" && at < buttons.length - 1) buttons[at + 1].focus();
+    else if (event.key === "ArrowUp") (at > 0 ? buttons[at - 1] : searchInput).focus();
+    else if (event.key === "Escape") {
+      hideSuggestions();
+      searchInput.focus();
+    } else return;
+    event.preventDefault();
+  });
+
+  function hideSuggestions() {
+    suggestSequence += 1; // answers still on their way are dropped
+    $("suggestions").replaceChildren();
+    $("suggestions").hidden = true;
+  }
+
+  async function suggest() {
+    const text = searchInput.value;
+    if (!token || text.trim().length < 2) {
+      hideSuggestions();
+      return;
+    }
+    const sequence = ++suggestSequence;
+    const centre = map.wrapLatLng(map.getCenter());
+    try {
+      const answer = await api("GET", "/v1/geocoder/autocomplete", {
+        query: { text: text.slice(0, 500), limit: 6, focus: `${round5(centre.lat)},${round5(centre.lng)}` },
+      });
+      if (sequence !== suggestSequence) return;
+      const items = answer.results.map((result) => {
+        const item = element("li");
+        item.setAttribute("role", "option");
+        item.append(
+          button(result.label, () => {
+            searchInput.value = result.label;
+            hideSuggestions();
+            geocode(result.label);
+          }),
+        );
+        return item;
+      });
+      $("suggestions").replaceChildren(...items);
+      $("suggestions").hidden = items.length === 0;
+    } catch (error) {
+      if (sequence === suggestSequence) fail(error);
+    }
+  }
+
+  $("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    clearTimeout(suggestTimer);
+    hideSuggestions();
+    if (searchInput.value.trim()) geocode(searchInput.value.trim());
+  });
+
+  async function geocode(text) {
+    busy("Searching…");
+    layers.search.clearLayers();
+    $("search-results").replaceChildren();
+    try {
+      const answer = await api("GET", "/v1/geocoder", { query: { address: text.slice(0, 500), limit: 5 } });
+      const results = answer.results || [];
+      const bounds = [];
+      for (const result of results) {
+        const point = { lat: result.coordinate.lat, lon: result.coordinate.lon, name: result.label };
+        L.circleMarker([point.lat, point.lon], {
+          radius: 7,
+          className: "geocode-result",
+          color: "#ad1457",
+          fillOpacity: 0.8,
+        })
+          .bindTooltip(element("span", result.label))
+          .addTo(layers.search);
+        bounds.push([point.lat, point.lon]);
+        const item = element("li", `${result.label} `);
+        item.append(
+          element("span", `(${result.type}, score ${result.score.toFixed(2)})`, "detail"),
+          button("from", () => setRoutePoint(point, "from")),
+          button("to", () => setRoutePoint(point, "to")),
+          button("stop", () => addStop(point)),
+        );
+        $("search-results").append(item);
+      }
+      if (bounds.length === 1) map.setView(bounds[0], 16);
+      else if (bounds.length > 1) map.fitBounds(bounds, { padding: [40, 40], maxZoom: 16 });
+      if (results.length) status(`${results.length} found.`);
+      else notice((answer.notes && answer.notes[0] && answer.notes[0].message) || "Nothing found.");
+    } catch (error) {
+      fail(error);
+    }
+  }
+
+  // ---- clicks on the map --------------------------------------------------------------------
+  map.on("click", (event) => {
+    if (!token) {
+      notice("Sign in first.");
+      return;
+    }
+    const where = map.wrapLatLng(event.latlng);
+    const point = { lat: round5(where.lat), lon: round5(where.lng) };
+    if (mode() === "route") setRoutePoint(point, null);
+    else if (mode() === "stops") addStop(point);
+    else isochrone(point);
+  });
+
+  // ---- routes -----------------------------------------------------------------------------
+  function setRoutePoint(point, which) {
+    const end = which || (!state.from || state.to ? "from" : "to");
+    if (end === "from" && !which) state.to = null; // a new start begins a new route
+    state[end] = point;
+    layers.routes.clearLayers();
+    $("routes").replaceChildren();
+    $("steps").replaceChildren();
+    drawRouteEnds();
+    $("route-button").disabled = !(state.from && state.to);
+    if (state.from && state.to) route();
+    else status("Now click where the route should end.");
+  }
+
+  function drawRouteEnds() {
+    layers.ends.clearLayers();
+    for (const [end, colour] of [["from", "#2e7d32"], ["to", "#c62828"]]) {
+      const point = state[end];
+      $(`route-${end}`).textContent = point ? point.name || shown(point) : "–";
+      if (point) {
+        L.circleMarker([point.lat, point.lon], {
+          radius: 8, color: "#fff", weight: 2, fillColor: colour, fillOpacity: 1,
+          className: `route-end route-${end}`, interactive: false,
+        }).addTo(layers.ends);
+      }
+    }
+  }
+
+  $("route-button").addEventListener("click", () => route());
+
+  async function route() {
+    busy("Routing…");
+    const alternatives = capabilities.alternatives ? $("alternatives").value : 0;
+    try {
+      const answer = await api("GET", "/v1/route", {
+        query: { from: latLon(state.from), to: latLon(state.to), alternatives, ...profile() },
+      });
+      state.routes = answer.routes || [];
+      showRoute(0);
+      const found = state.routes.length;
+      status(`${found} route${found === 1 ? "" : "s"} (${answer.provider}).`);
+    } catch (error) {
+      layers.routes.clearLayers();
+      fail(error);
+    }
+  }
+
+  function showRoute(selected) {
+    layers.routes.clearLayers();
+    const order = state.routes.map((_, i) => i).filter((i) => i !== selected);
+    order.push(selected); // the selected route drawn last, on top
+    for (const i of order) {
+      const line = L.polyline(toLatLngs(state.routes[i].geometry.coordinates), {
+        color: i === selected ? ROUTE_COLOURS[0] : ROUTE_COLOURS[Math.min(i + 1, 2)],
+        weight: i === selected ? 6 : 4,
+        opacity: i === selected ? 0.9 : 0.7,
+        className: `route-line ${i === selected ? "route-selected" : "route-alternative"}`,
+        interactive: false, // clicks go to the map (stops on a route); the list selects a route
+      });
+      line.addTo(layers.routes);
+    }
+    const list = state.routes.map((r, i) => {
+      const item = element("li", null, i === selected ? "selected" : "");
+      item.append(button(`${i === 0 ? "Best" : "Alternative"}: ${metres(r.distance)}, ${seconds(r.duration)}`, () => showRoute(i)));
+      return item;
+    });
+    $("routes").replaceChildren(...list);
+    const steps = [];
+    for (const leg of state.routes[selected].legs || []) {
+      for (const step of leg.steps || []) {
+        const item = element("li", `${step.instruction || (step.name ? `Follow ${step.name}` : "Continue")} `);
+        if (step.distance > 0) item.append(element("span", metres(step.distance), "distance"));
+        steps.push(item);
+      }
+    }
+    $("steps").replaceChildren(...steps);
+  }
+
+  // ---- stops: optimization and matrix -------------------------------------------------------
+  function addStop(point) {
+    state.stops.push({ lat: point.lat, lon: point.lon, name: point.name || `Stop ${state.stops.length + 1}` });
+    clearTour();
+    drawStops();
+    status(`${state.stops.length} stop${state.stops.length === 1 ? "" : "s"}.`);
+  }
+
+  function clearTour() {
+    state.tourPositions = null;
+    layers.tour.clearLayers();
+    $("tour").replaceChildren();
+    $("matrix").replaceChildren();
+  }
+
+  function drawStops() {
+    layers.stops.clearLayers();
+    const items = state.stops.map((stop, i) => {
+      const label = state.tourPositions ? String(state.tourPositions[i] + 1) : String(i + 1);
+      L.marker([stop.lat, stop.lon], {
+        icon: L.divIcon({ className: "stop-marker", html: escapeHtml(label), iconSize: [24, 24] }),
+        title: stop.name,
+        keyboard: false,
+      }).addTo(layers.stops);
+      const item = element("li", `${stop.name} (${shown(stop)}) `);
+      item.append(
+        button("×", () => {
+          state.stops.splice(i, 1);
+          clearTour();
+          drawStops();
+        }),
+      );
+      return item;
+    });
+    $("stop-list").replaceChildren(...items);
+    $("optimize-button").disabled = state.stops.length < 2;
+    $("matrix-button").disabled = state.stops.length < 1;
+  }
+
+  $("clear-stops").addEventListener("click", () => {
+    state.stops = [];
+    clearTour();
+    drawStops();
+  });
+  $("round-trip").addEventListener("change", clearTour);
+
+  $("optimize-button").addEventListener("click", async () => {
+    busy("Optimizing…");
+    const roundTrip = $("round-trip").checked;
+    const body = state.stops.map((stop, i) => ({
+      name: stop.name,
+      coordinate: { lat: stop.lat, lon: stop.lon },
+      start: i === 0,
+      destination: roundTrip && i === 0,
+    }));
+    try {
+      const answer = await api("POST", "/v1/optimize/stops", { query: profile(), body });
+      clearTour();
+      L.polyline(toLatLngs(answer.geometry.coordinates), {
+        color: "#6a1b9a", weight: 5, opacity: 0.8, className: "tour-line", interactive: false,
+      }).addTo(layers.tour);
+      state.tourPositions = [];
+      const items = answer.stops.map((visit, n) => {
+        if (!(n === answer.stops.length - 1 && answer.roundTrip)) state.tourPositions[visit.index] = visit.position;
+        const item = element("li", `${visit.name} `);
+        const leg = n === 0 ? "start" : `${metres(visit.distance)}, ${seconds(visit.duration)} from the previous stop`;
+        item.append(element("span", `arrives ${clockTime(visit.arrival)}; ${leg}`, "detail"));
+        return item;
+      });
+      $("tour").replaceChildren(...items);
+      drawStops();
+      status(`Tour: ${metres(answer.distance)}, ${seconds(answer.duration)} (${answer.solver.method}${
+        answer.solver.optimal ? ", optimal" : ""
+      }).`);
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  $("matrix-button").addEventListener("click", async () => {
+    busy("Computing the matrix…");
+    try {
+      const answer = await api("POST", "/v1/matrix", {
+        body: { sources: state.stops.map((s) => ({ lat: s.lat, lon: s.lon })), ...profile() },
+      });
+      const table = element("table");
+      const head = element("tr");
+      head.append(element("th", "from \\ to"), ...state.stops.map((_, j) => element("th", String(j + 1))));
+      table.append(head);
+      answer.durations.forEach((row, i) => {
+        const line = element("tr");
+        line.append(element("th", String(i + 1)));
+        row.forEach((duration, j) => {
+          const distance = answer.distances ? answer.distances[i][j] : null;
+          line.append(element("td", duration === null ? "–" : `${seconds(duration)}${distance === null ? "" : ` · ${metres(distance)}`}`));
+        });
+        table.append(line);
+      });
+      $("matrix").replaceChildren(element("p", "Driving time and distance between the stops:"), table);
+      status(`Matrix of ${answer.durations.length} × ${answer.durations.length} (${answer.provider}).`);
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  // ---- isochrones ---------------------------------------------------------------------------
+  async function isochrone(point) {
+    const minutes = $("isochrone-minutes").value.split(",").map((x) => Number(x.trim())).filter((x) => x > 0);
+    if (!minutes.length || minutes.length > 4) {
+      notice("Give 1 to 4 numbers of minutes, comma-separated.");
+      return;
+    }
+    busy("Computing the reachable area…");
+    try {
+      const answer = await api("GET", "/v1/isochrone", {
+        query: { point: latLon(point), time: minutes.map((m) => Math.round(m * 60)).join(","), ...profile() },
+      });
+      layers.isochrone.clearLayers();
+      const features = [...answer.features].reverse(); // the largest first, the smaller on top
+      features.forEach((feature, i) => {
+        const colour = ISOCHRONE_COLOURS[Math.min(features.length - 1 - i, ISOCHRONE_COLOURS.length - 1)];
+        L.geoJSON(feature, {
+          interactive: false,
+          className: "isochrone",
+          style: { color: colour, weight: 1, fillOpacity: 0.18 },
+        }).addTo(layers.isochrone);
+      });
+      L.circleMarker([point.lat, point.lon], { radius: 6, color: "#000", className: "isochrone-centre", interactive: false })
+        .addTo(layers.isochrone);
+      $("isochrone-text").textContent = `Within ${minutes.join(", ")} min of ${shown(point)} (${answer.provider}).`;
+      status("Reachable areas drawn.");
+    } catch (error) {
+      fail(error);
+    }
+  }
+})();

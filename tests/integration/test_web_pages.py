@@ -1,0 +1,219 @@
+"""The gateway's pages in a real browser: `/docs` (Swagger UI draws every operation of the spec,
+"Try it out" answers with a token) and `/map` on the full platform (sign in, geocode with
+autocomplete, route, optimize, matrix, isochrone; the loaded map's outline drawn although no
+background tile loads). Debian's headless Chromium, driven through its chromedriver by Selenium;
+without them the tests skip and say how to install them (`make browser`).
+
+Screenshots of each step go to `var/test-artifacts/web/` (git-ignored), kept after the run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver import Chrome
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.wait import WebDriverWait
+
+from common.config import REPO_ROOT
+from gateway.docs import openapi_spec
+from gateway.vendor import LEAFLET, SWAGGER_UI
+from launcher.stack import Stack
+from tests.integration.conftest import TEST_ENV, console_ok
+from tests.optimize_service.test_app import MONACO
+
+ARTIFACTS = REPO_ROOT / "var" / "test-artifacts" / "web"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+WAIT_SECONDS = 20
+# The background tiles of the test platform come from a port nothing listens on.
+TILE_PREFIX = TEST_ENV["MAP_TILE_URL"].split("{", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chrome]:
+    binary = next(filter(None, map(shutil.which, BROWSERS)), None)
+    driver_path = shutil.which("chromedriver")
+    if binary is None or driver_path is None:
+        pytest.skip(
+            "headless Chromium is not installed: `make browser` installs Debian's chromium and "
+            "chromium-driver (it needs root: sudo apt-get install chromium chromium-driver)"
+        )
+    if not (SWAGGER_UI.installed() and LEAFLET.installed()):
+        pytest.fail("the pages' browser code is not vendored: run `make install` (python -m gateway.vendor)")
+    options = Options()
+    options.binary_location = binary
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # root in containers
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+        "--no-first-run",
+        "--disable-extensions",
+        "--disable-background-networking",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+def wait_for(driver: Chrome, condition: Callable[[Chrome], Any], what: str) -> Any:
+    try:
+        return WebDriverWait(driver, WAIT_SECONDS, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        shot = ARTIFACTS / f"timeout-{uuid.uuid4().hex[:6]}.png"
+        driver.save_screenshot(str(shot))
+        status = driver.execute_script("const s = document.getElementById('status'); return s && s.textContent;")
+        raise AssertionError(f"waited {WAIT_SECONDS} s for {what}; page status {status!r}; screenshot {shot}") from None
+
+
+def count(driver: Chrome, selector: str) -> int:
+    return len(driver.find_elements(By.CSS_SELECTOR, selector))
+
+
+def console_errors(driver: Chrome) -> list[str]:
+    """The console's errors since the last call, but the failed background tiles: the test
+    platform's tile server does not exist, on purpose."""
+    entries = driver.get_log("browser")
+    return [e["message"] for e in entries if e["level"] == "SEVERE" and TILE_PREFIX not in e["message"]]
+
+
+def click(driver: Chrome, selector: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, selector).click()
+
+
+def click_map_at(driver: Chrome, lat: float, lon: float) -> None:
+    """A real mouse click on the map where (lat, lon) is drawn."""
+    x, y = driver.execute_script(
+        "const p = window.demoMap.latLngToContainerPoint([arguments[0], arguments[1]]); return [p.x, p.y];", lat, lon
+    )
+    element = driver.find_element(By.ID, "map")
+    size = element.size
+    offset_x, offset_y = round(x - size["width"] / 2), round(y - size["height"] / 2)
+    ActionChains(driver).move_to_element_with_offset(element, offset_x, offset_y).click().perform()
+
+
+def test_docs_draw_every_operation_and_try_one_with_a_token(
+    browser: Chrome, full_platform: Stack, api_token: str, artifacts: Path
+) -> None:
+    spec = openapi_spec()
+    operations = sum(len(item) for item in spec["paths"].values())
+    browser.get(f"{full_platform.base_url}/docs")
+    wait_for(browser, lambda d: count(d, ".opblock") == operations, f"{operations} operations drawn")
+    assert count(browser, "#errors tbody tr") == len(spec["x-errors"])
+    assert browser.find_element(By.ID, "error-OPTIMIZE_ERROR_DIAMETER_TOO_LARGE").is_displayed()
+
+    # A parameter's type, allowed values, default and limits are on the page.
+    click(browser, "#operations-default-route .opblock-summary-control")
+    wait_for(browser, lambda d: count(d, "#operations-default-route tr[data-param-name]") > 0, "the route's parameters")
+    route_text = browser.find_element(By.ID, "operations-default-route").text
+    for fact in ("alternatives", "integer", "Default value : 0", "Available values : car", "maximum", "5000"):
+        assert fact in route_text, fact
+
+    # Token entry, then "Try it out" on one operation.
+    click(browser, ".auth-wrapper .authorize")
+    wait_for(browser, lambda d: count(d, ".modal-ux input") > 0, "the token dialog")
+    browser.find_element(By.CSS_SELECTOR, ".modal-ux input").send_keys(api_token)
+    click(browser, ".modal-ux .auth-btn-wrapper .authorize")
+    click(browser, ".modal-ux .btn-done")
+    click(browser, "#operations-default-providers .opblock-summary-control")
+    wait_for(browser, lambda d: count(d, "#operations-default-providers .try-out__btn") > 0, "Try it out")
+    click(browser, "#operations-default-providers .try-out__btn")
+    click(browser, "#operations-default-providers .execute")
+    status = wait_for(
+        browser,
+        lambda d: d.find_elements(
+            By.CSS_SELECTOR, "#operations-default-providers .live-responses-table tbody .response-col_status"
+        ),
+        "the answer",
+    )[0].text
+    answer = browser.find_element(By.CSS_SELECTOR, "#operations-default-providers .live-responses-table").text
+    browser.save_screenshot(str(artifacts / "docs.png"))
+    assert status.startswith("200"), answer
+    assert "coverage" in answer and "Bearer" in browser.find_element(By.ID, "operations-default-providers").text
+    assert console_errors(browser) == []
+
+
+def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platform: Stack, artifacts: Path) -> None:
+    email, password = f"map-{uuid.uuid4().hex[:10]}@example.com", uuid.uuid4().hex
+    console_ok(full_platform, "add-user", email, "--password", password, "--tier", "standard")
+    browser.get(f"{full_platform.base_url}/map")
+    wait_for(browser, lambda d: d.execute_script("return Boolean(window.demoMap)"), "the map")
+    browser.find_element(By.ID, "login-user").send_keys(email)
+    browser.find_element(By.ID, "login-password").send_keys(password)
+    click(browser, "#login-button")
+
+    # Signed in: the loaded map's outline is drawn and the view fitted to it, without tiles.
+    wait_for(browser, lambda d: count(d, "path.coverage-outline") > 0, "the coverage outline")
+    wait_for(browser, lambda d: d.find_element(By.ID, "tiles-note").is_displayed(), "the note on missing tiles")
+    casino = MONACO[0]
+    assert browser.execute_script(
+        "return window.demoMap.getBounds().contains([arguments[0], arguments[1]])", *casino[1:]
+    )
+    browser.save_screenshot(str(artifacts / "map-signed-in.png"))
+
+    # Geocoding with autocomplete (the test platform geocodes Munich).
+    browser.find_element(By.ID, "search-input").send_keys("Marienpl")
+    wait_for(browser, lambda d: count(d, "#suggestions li button") > 0, "autocomplete suggestions")
+    click(browser, "#suggestions li button")
+    wait_for(browser, lambda d: count(d, "#search-results li") > 0, "geocoding results")
+    assert count(browser, "path.geocode-result") == count(browser, "#search-results li")
+    assert "Marienplatz" in browser.find_element(By.ID, "search-results").text
+    browser.save_screenshot(str(artifacts / "map-geocode.png"))
+
+    # A route between two clicked points, with alternatives and turn-by-turn steps.
+    click(browser, "#fit-coverage")
+    (_, lat_a, lon_a), (_, lat_b, lon_b) = MONACO[4], MONACO[3]  # Larvotto → Fontvieille
+    click_map_at(browser, lat_a, lon_a)
+    click_map_at(browser, lat_b, lon_b)
+    wait_for(browser, lambda d: count(d, "path.route-selected") == 1, "the route")
+    assert count(browser, "#routes li") == count(browser, "path.route-line") >= 1
+    assert count(browser, "#steps li") >= 3
+    assert count(browser, "path.route-end") == 2
+    browser.save_screenshot(str(artifacts / "map-route.png"))
+
+    # Stops clicked on the map, their order optimized: the tour drawn and listed in order.
+    click(browser, "input[name=mode][value=stops]")
+    stops = MONACO[:5]
+    for _, lat, lon in stops:
+        click_map_at(browser, lat, lon)
+    wait_for(browser, lambda d: count(d, "#stop-list li") == len(stops), "the stops listed")
+    click(browser, "#optimize-button")
+    wait_for(browser, lambda d: count(d, "path.tour-line") == 1, "the tour")
+    assert count(browser, "#tour li") == len(stops)
+    labels = sorted(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".stop-marker"))
+    assert labels == [str(n) for n in range(1, len(stops) + 1)]
+    assert browser.find_element(By.CSS_SELECTOR, "#tour li").text.startswith("Stop 1")
+    browser.save_screenshot(str(artifacts / "map-optimize.png"))
+
+    # The matrix and isochrones, offered when /v1/providers says the operations exist.
+    if browser.find_element(By.ID, "matrix-button").is_displayed():
+        click(browser, "#matrix-button")
+        wait_for(browser, lambda d: count(d, "#matrix tr") == len(stops) + 1, "the matrix")
+    if browser.find_element(By.ID, "mode-isochrone").is_displayed():
+        click(browser, "input[name=mode][value=isochrone]")
+        click_map_at(browser, *MONACO[6][1:])
+        wait_for(browser, lambda d: count(d, "path.isochrone") > 0, "the isochrones")
+    browser.save_screenshot(str(artifacts / "map-final.png"))
+    assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
+    assert console_errors(browser) == []
