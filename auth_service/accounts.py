@@ -16,16 +16,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from auth_service.config import TIERS
+from auth_service.config import ROLES, TIERS
 
 API_KEY_PREFIX_LENGTH = 8
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 MAX_EMAIL_LENGTH = 254
 _KEY_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 
+_ROLE_CHECK = f"CHECK (role IN ({', '.join(repr(r) for r in ROLES)}))"
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS users (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -33,7 +34,8 @@ CREATE TABLE IF NOT EXISTS users (
     password_hash TEXT NOT NULL,
     tier TEXT NOT NULL CHECK (tier IN ({", ".join(repr(t) for t in TIERS)})),
     disabled INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    role TEXT NOT NULL DEFAULT 'user' {_ROLE_CHECK}
 );
 CREATE TABLE IF NOT EXISTS api_keys (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -59,10 +61,16 @@ CREATE TABLE IF NOT EXISTS revocations (
 );
 CREATE INDEX IF NOT EXISTS revocations_time ON revocations(revoked_at);
 """
+# Columns added after the first release: (table, column, definition) for databases made before them.
+ADDED_COLUMNS = (("users", "role", f"TEXT NOT NULL DEFAULT 'user' {_ROLE_CHECK}"),)
 
 
 class AccountError(Exception):
     """A console-level problem with an account operation (unknown user, duplicate, …)."""
+
+
+class DuplicateUser(AccountError):
+    """A user with that e-mail address exists already."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,11 @@ class User:
     tier: str
     disabled: bool
     created_at: int
+    role: str = "user"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
 
     @property
     def subject(self) -> str:
@@ -98,6 +111,7 @@ class UserSummary:
     disabled: bool
     active_keys: int
     created_at: int
+    role: str = "user"
 
 
 @dataclass(frozen=True)
@@ -128,9 +142,18 @@ def new_api_key() -> str:
 
 
 def email_problem(email: str) -> str | None:
-    if len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email):
+    # Control characters would pass the pattern (NUL, escapes) and end up in listings and logs.
+    if len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email) or not email.isprintable():
         return f"{email!r} is not an e-mail address"
     return None
+
+
+def tier_problem(tier: str) -> str | None:
+    return None if tier in TIERS else f"the tier must be one of {', '.join(TIERS)}"
+
+
+def role_problem(role: str) -> str | None:
+    return None if role in ROLES else f"the role must be one of {', '.join(ROLES)}"
 
 
 def now_seconds() -> int:
@@ -165,7 +188,14 @@ class AccountStore:
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA foreign_keys = ON")
         self.db.executescript(SCHEMA)
+        self._add_missing_columns()
         _restrict_sidecar_files(path)
+
+    def _add_missing_columns(self) -> None:
+        for table, column, definition in ADDED_COLUMNS:
+            present = {row["name"] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     def close(self) -> None:
         self.db.close()
@@ -186,20 +216,18 @@ class AccountStore:
 
     # ------------------------------------------------------------ users
 
-    def add_user(self, email: str, password_hash: str, tier: str = "standard") -> User:
+    def add_user(self, email: str, password_hash: str, tier: str = "standard", role: str = "user") -> User:
         email = email.strip()
-        problem = email_problem(email)
+        problem = email_problem(email) or tier_problem(tier) or role_problem(role)
         if problem:
             raise AccountError(problem)
-        if tier not in TIERS:
-            raise AccountError(f"the tier must be one of {', '.join(TIERS)}")
         try:
             cursor = self.db.execute(
-                "INSERT INTO users (email, password_hash, tier, disabled, created_at) VALUES (?, ?, ?, 0, ?)",
-                (email, password_hash, tier, now_seconds()),
+                "INSERT INTO users (email, password_hash, tier, disabled, created_at, role) VALUES (?, ?, ?, 0, ?, ?)",
+                (email, password_hash, tier, now_seconds(), role),
             )
         except sqlite3.IntegrityError as exc:
-            raise AccountError(f"a user with the e-mail {email} exists already") from exc
+            raise DuplicateUser(f"a user with the e-mail {email} exists already") from exc
         return self.user_by_id(int(cursor.lastrowid or 0))
 
     def find_user(self, email: str) -> User | None:
@@ -221,28 +249,60 @@ class AccountStore:
     def set_password_hash(self, user_id: int, password_hash: str) -> None:
         self.db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
 
+    def change_password(self, user_id: int, password_hash: str) -> Revocation:
+        """The new hash, and every token issued to the user so far revoked (other sessions end)."""
+        with self.transaction() as db:
+            db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+            return self._record_revocation("sub", self.user_by_id(user_id).subject)
+
+    def set_tier(self, user_id: int, tier: str) -> tuple[User, Revocation]:
+        """The new tier; the user's earlier tokens (which carry the old tier) are revoked."""
+        problem = tier_problem(tier)
+        if problem:
+            raise AccountError(problem)
+        with self.transaction() as db:
+            user = self.user_by_id(user_id)
+            db.execute("UPDATE users SET tier = ? WHERE id = ?", (tier, user.id))
+            return self.user_by_id(user.id), self._record_revocation("sub", user.subject)
+
+    def set_role(self, user_id: int, role: str) -> User:
+        """Roles are read from here at every request, so no token needs revoking."""
+        problem = role_problem(role)
+        if problem:
+            raise AccountError(problem)
+        self.db.execute("UPDATE users SET role = ? WHERE id = ?", (role, self.user_by_id(user_id).id))
+        return self.user_by_id(user_id)
+
     def list_users(self) -> list[UserSummary]:
         rows = self.db.execute(
-            """SELECT u.id, u.email, u.tier, u.disabled, u.created_at,
+            """SELECT u.id, u.email, u.tier, u.role, u.disabled, u.created_at,
                       count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
                FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
                GROUP BY u.id ORDER BY u.id"""
         ).fetchall()
         return [
-            UserSummary(r["id"], r["email"], r["tier"], bool(r["disabled"]), r["active_keys"], r["created_at"])
+            UserSummary(
+                r["id"], r["email"], r["tier"], bool(r["disabled"]), r["active_keys"], r["created_at"], r["role"]
+            )
             for r in rows
         ]
 
     def disable_user(self, email: str) -> Revocation:
         """Disables the user and records the revocation of every token issued to them so far."""
+        return self.disable_user_id(self.user(email).id)
+
+    def disable_user_id(self, user_id: int) -> Revocation:
         with self.transaction() as db:
-            user = self.user(email)
+            user = self.user_by_id(user_id)
             db.execute("UPDATE users SET disabled = 1 WHERE id = ?", (user.id,))
             return self._record_revocation("sub", user.subject)
 
     def enable_user(self, email: str) -> User:
+        return self.enable_user_id(self.user(email).id)
+
+    def enable_user_id(self, user_id: int) -> User:
         # Tokens revoked while disabled stay revoked: their `iat` is before the revocation.
-        user = self.user(email)
+        user = self.user_by_id(user_id)
         self.db.execute("UPDATE users SET disabled = 0 WHERE id = ?", (user.id,))
         return self.user_by_id(user.id)
 
@@ -250,7 +310,10 @@ class AccountStore:
 
     def add_api_key(self, email: str) -> tuple[ApiKey, str]:
         """Makes a key for the user; returns its row and the key itself (shown once, never stored)."""
-        user = self.user(email)
+        return self.add_api_key_for(self.user(email).id)
+
+    def add_api_key_for(self, user_id: int) -> tuple[ApiKey, str]:
+        user = self.user_by_id(user_id)
         if user.disabled:
             raise AccountError(f"the user {user.email} is disabled")
         key = new_api_key()
@@ -275,7 +338,7 @@ class AccountStore:
 
     def revoke_api_key(self, key_or_prefix: str) -> tuple[ApiKey, Revocation]:
         """Revokes the one active key that starts with `key_or_prefix` (or is that whole key)."""
-        with self.transaction() as db:
+        with self.transaction():
             rows = self._active_keys_matching(key_or_prefix.strip().lower())
             if not rows:
                 raise AccountError(f"no active API key starts with {key_or_prefix!r}")
@@ -284,10 +347,23 @@ class AccountStore:
                 raise AccountError(
                     f"{len(rows)} active API keys start with {key_or_prefix!r} (ids {ids}); give more characters"
                 )
-            key = _api_key(rows[0])
-            revocation = self._record_revocation("akid", str(key.id))
-            db.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revocation.revoked_at, key.id))
-            return key, revocation
+            return self._revoke(_api_key(rows[0]))
+
+    def revoke_user_api_key(self, user_id: int, key_id: int) -> tuple[ApiKey, Revocation | None] | None:
+        """Revokes the user's key `key_id`; None when the user has no such key (another user's
+        key is "no such key" too). A key revoked before is returned as it is, without a revocation."""
+        with self.transaction() as db:
+            row = db.execute("SELECT * FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id)).fetchone()
+            if row is None:
+                return None
+            key = _api_key(row)
+            return (key, None) if key.revoked_at is not None else self._revoke(key)
+
+    def _revoke(self, key: ApiKey) -> tuple[ApiKey, Revocation]:
+        """Inside a transaction: marks the key revoked and records the revocation of its tokens."""
+        revocation = self._record_revocation("akid", str(key.id))
+        self.db.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revocation.revoked_at, key.id))
+        return replace(key, revoked_at=revocation.revoked_at), revocation
 
     def _active_keys_matching(self, text: str) -> list[sqlite3.Row]:
         if not _KEY_PREFIX.match(text):
@@ -304,8 +380,10 @@ class AccountStore:
         ).fetchall()
 
     def api_keys_of(self, email: str) -> list[ApiKey]:
-        user = self.user(email)
-        rows = self.db.execute("SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user.id,)).fetchall()
+        return self.api_keys_of_user(self.user(email).id)
+
+    def api_keys_of_user(self, user_id: int) -> list[ApiKey]:
+        rows = self.db.execute("SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,)).fetchall()
         return [_api_key(r) for r in rows]
 
     # ------------------------------------------------------------ revocations
@@ -317,6 +395,13 @@ class AccountStore:
             (revocation.kind, revocation.subject, revocation.revoked_at),
         )
         return revocation
+
+    def latest_revocation(self, kind: str, subject: str) -> int | None:
+        """When the subject's tokens were last revoked (unix seconds), or None."""
+        row = self.db.execute(
+            "SELECT max(revoked_at) AS at FROM revocations WHERE kind = ? AND subject = ?", (kind, subject)
+        ).fetchone()
+        return int(row["at"]) if row["at"] is not None else None
 
     def revocations_since(self, since: int) -> list[Revocation]:
         """The latest revocation of each subject made at or after `since`."""
@@ -345,7 +430,9 @@ class AccountStore:
 
 
 def _user(row: sqlite3.Row) -> User:
-    return User(row["id"], row["email"], row["password_hash"], row["tier"], bool(row["disabled"]), row["created_at"])
+    return User(
+        row["id"], row["email"], row["password_hash"], row["tier"], bool(row["disabled"]), row["created_at"], row["role"]
+    )
 
 
 def _api_key(row: sqlite3.Row) -> ApiKey:

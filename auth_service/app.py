@@ -10,6 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
+from auth_service import account_handlers
 from auth_service.accounts import AccountStore
 from auth_service.authentication import Authenticator
 from auth_service.config import AuthConfig
@@ -17,6 +18,7 @@ from auth_service.handlers import (
     AUTHENTICATOR_KEY,
     ISSUER_KEY,
     KEYRING_KEY,
+    STORE_KEY,
     authenticate,
     authenticate_apikey,
     jwks,
@@ -30,7 +32,6 @@ from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 log = logging.getLogger("auth_service")
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
-STORE_KEY: web.AppKey[AccountStore] = web.AppKey("account_store", AccountStore)
 JWKS_PATH = "/.well-known/jwks.json"
 
 
@@ -105,4 +106,5 @@ def create_app(config: AuthConfig) -> web.Application:
     app.router.add_post("/v1/authenticate", authenticate)
     app.router.add_post("/v1/authenticate/apikey", authenticate_apikey)
     app.router.add_get(JWKS_PATH, jwks)
+    account_handlers.add_routes(app)
     return app

@@ -13,6 +13,8 @@ MAX_TOKEN_SECONDS = 2_592_000
 # Demo tokens are for trying the API, so they are kept short.
 MAX_DEMO_TOKEN_SECONDS = 86_400
 TIERS = ("demo", "standard", "unlimited")
+# "admin" accounts manage other accounts from /console (and the API under /v1/admin).
+ROLES = ("user", "admin")
 
 
 @dataclass

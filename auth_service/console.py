@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem
-from auth_service.config import MAX_DEMO_TOKEN_SECONDS, TIERS, AuthConfig
+from auth_service.config import MAX_DEMO_TOKEN_SECONDS, ROLES, TIERS, AuthConfig
 from auth_service.keys import KeyRing, ensure_signing_key, rotate_signing_key
-from auth_service.passwords import password_problem, passwords_for
+from auth_service.management import UserChanges, apply_changes, new_user_problems
+from auth_service.passwords import passwords_for
 from auth_service.tokens import TokenIssuer, demo_subject
 
 DEMO_EMAIL = "demo@example.com"
@@ -89,11 +90,12 @@ def cmd_add_user(config: AuthConfig, store: AccountStore, args: argparse.Namespa
     if store.find_user(email) is not None:
         raise ConsoleError(f"a user with the e-mail {email} exists already")
     password = args.password if args.password is not None else _ask_password()
-    problem = password_problem(password)
-    if problem:
-        raise ConsoleError(problem)
-    user = store.add_user(email, passwords_for(config).hash(password), args.tier)
-    print(f"user {user.id} {user.email} created (tier {user.tier})")
+    role = "admin" if args.admin else "user"
+    problems = new_user_problems(email, password, args.tier, role)
+    if problems:
+        raise ConsoleError(", ".join(problem for _, problem in problems))
+    user = store.add_user(email, passwords_for(config).hash(password), args.tier, role)
+    print(f"user {user.id} {user.email} created (tier {user.tier}, role {user.role})")
 
 
 def cmd_add_apikey(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
@@ -117,10 +119,11 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> Non
 
 def cmd_list_users(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
     rows = [
-        (u.id, u.email, u.tier, "yes" if u.disabled else "no", u.active_keys, _time(u.created_at))
+        (u.id, u.email, u.tier, "yes" if u.disabled else "no", u.active_keys, _time(u.created_at), u.role)
         for u in store.list_users()
     ]
-    _print_table(("id", "email", "tier", "disabled", "keys", "created"), rows)
+    # The role last: scripts reading the older columns by position keep working.
+    _print_table(("id", "email", "tier", "disabled", "keys", "created", "role"), rows)
 
 
 def cmd_list_apikeys(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
@@ -151,6 +154,19 @@ def cmd_disable_user(config: AuthConfig, store: AccountStore, args: argparse.Nam
 def cmd_enable_user(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
     user = store.enable_user(args.email)
     print(f"user {user.email} enabled; tokens issued before it was disabled stay revoked")
+
+
+def cmd_set_tier(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
+    user, revocations = apply_changes(store, store.user(args.email), UserChanges(tier=args.tier))
+    print(f"user {user.email} now has the tier {user.tier}")
+    for revocation in revocations:
+        print("its earlier tokens are revoked: its clients sign in again (API keys keep working)")
+        _publish(config, revocation)
+
+
+def cmd_set_role(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
+    user, _ = apply_changes(store, store.user(args.email), UserChanges(role=args.role))
+    print(f"user {user.email} now has the role {user.role}; it applies to the next request")
 
 
 def cmd_revoke_apikey(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
@@ -198,11 +214,18 @@ def parser() -> argparse.ArgumentParser:
     add_user.add_argument("email")
     add_user.add_argument("--password", help="the password (visible to other local users; prefer the prompt)")
     add_user.add_argument("--tier", choices=TIERS, default="standard")
+    add_user.add_argument("--admin", action="store_true", help="an administrator: manages users in /console")
     command("add-apikey", cmd_add_apikey, "make an API key for a user; prints it once").add_argument("email")
     command("list-users", cmd_list_users, "list the users")
     command("list-apikeys", cmd_list_apikeys, "list a user's API keys (prefixes only)").add_argument("email")
     command("disable-user", cmd_disable_user, "disable a user and revoke their tokens").add_argument("email")
     command("enable-user", cmd_enable_user, "enable a disabled user").add_argument("email")
+    set_tier = command("set-tier", cmd_set_tier, "change a user's tier (their earlier tokens are revoked)")
+    set_tier.add_argument("email")
+    set_tier.add_argument("tier", choices=TIERS)
+    set_role = command("set-role", cmd_set_role, "make a user an administrator (admin) or not (user)")
+    set_role.add_argument("email")
+    set_role.add_argument("role", choices=ROLES)
     revoke = command("revoke-apikey", cmd_revoke_apikey, "revoke the API key starting with KEY_PREFIX (or the whole key)")
     revoke.add_argument("key_prefix")
     demo = command("demo-token", cmd_demo_token, "print a signed demo token")

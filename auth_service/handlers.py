@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from auth_service.accounts import AccountStore
 from auth_service.authentication import Authenticator
 from auth_service.keys import KeyRing
 from auth_service.tokens import TokenIssuer
@@ -13,6 +14,7 @@ from auth_service.validation import parse_apikey_login, parse_password_login
 from common.errors import MalformedBody
 from common.service import json_response, read_json
 
+STORE_KEY: web.AppKey[AccountStore] = web.AppKey("account_store", AccountStore)
 AUTHENTICATOR_KEY: web.AppKey[Authenticator] = web.AppKey("authenticator", Authenticator)
 ISSUER_KEY: web.AppKey[TokenIssuer] = web.AppKey("token_issuer", TokenIssuer)
 KEYRING_KEY: web.AppKey[KeyRing] = web.AppKey("keyring", KeyRing)

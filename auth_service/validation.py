@@ -35,7 +35,7 @@ def parse_duration(
     value = body["duration"]
     # bool is an int subclass in Python, but `true` is not a number of seconds.
     if type(value) is not int:
-        errors.add("duration", f"must be an integer number of seconds between 1 and {maximum}, got {_shown(value)}")
+        errors.add("duration", f"must be an integer number of seconds between 1 and {maximum}, got {shown(value)}")
         return default
     if not 1 <= value <= maximum:
         errors.add("duration", f"must be between 1 and {maximum} seconds, got {value}")
@@ -49,7 +49,7 @@ def parse_string(body: dict[str, Any], name: str, errors: ParameterErrors, max_l
         errors.add(name, "is required")
         return ""
     if not isinstance(value, str):
-        errors.add(name, f"must be a string, got {_shown(value)}")
+        errors.add(name, f"must be a string, got {shown(value)}")
         return ""
     if not value.strip():
         errors.add(name, "must not be blank")
@@ -77,7 +77,7 @@ def parse_apikey_login(body: dict[str, Any], default_duration: int) -> ApiKeyLog
     return ApiKeyLogin(apikey, duration)
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A JSON-ish rendering of a client value for messages, kept short."""
     if value is None:
         return "null"

@@ -155,6 +155,15 @@ class NotFound(ApiError):
     code = "ERROR_NOT_FOUND"
 
 
+class Conflict(ApiError):
+    """The request contradicts what exists: a user with that e-mail address, for instance."""
+
+    status = 409
+    type = "/problems/general/conflict"
+    title = "The request conflicts with the current state"
+    code = "ERROR_CONFLICT"
+
+
 class MethodNotAllowed(ApiError):
     status = 405
     type = "/problems/general/method-not-allowed"
@@ -264,6 +273,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    409: Conflict,
     408: RequestTimeout,
     413: PayloadTooLarge,
     415: UnsupportedMediaType,

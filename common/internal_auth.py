@@ -30,6 +30,12 @@ INTERNAL_TOKEN_HEADER = "X-Internal-Token"  # noqa: S105 - a header name, not a 
 # The caller's account tier, set by the gateway on forwarded requests (trusted only behind the
 # internal credential): services with per-tier limits read it.
 INTERNAL_TIER_HEADER = "X-Internal-Tier"
+# The rest of the caller's identity, set by the gateway the same way: the token's subject,
+# e-mail, issue time (unix seconds) and, for a token issued for an API key, that key's id.
+INTERNAL_SUBJECT_HEADER = "X-Internal-Subject"
+INTERNAL_EMAIL_HEADER = "X-Internal-Email"
+INTERNAL_ISSUED_AT_HEADER = "X-Internal-Issued-At"
+INTERNAL_API_KEY_HEADER = "X-Internal-Api-Key"
 OPEN_PATHS = frozenset({"/health"})
 TOKEN_FILE = "internal-token"  # noqa: S105 - a file name under DATA_DIR, not a secret
 

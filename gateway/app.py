@@ -18,6 +18,7 @@ from gateway.revocation import RevocationChecker
 from gateway.services import service_clients
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import TokenVerifier
+from gateway.usage import UsageCounter, flushing
 
 
 def create_app(config: GatewayConfig) -> web.Application:
@@ -38,15 +39,18 @@ def create_app(config: GatewayConfig) -> web.Application:
         )
         jwks = JwksRefresher(keys, verifier, refresh_seconds=config.jwks_refresh_seconds)
         redis = app[REDIS_KEY]
+        usage = UsageCounter(redis)
         app[GATEWAY_KEY] = GatewayState(
             services=service_clients(config, session),
             verifier=verifier,
             jwks=jwks,
             rate_limiter=RateLimiter(redis, config.rate_limits),
             revocations=RevocationChecker(redis, config.revocation_cache_seconds),
+            usage=usage,
         )
         await jwks.start()
-        yield
+        async for _ in flushing(usage):
+            yield
         await jwks.stop()
         await session.close()
 
@@ -56,6 +60,6 @@ def create_app(config: GatewayConfig) -> web.Application:
     app.router.add_get("/v1/openapi.json", docs.openapi_json)
     app.router.add_get("/openapi.json", docs.openapi_json)
     app.router.add_get("/docs", docs.docs_page)
-    webpages.add_routes(app, config)  # /map and /static/…
+    webpages.add_routes(app, config)  # /map, /console and /static/…
     app.router.add_route("*", "/{tail:.*}", handlers.proxy)
     return app

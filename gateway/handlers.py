@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import web
 
@@ -11,7 +12,7 @@ from common.service import REDIS_KEY, json_response
 from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
-from gateway.routes import LOCAL_SERVICE, PublicRoute, match_route, needs_token
+from gateway.routes import LOCAL_SERVICE, USAGE_PATH, PublicRoute, match_route, needs_token
 from gateway.services import service_health
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import Identity, UnknownKey, bearer_token
@@ -42,17 +43,37 @@ def resolve_route(request: web.Request) -> PublicRoute:
     return route
 
 
-async def apply_rate_limit(state: GatewayState, request: web.Request, identity: Identity | None) -> dict[str, str]:
+async def apply_rate_limit(
+    state: GatewayState, request: web.Request, route: PublicRoute, identity: Identity | None
+) -> dict[str, str]:
     if identity is not None:
         decision = await state.rate_limiter.check(f"sub:{identity.subject}", identity.tier)
+        state.usage.count(identity.subject, rate_limited=decision is not None and not decision.allowed)
     else:
         # Unauthenticated endpoints (login) are limited per client address against guessing.
         decision = await state.rate_limiter.check(f"ip:{request.remote}", "anonymous")
+    if decision is not None and decision.allowed and identity is not None and route.checks_password:
+        # A password checked behind a token: limited like the logins too, per account.
+        decision = await state.rate_limiter.check(f"password:{identity.subject}", "anonymous") or decision
     if decision is None:
         return {}
     if not decision.allowed:
         raise TooManyRequests(decision.refusal(), headers=decision.headers())
     return decision.headers()
+
+
+async def local_answer(state: GatewayState, route: PublicRoute, identity: Identity | None) -> web.Response:
+    """The operations the gateway answers itself."""
+    if route.path == USAGE_PATH and identity is not None:
+        return json_response(await account_usage(state, identity))
+    return json_response(await gather_providers(state.services))
+
+
+async def account_usage(state: GatewayState, identity: Identity) -> dict[str, Any]:
+    """The caller's tier, its rate limit (this gateway's RATE_LIMITS) and recent requests."""
+    limit = state.rate_limiter.limit_for(identity.tier)
+    rate = None if limit.unlimited else {"requestsPerSecond": limit.rate, "burst": limit.burst}
+    return {"tier": identity.tier, "rateLimit": rate, "usage": await state.usage.recent(identity.subject)}
 
 
 def answer_options(request: web.Request) -> web.Response:
@@ -71,10 +92,10 @@ async def proxy(request: web.Request) -> web.Response:
     identity = await authenticate(state, request) if needs_token(request.path) else None
     route = resolve_route(request)
     request["route_label"] = route.path
-    limit_headers = await apply_rate_limit(state, request, identity)
+    limit_headers = await apply_rate_limit(state, request, route, identity)
     try:
         if route.service == LOCAL_SERVICE:
-            response = json_response(await gather_providers(state.services))
+            response = await local_answer(state, route, identity)
         else:
             response = await forward(request, route, state.services.get(route.service), identity)
     except ApiError as exc:

@@ -11,7 +11,14 @@ from yarl import URL
 
 from common.client import ServiceClient
 from common.errors import BadGateway, GatewayTimeout, InternalCredentialRequired, PayloadTooLarge, ServiceUnavailable
-from common.internal_auth import INTERNAL_TIER_HEADER, internal_headers
+from common.internal_auth import (
+    INTERNAL_API_KEY_HEADER,
+    INTERNAL_EMAIL_HEADER,
+    INTERNAL_ISSUED_AT_HEADER,
+    INTERNAL_SUBJECT_HEADER,
+    INTERNAL_TIER_HEADER,
+    internal_headers,
+)
 from common.middleware import REQUEST_ID_HEADER
 from gateway.routes import PublicRoute
 from gateway.services import label
@@ -30,9 +37,9 @@ FORWARDED_RESPONSE_HEADERS = (
     "Allow",
     "WWW-Authenticate",
 )
-INTERNAL_SUBJECT = "X-Internal-Subject"
+INTERNAL_SUBJECT = INTERNAL_SUBJECT_HEADER
 INTERNAL_TIER = INTERNAL_TIER_HEADER
-INTERNAL_EMAIL = "X-Internal-Email"
+INTERNAL_EMAIL = INTERNAL_EMAIL_HEADER
 
 
 class UpstreamOutages:
@@ -64,8 +71,11 @@ def upstream_headers(request: web.Request, identity: Identity | None, internal_t
     if identity is not None:
         headers[INTERNAL_SUBJECT] = identity.subject
         headers[INTERNAL_TIER] = identity.tier
+        headers[INTERNAL_ISSUED_AT_HEADER] = str(identity.issued_at)
         if identity.email:
             headers[INTERNAL_EMAIL] = identity.email
+        if identity.api_key_id:
+            headers[INTERNAL_API_KEY_HEADER] = identity.api_key_id
     return headers
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 KIB = 1024
@@ -16,6 +17,9 @@ class PublicRoute:
     requires_token: bool = True
     max_body_bytes: int = 64 * KIB
     timeout_seconds: float = 30.0
+    # Checks a password: also limited like the logins (the anonymous tier's rate, per account),
+    # so a stolen token cannot guess the password at the account's own rate.
+    checks_password: bool = False
 
 
 PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
@@ -33,12 +37,29 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/providers", ("GET",), "gateway", timeout_seconds=10),
     PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
     PublicRoute("/v1/detour/file", ("POST",), "route_service", max_body_bytes=16 * MIB, timeout_seconds=120),
+    # The account console (/console): the caller's account, and users for administrators.
+    PublicRoute("/v1/account", ("GET",), "auth_service", timeout_seconds=10),
+    PublicRoute("/v1/account/usage", ("GET",), "gateway", timeout_seconds=10),  # answered by the gateway
+    PublicRoute("/v1/account/apikeys", ("GET", "POST"), "auth_service", timeout_seconds=10),
+    PublicRoute("/v1/account/apikeys/{keyId}", ("DELETE",), "auth_service", timeout_seconds=10),
+    PublicRoute("/v1/account/password", ("POST",), "auth_service", timeout_seconds=10, checks_password=True),
+    PublicRoute("/v1/admin/users", ("GET", "POST"), "auth_service", timeout_seconds=10),
+    PublicRoute("/v1/admin/users/{userId}", ("PATCH",), "auth_service", timeout_seconds=10),
 )
 
 # Routes the gateway answers itself (after authentication and rate limiting).
 LOCAL_SERVICE = "gateway"
+USAGE_PATH = "/v1/account/usage"
 
-_BY_PATH = {route.path: route for route in PUBLIC_ROUTES}
+_BY_PATH = {route.path: route for route in PUBLIC_ROUTES if "{" not in route.path}
+
+
+def _pattern(path: str) -> re.Pattern[str]:
+    """A path with `{name}` segments as a pattern: one segment of anything but a slash there."""
+    return re.compile("/".join("[^/]+" if part.startswith("{") else re.escape(part) for part in path.split("/")))
+
+
+_TEMPLATES = tuple((_pattern(route.path), route) for route in PUBLIC_ROUTES if "{" in route.path)
 
 # Paths under /v1 that are documentation, not operations: served without a token.
 OPEN_PATHS = frozenset({"/v1/openapi.json"})
@@ -46,7 +67,10 @@ OPEN_PATHS = frozenset({"/v1/openapi.json"})
 
 def match_route(path: str) -> PublicRoute | None:
     # A trailing slash names the same operation; clients add it often enough.
-    return _BY_PATH.get(path) or _BY_PATH.get(path.rstrip("/"))
+    found = _BY_PATH.get(path) or _BY_PATH.get(path.rstrip("/"))
+    if found is None and "/" in path.rstrip("/"):
+        found = next((route for pattern, route in _TEMPLATES if pattern.fullmatch(path.rstrip("/"))), None)
+    return found
 
 
 def needs_token(path: str) -> bool:

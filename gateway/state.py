@@ -12,6 +12,7 @@ from gateway.jwks import JwksRefresher
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
 from gateway.tokens import TokenVerifier
+from gateway.usage import UsageCounter
 
 
 @dataclass
@@ -21,6 +22,7 @@ class GatewayState:
     jwks: JwksRefresher
     rate_limiter: RateLimiter
     revocations: RevocationChecker
+    usage: UsageCounter  # each account's requests per hour (/v1/account/usage)
 
 
 GATEWAY_KEY: web.AppKey[GatewayState] = web.AppKey("gateway", GatewayState)

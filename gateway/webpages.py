@@ -1,7 +1,7 @@
-"""The gateway's web pages besides the API: the `/map` demo page and the static files of the
-pages (`/static/…`: our own scripts and styles, and the vendored renderer and map library of
-gateway.vendor). The pages call the public API from the browser like any client, with a token
-kept in the page's memory only.
+"""The gateway's web pages besides the API: the `/map` demo page, the `/console` account
+console and the static files of the pages (`/static/…`: our own scripts and styles, and the
+vendored renderer and map library of gateway.vendor). The pages call the public API from the
+browser like any client, with a token kept in the page's memory only.
 
 Every page carries a Content-Security-Policy: scripts only from the gateway, requests only to
 it, images from it and, for the map, from the configured tile server. Nothing is loaded from a
@@ -22,6 +22,9 @@ from gateway.vendor import LEAFLET, STATIC_DIR
 
 STATIC_ROOT = STATIC_DIR.resolve()
 MAP_TEMPLATE = STATIC_DIR / "map.html"
+CONSOLE_PAGE = STATIC_DIR / "console.html"
+# Served as pages, with their policy, never as static files.
+PAGE_FILES = frozenset(path.resolve() for path in (MAP_TEMPLATE, CONSOLE_PAGE))
 # Pages and their files change with a release only; versioned names are not worth a build step.
 STATIC_CACHE_CONTROL = "public, max-age=300"
 TILE_URL_KEY: web.AppKey[str] = web.AppKey("map_tile_url", str)
@@ -39,11 +42,11 @@ def content_security_policy(*, img_src: tuple[str, ...] = ()) -> str:
     )
 
 
-def page_headers(*, img_src: tuple[str, ...] = ()) -> dict[str, str]:
+def page_headers(*, img_src: tuple[str, ...] = (), referrer: str = "strict-origin-when-cross-origin") -> dict[str, str]:
     return {
         "Cache-Control": STATIC_CACHE_CONTROL,
         "Content-Security-Policy": content_security_policy(img_src=img_src),
-        "Referrer-Policy": "strict-origin-when-cross-origin",
+        "Referrer-Policy": referrer,
     }
 
 
@@ -96,13 +99,23 @@ async def map_page(request: web.Request) -> web.Response:
     )
 
 
+@cache
+def console_html() -> str:
+    return CONSOLE_PAGE.read_text(encoding="utf-8")
+
+
+async def console_page(request: web.Request) -> web.Response:
+    """The account console: our own script only, no images from elsewhere, no referrer."""
+    return web.Response(text=console_html(), content_type="text/html", headers=page_headers(referrer="no-referrer"))
+
+
 def static_path(relative: str) -> Path | None:
     """A file under the static directory; None for anything else (hidden files, directories,
     paths leaving the directory, the page template)."""
     if not relative or any(part.startswith(".") for part in relative.split("/")):
         return None
     path = (STATIC_ROOT / relative).resolve()
-    if not path.is_relative_to(STATIC_ROOT) or not path.is_file() or path == MAP_TEMPLATE.resolve():
+    if not path.is_relative_to(STATIC_ROOT) or not path.is_file() or path in PAGE_FILES:
         return None
     return path
 
@@ -115,9 +128,10 @@ async def static_file(request: web.Request) -> web.FileResponse:
 
 
 def add_routes(app: web.Application, config: GatewayConfig) -> None:
-    """`/map` and `/static/…`; before the gateway's catch-all forwarding route."""
+    """`/map`, `/console` and `/static/…`; before the gateway's catch-all forwarding route."""
     tile_url = config.map_tile_url if tile_source(config.map_tile_url) else ""
     app[TILE_URL_KEY] = tile_url
     app[MAP_HTML_KEY] = map_html(tile_url, config.map_tile_attribution)
     app.router.add_get("/map", map_page)
+    app.router.add_get("/console", console_page)
     app.router.add_get("/static/{path:.+}", static_file)

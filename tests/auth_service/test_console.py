@@ -68,7 +68,7 @@ def test_add_user_then_list_users(console: Console) -> None:
     assert result.returncode == 0, result.stderr
     assert console("add-apikey", "nina@example.com").returncode == 0
     listing = console("list-users").stdout.splitlines()
-    assert listing[0].split() == ["id", "email", "tier", "disabled", "keys", "created"]
+    assert listing[0].split() == ["id", "email", "tier", "disabled", "keys", "created", "role"]
     assert listing[1].split()[:5] == ["1", "nina@example.com", "unlimited", "no", "1"]
     store = console.store()
     try:
@@ -195,3 +195,33 @@ def test_ensure_demo_user_creates_once_and_keeps_the_password(tmp_path: Path) ->
         assert passwords_for(config).verify(store.user(DEMO_EMAIL).password_hash, password)
     finally:
         store.close()
+
+
+def test_admins_are_made_by_add_user_admin_or_set_role(console: Console) -> None:
+    result = console("add-user", "ada@example.com", "--password", "long enough", "--admin")
+    assert result.returncode == 0 and "role admin" in result.stdout, result.stderr
+    console("add-user", "bea@example.com", "--password", "long enough")
+    assert console("set-role", "bea@example.com", "admin").returncode == 0
+    assert console("set-role", "ada@example.com", "user").returncode == 0
+    rows = [line.split() for line in console("list-users").stdout.splitlines()[1:]]
+    assert [(row[1], row[-1]) for row in rows] == [("ada@example.com", "user"), ("bea@example.com", "admin")]
+    assert_fails(console("set-role", "nobody@example.com", "admin"), "no user with the e-mail nobody@example.com")
+    assert console("set-role", "bea@example.com", "root").returncode == 2  # not a choice: usage error
+
+
+def test_set_tier_changes_the_tier_and_revokes_earlier_tokens(console: Console) -> None:
+    console("add-user", "cy@example.com", "--password", "long enough")
+    result = console("set-tier", "cy@example.com", "unlimited")
+    assert result.returncode == 0, result.stderr
+    assert "unlimited" in result.stdout and "revoked" in result.stdout
+    assert "Redis" in result.stderr  # unreachable here: recorded, published later
+    store = console.store()
+    try:
+        user = store.user("cy@example.com")
+        assert user.tier == "unlimited" and store.latest_revocation("sub", user.subject) is not None
+    finally:
+        store.close()
+
+
+def test_add_user_refuses_control_characters(console: Console) -> None:
+    assert_fails(console("add-user", "eve@example.com\x1b[2J", "--password", "long enough"), "not an e-mail address")

@@ -38,8 +38,9 @@ WAIT_SECONDS = 20
 TILE_PREFIX = TEST_ENV["MAP_TILE_URL"].split("{", 1)[0]
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Chrome]:
+def start_browser() -> Chrome:
+    """Headless Chromium through its chromedriver; the test skips, saying how to install them,
+    when they are missing."""
     binary = next(filter(None, map(shutil.which, BROWSERS)), None)
     driver_path = shutil.which("chromedriver")
     if binary is None or driver_path is None:
@@ -47,8 +48,6 @@ def browser() -> Iterator[Chrome]:
             "headless Chromium is not installed: `make browser` installs Debian's chromium and "
             "chromium-driver (it needs root: sudo apt-get install chromium chromium-driver)"
         )
-    if not (SWAGGER_UI.installed() and LEAFLET.installed()):
-        pytest.fail("the pages' browser code is not vendored: run `make install` (python -m gateway.vendor)")
     options = Options()
     options.binary_location = binary
     for argument in (
@@ -65,7 +64,15 @@ def browser() -> Iterator[Chrome]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = Chrome(service=Service(executable_path=driver_path), options=options)
     driver.set_page_load_timeout(30)
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chrome]:
+    driver = start_browser()
     try:
+        if not (SWAGGER_UI.installed() and LEAFLET.installed()):
+            pytest.fail("the pages' browser code is not vendored: run `make install` (python -m gateway.vendor)")
         yield driver
     finally:
         driver.quit()

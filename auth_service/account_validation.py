@@ -1,0 +1,96 @@
+"""Validation of the account console's request bodies and path ids, every violation at once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from auth_service.config import ROLES, TIERS
+from auth_service.management import UserChanges, new_user_problems
+from auth_service.passwords import password_problem
+from auth_service.validation import MAX_PASSWORD_LENGTH, MAX_USER_LENGTH, parse_duration, parse_string, shown
+from common.errors import ParameterErrors
+
+# SQLite's INTEGER: larger ids cannot exist, and Python would otherwise pass them to SQLite.
+MAX_ID = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class NewUser:
+    email: str
+    password: str
+    tier: str
+    role: str
+
+
+@dataclass(frozen=True)
+class PasswordChange:
+    current: str
+    new: str
+    duration: int
+
+
+def parse_id(text: str, name: str) -> int:
+    """A path's numeric id: a positive integer."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+        errors = ParameterErrors()
+        errors.add(name, f"must be a positive integer, got {shown(text)}")
+        errors.raise_if_any()
+    return int(text)
+
+
+def parse_choice(body: dict[str, Any], name: str, choices: tuple[str, ...], errors: ParameterErrors) -> str | None:
+    """An optional field that is one of `choices`; None when absent."""
+    if name not in body:
+        return None
+    value = body[name]
+    if not isinstance(value, str) or value not in choices:
+        errors.add(name, f"must be one of {', '.join(choices)}, got {shown(value)}")
+        return None
+    return value
+
+
+def parse_new_user(body: dict[str, Any]) -> NewUser:
+    errors = ParameterErrors()
+    email = parse_string(body, "email", errors, MAX_USER_LENGTH)
+    password = parse_string(body, "password", errors, MAX_PASSWORD_LENGTH)
+    tier = parse_choice(body, "tier", TIERS, errors) or "standard"
+    role = parse_choice(body, "role", ROLES, errors) or "user"
+    if email and password:
+        for field, problem in new_user_problems(email, password, tier, role):
+            errors.add(field, problem)
+    errors.raise_if_any()
+    return NewUser(email.strip(), password, tier, role)
+
+
+def parse_user_changes(body: dict[str, Any]) -> UserChanges:
+    errors = ParameterErrors()
+    unknown = sorted(set(body) - {"tier", "role", "disabled"})
+    for name in unknown:
+        errors.add(name[:40], "is not a field of a user that can be changed (tier, role, disabled)")
+    if not body:
+        errors.add(None, "give at least one of tier, role, disabled")
+    disabled = body.get("disabled")
+    if "disabled" in body and not isinstance(disabled, bool):
+        errors.add("disabled", f"must be true or false, got {shown(disabled)}")
+    changes = UserChanges(
+        tier=parse_choice(body, "tier", TIERS, errors),
+        role=parse_choice(body, "role", ROLES, errors),
+        disabled=disabled if isinstance(disabled, bool) else None,
+    )
+    errors.raise_if_any()
+    return changes
+
+
+def parse_password_change(body: dict[str, Any], default_duration: int) -> PasswordChange:
+    errors = ParameterErrors()
+    current = parse_string(body, "currentPassword", errors, MAX_PASSWORD_LENGTH)
+    new = parse_string(body, "newPassword", errors, MAX_PASSWORD_LENGTH)
+    duration = parse_duration(body, errors, default_duration)
+    problem = password_problem(new) if new else None
+    if problem:
+        errors.add("newPassword", problem)
+    if current and new and current == new:
+        errors.add("newPassword", "must differ from the current password")
+    errors.raise_if_any()
+    return PasswordChange(current, new, duration)
