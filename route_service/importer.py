@@ -43,8 +43,15 @@ from route_service import osrm_profiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
 
-IMPORTER_VERSION = "1"
-ALGORITHMS = ("mld", "ch")
+IMPORTER_VERSION = "2"  # 2: car and truck contracted for matrices; small maps re-extracted
+ALGORITHMS = ("mld+ch", "mld", "ch")
+# MLD answers routes (several alternatives, the faster import of the two), CH the car and truck
+# matrices: a 100x100 car table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in
+# Monaco. Contracting costs 2-4 s per car or truck profile in Heidelberg but 23-61 s per bicycle
+# or pedestrian one (their graphs are denser), which would make the import 5x longer (25 s ->
+# 127 s): those keep their matrices on MLD.
+DEFAULT_ALGORITHM = "mld+ch"
+CONTRACTED_IN_MLD_CH = ("car-", "truck-")
 # What builds the emergency graph: a change to any of them yields a new dataset.
 GRAPH_SOURCES = ("graph_build.py", "graph_tags.py", "graph_format.py")
 
@@ -108,9 +115,12 @@ def run_osrm(tool: str, args: Sequence[str], logfile: Path) -> None:
 def osrm_steps(profile: str, pbf: Path, base: Path, algorithm: str, threads: int) -> list[tuple[str, list[str]]]:
     threads_arg = ["-t", str(threads)]
     extract = ["-p", str(osrm_profiles.profile_file(profile)), *threads_arg, "-o", str(base), str(pbf)]
-    if algorithm == "ch":
-        return [("extract", extract), ("contract", [*threads_arg, str(base)])]
-    return [("extract", extract), ("partition", [*threads_arg, str(base)]), ("customize", [*threads_arg, str(base)])]
+    steps = [("extract", extract)]
+    if "mld" in algorithm.split("+"):
+        steps += [("partition", [*threads_arg, str(base)]), ("customize", [*threads_arg, str(base)])]
+    if algorithm == "ch" or (algorithm == "mld+ch" and profile.startswith(CONTRACTED_IN_MLD_CH)):
+        steps.append(("contract", [*threads_arg, str(base)]))
+    return steps
 
 
 _COUNTS = {
@@ -119,6 +129,20 @@ _COUNTS = {
     "nodes": re.compile(r"Processed (\d+) nodes"),
     "edges": re.compile(r"-- Processed (\d+) edges"),
 }
+
+
+# OSRM snaps a point to a "large" strongly connected component (>= 1000 nodes by default) and
+# searches up to the whole radius for one. A small map (central Helsinki: 72 components, none of
+# 1000 nodes) has none, so every coordinate searched the whole radius: 0.32 ms a point, 64 ms
+# to snap a 100x100 matrix. Re-extracted with this size, its main network counts as large.
+SMALL_MAP_COMPONENT_NODES = 50
+_SCC_COUNTS = re.compile(r"Found \d+ SCC \((\d+) large")
+
+
+def has_large_component(logfile: Path) -> bool:
+    """Whether the last osrm-extract in the log found a large component (True when unsaid)."""
+    found = _SCC_COUNTS.findall(logfile.read_text(errors="replace"))
+    return not found or int(found[-1]) > 0
 
 
 def parse_counts(log_text: str) -> dict[str, int]:
@@ -144,6 +168,9 @@ def build_profile(
     start = time.perf_counter()
     for tool, args in osrm_steps(profile, pbf, base, algorithm, threads):
         progress.run(f"{tool} {profile}", partial(run_osrm, tool, args, logfile))
+        if tool == "extract" and not has_large_component(logfile):
+            small = ["--small-component-size", str(SMALL_MAP_COMPONENT_NODES)]
+            progress.run(f"extract {profile} (small map)", partial(run_osrm, tool, [*small, *args], logfile))
     stats: dict[str, Any] = {"algorithm": algorithm, "seconds": round(time.perf_counter() - start, 2)}
     stats.update(parse_counts(logfile.read_text(errors="replace")))
     stats["bytes"] = dir_bytes(profile_dir)
@@ -233,7 +260,7 @@ def import_maps(
     out_dir: Path,
     *,
     profiles: Iterable[str] | None = None,
-    algorithm: str = "mld",
+    algorithm: str = DEFAULT_ALGORITHM,
     jobs: int | None = None,
     progress: Progress | None = None,
 ) -> ImportResult:
@@ -306,7 +333,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES)
     )
     parser.add_argument(
-        "--algorithm", choices=ALGORITHMS, default="mld", help="OSRM algorithm (default mld: fastest import)"
+        "--algorithm",
+        choices=ALGORITHMS,
+        default=DEFAULT_ALGORITHM,
+        help="OSRM algorithms (default mld+ch: routes on MLD, car and truck matrices on CH; mld alone imports "
+        "faster on a very large map, its matrices take up to 10x longer)",
     )
     parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
     return parser.parse_args(argv)

@@ -82,10 +82,13 @@ class OsrmProvider:
     name = "osrm"
 
     def __init__(self, dataset_dir: Path, algorithm: str, profiles: Sequence[str]) -> None:
+        """`algorithm` as imported: "mld", "ch", or "mld+ch" (routes on MLD, matrices on CH for
+        the profiles the importer contracted)."""
         self.dataset_dir = dataset_dir
         self.algorithm = algorithm.upper()
+        self.route_algorithm = self.algorithm.split("+")[0]
         self.profiles = tuple(profiles)
-        self._engines: dict[str, osrm.OSRM] = {}
+        self._engines: dict[tuple[str, str], osrm.OSRM] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -100,21 +103,35 @@ class OsrmProvider:
 
     def preload(self) -> None:
         for profile in self.profiles:
-            self._engine(profile)
+            for algorithm in {self.route_algorithm, self.matrix_algorithm(profile)}:
+                self._engine(profile, algorithm)
 
-    def _engine(self, profile: str) -> osrm.OSRM:
-        engine = self._engines.get(profile)
+    def matrix_algorithm(self, profile: str) -> str:
+        """CH where the profile was contracted (the CH graph file exists), else the route's."""
+        contracted = (self.dataset_dir / OSRM_DIR / profile / "map.osrm.hsgr").is_file()
+        return "CH" if contracted else self.route_algorithm
+
+    def _engine(self, profile: str, algorithm: str | None = None) -> osrm.OSRM:
+        """One engine per profile and algorithm (default: the routes'); the files are
+        memory-mapped (OSRM's default), so an MLD and a CH engine on the same files share their
+        common pages."""
+        key = (profile, algorithm or self.route_algorithm)
+        engine = self._engines.get(key)
         if engine is None:
             with self._lock:  # two first requests must not both load the same files
-                engine = self._engines.get(profile)
+                engine = self._engines.get(key)
                 if engine is None:
                     path = self.dataset_dir / OSRM_DIR / profile / "map.osrm"
-                    engine = osrm.OSRM(storage_config=str(path), algorithm=self.algorithm, use_shared_memory=False)
-                    self._engines[profile] = engine
+                    engine = osrm.OSRM(storage_config=str(path), algorithm=key[1], use_shared_memory=False)
+                    self._engines[key] = engine
         return engine
 
     def _engine_for(self, vehicle: str, route_type: str) -> osrm.OSRM:
-        return self._engine(profile_name(vehicle, route_type))
+        return self._engine(profile_name(vehicle, route_type), self.route_algorithm)
+
+    def _matrix_engine_for(self, vehicle: str, route_type: str) -> osrm.OSRM:
+        profile = profile_name(vehicle, route_type)
+        return self._engine(profile, self.matrix_algorithm(profile))
 
     def info(self) -> ProviderInfo:
         return ProviderInfo(
@@ -151,7 +168,7 @@ class OsrmProvider:
     def matrix(self, query: MatrixQuery) -> MatrixResult:
         """Row blocks of at most MAX_TABLE_VALUES values per Table call, each copied into
         float64 arrays as it comes (see MAX_TABLE_VALUES for the memory this saves)."""
-        engine = self._engine_for(query.vehicle, query.route_type)
+        engine = self._matrix_engine_for(query.vehicle, query.route_type)
         radius = SNAP_RADIUS_M[query.vehicle]
         shape = (len(query.sources), len(query.destinations))
         tables = {a: np.full(shape, np.nan) for a in query.annotations}

@@ -11,8 +11,8 @@ from common.datasets import CURRENT, Progress
 from common.errors import NoRouteFound
 from route_service import osrm_profiles
 from route_service.dataset import MANIFEST
-from route_service.importer import ImportResult, import_maps, main, parse_counts
-from route_service.model import RouteQuery
+from route_service.importer import ImportResult, has_large_component, import_maps, main, parse_counts
+from route_service.model import MatrixQuery, RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
@@ -48,7 +48,7 @@ def test_import_then_rerun_is_a_noop(tmp_path: Path, tiny_map: TinyMap) -> None:
 def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest", "pedestrian-shortest"], progress=QUIET)
     m = result.manifest
-    assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "mld"
+    assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "mld+ch"
     assert set(m["profiles"]) == {"car-fastest", "pedestrian-shortest"}
     assert m["inputs"][0]["name"] == "tiny.osm.pbf" and len(m["inputs"][0]["sha256"]) == 64
     assert m["osm_nodes"] == 10 and m["osm_ways"] == 2
@@ -61,10 +61,31 @@ def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> No
 
 def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
     a = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
-    b = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm="ch", progress=QUIET)
+    b = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm="mld", progress=QUIET)
     assert a.hash != b.hash
     assert json.loads((tmp_path / CURRENT).read_text())["hash"] == b.hash
-    assert (b.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").is_file()  # the CH graph
+    assert (a.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").is_file()  # the matrices' CH graph
+    assert not (b.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").exists()
+
+
+def test_only_car_and_truck_profiles_are_contracted_by_default(tmp_path: Path, tiny_map: TinyMap) -> None:
+    """Contracting a bicycle or pedestrian graph took 23-61 s in Heidelberg, a car one 2-4 s."""
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=["truck-shortest", "pedestrian-fastest"], progress=QUIET)
+    osrm_dir = result.dataset_dir / "osrm"
+    assert (osrm_dir / "truck-shortest" / "map.osrm.hsgr").is_file()
+    assert not (osrm_dir / "pedestrian-fastest" / "map.osrm.hsgr").exists()
+    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    assert provider.matrix_algorithm("truck-shortest") == "CH" and provider.matrix_algorithm("pedestrian-fastest") == "MLD"
+
+
+@pytest.mark.parametrize("algorithm", ["mld+ch", "mld", "ch"])
+def test_every_algorithm_answers_routes_and_matrices_alike(tmp_path: Path, tiny_map: TinyMap, algorithm: str) -> None:
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm=algorithm, progress=QUIET)
+    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    route = provider.route(RouteQuery(*tiny_map.west))
+    table = provider.matrix(MatrixQuery([tiny_map.west[0]], [tiny_map.west[1]]))
+    assert table.durations_s[0][0] == pytest.approx(route.routes[0].duration_s, abs=0.2)
+    assert table.distances_m[0][0] == pytest.approx(route.routes[0].distance_m, abs=1.0)
 
 
 def test_several_inputs_are_merged(tmp_path: Path, tiny_map: TinyMap) -> None:
@@ -118,3 +139,21 @@ def test_heidelberg_import_has_all_profiles_and_the_graph(heidelberg_maps: Impor
     assert stats["truck-fastest"]["edges"] < stats["car-fastest"]["edges"]
     # Footways and cycleways: the pedestrian and bicycle graphs are far larger.
     assert stats["pedestrian-fastest"]["edges"] > 2 * stats["car-fastest"]["edges"]
+
+
+def test_a_map_without_a_large_component_is_extracted_again(tmp_path: Path, shared_osm: Path) -> None:
+    """Central Helsinki has no car component of 1000 nodes: without the second extract every
+    snapped point searched the whole radius for one (0.32 ms a point)."""
+    result = import_maps([shared_osm / "helsinki.osm.pbf"], tmp_path, profiles=["car-fastest"], progress=QUIET)
+    log = (result.dataset_dir / "osrm" / "car-fastest" / "import.log").read_text()
+    assert log.count("osrm extract") == 2 and "--small-component-size 50" in log
+
+
+def test_the_scc_count_of_the_last_extract_decides(tmp_path: Path) -> None:
+    log = tmp_path / "import.log"
+    log.write_text("[info] Found 72 SCC (0 large, 72 small)\n")
+    assert not has_large_component(log)
+    log.write_text("[info] Found 444 SCC (1 large, 443 small)\n")
+    assert has_large_component(log)
+    log.write_text("no counts\n")
+    assert has_large_component(log), "unknown: OSRM's default stays"
