@@ -17,6 +17,12 @@ from route_service.graph_format import MODE_YES
 SAMPLE_SPACING_M = 20.0  # snapping samples along long segments, so the nearest sample is near the nearest segment
 SNAP_CANDIDATES = 8
 SMALL_COMPONENT_NODES = 100  # junctions; smaller strongly connected parts are not snapped to
+# OSRM's "large" component (osrm-extract's --small-component-size): where OSRM snaps a point
+# whose nearest road lies on a smaller part. Isochrones mirror /v1/route's default provider.
+OSRM_LARGE_COMPONENT_NODES = 1000
+# Which parts of the network a tree samples: the main network (ours, for snapping), every part,
+# or OSRM's large components.
+PARTS_MIN_NODES = {"main": SMALL_COMPONENT_NODES, "all": 0, "osrm-large": OSRM_LARGE_COMPONENT_NODES}
 
 SampleTree = tuple[cKDTree, np.ndarray]  # the tree and, per sample, the geometry point starting its segment
 
@@ -38,7 +44,7 @@ class Snapper:
 
     def __init__(self, road: RoadGraph) -> None:
         self.road = road
-        self._trees: dict[tuple[str, bool, bool], SampleTree | None] = {}
+        self._trees: dict[tuple[str, bool, str], SampleTree | None] = {}
         self._tree_lock = threading.Lock()
 
     def snap(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
@@ -53,17 +59,18 @@ class Snapper:
                 best = relaxed
         return best
 
-    def tree(self, vehicle: str, emergency: bool, main_only: bool = True) -> SampleTree | None:
+    def tree(self, vehicle: str, emergency: bool, parts: str = "main") -> SampleTree | None:
         """KD-tree of samples along the pieces `vehicle` can use normally (or only in
-        emergencies): of the main network only (snapping), or of every part (isochrones: a
-        point by a cut-off piece belongs to that piece, which routes do not leave)."""
-        key = (vehicle, emergency, main_only)
+        emergencies), of the `parts` of PARTS_MIN_NODES: the main network (snapping), every
+        part (isochrones: a point by a cut-off piece belongs to that piece, which routes do not
+        leave) or OSRM's large components (isochrones: where OSRM snaps such a point instead)."""
+        key = (vehicle, emergency, parts)
         with self._tree_lock:
             if key not in self._trees:
-                self._trees[key] = self._build_tree(vehicle, emergency, main_only)
+                self._trees[key] = self._build_tree(vehicle, emergency, PARTS_MIN_NODES[parts])
             return self._trees[key]
 
-    def _build_tree(self, vehicle: str, emergency: bool, main_only: bool = True) -> SampleTree | None:
+    def _build_tree(self, vehicle: str, emergency: bool, min_nodes: int) -> SampleTree | None:
         road = self.road
         graph = road.vehicles[vehicle]
         pieces = road.a["edge_piece"][graph.edges]
@@ -71,7 +78,7 @@ class Snapper:
         anyuse = np.zeros(road.n_pieces + 1, dtype=bool)
         normal[pieces[graph.mode == MODE_YES]] = True  # index -1 (barrier connectors) lands in the spare slot
         anyuse[pieces] = True
-        main = main_nodes(road.n_nodes, graph) if main_only else np.ones(road.n_nodes, dtype=bool)
+        main = main_nodes(road.n_nodes, graph, min_nodes) if min_nodes else np.ones(road.n_nodes, dtype=bool)
         u_main, v_main = main[road.piece_u], main[road.piece_v]
         # an emergency-only piece is useful when it touches the main network at one end
         wanted = (anyuse & ~normal)[:-1] & (u_main | v_main) if emergency else normal[:-1] & u_main & v_main
@@ -127,7 +134,7 @@ class Snapper:
         )
 
 
-def main_nodes(n_nodes: int, graph: VehicleGraph) -> np.ndarray:
+def main_nodes(n_nodes: int, graph: VehicleGraph, min_nodes: int = SMALL_COMPONENT_NODES) -> np.ndarray:
     """Nodes in a large strongly connected part of the normal network. Snapping only to
     these keeps a start off a parking aisle or a fragment cut by the extract's boundary
     from which nothing is reachable (OSRM does the same with its small components)."""
@@ -138,5 +145,5 @@ def main_nodes(n_nodes: int, graph: VehicleGraph) -> np.ndarray:
     _, labels = connected_components(matrix, directed=True, connection="strong")
     sizes = np.bincount(labels)
     # in a tiny network (a test, a village) "small" is relative to the largest part
-    threshold = min(SMALL_COMPONENT_NODES, max(2, int(sizes.max()) // 4))
+    threshold = min(min_nodes, max(2, int(sizes.max()) // 4))
     return np.asarray(sizes[labels] >= threshold)
