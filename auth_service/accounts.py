@@ -1,69 +1,27 @@
-"""The accounts database (SQLite): users, API keys, signing keys and revocations.
+"""The accounts: users, API keys, signing keys and revocations, in SQLite or PostgreSQL.
 
-One `AccountStore` per process. SQLite in WAL mode lets the console write while the
-service reads. Every statement is a short indexed lookup, so the service calls it
-directly on the event loop.
+One `AccountStore` per process, over a `Database` (`auth_service.database`): PostgreSQL when
+DATABASE_URL is set, else SQLite under DATA_DIR (`open_store`). Every statement is a short
+indexed lookup, so the service calls the store directly on the event loop.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
-import sqlite3
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from auth_service.config import ROLES, TIERS
+from auth_service.config import ROLES, TIERS, AuthConfig
+from auth_service.database import Database, Row, UniqueViolation, open_database
 
 API_KEY_PREFIX_LENGTH = 8
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 MAX_EMAIL_LENGTH = 254
 _KEY_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
-
-_ROLE_CHECK = f"CHECK (role IN ({', '.join(repr(r) for r in ROLES)}))"
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS users (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    email TEXT NOT NULL UNIQUE COLLATE NOCASE,
-    password_hash TEXT NOT NULL,
-    tier TEXT NOT NULL CHECK (tier IN ({", ".join(repr(t) for t in TIERS)})),
-    disabled INTEGER NOT NULL DEFAULT 0,
-    created_at INTEGER NOT NULL,
-    role TEXT NOT NULL DEFAULT 'user' {_ROLE_CHECK}
-);
-CREATE TABLE IF NOT EXISTS api_keys (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id INTEGER NOT NULL REFERENCES users(id),
-    prefix TEXT NOT NULL,
-    key_hash TEXT NOT NULL UNIQUE,
-    created_at INTEGER NOT NULL,
-    revoked_at INTEGER
-);
-CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys(prefix);
-CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
-CREATE TABLE IF NOT EXISTS signing_keys (
-    kid TEXT PRIMARY KEY,
-    private_key_pem TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    retired_at INTEGER
-);
-CREATE TABLE IF NOT EXISTS revocations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL CHECK (kind IN ('sub', 'akid')),
-    subject TEXT NOT NULL,
-    revoked_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS revocations_time ON revocations(revoked_at);
-"""
-# Columns added after the first release: (table, column, definition) for databases made before them.
-ADDED_COLUMNS = (("users", "role", f"TEXT NOT NULL DEFAULT 'user' {_ROLE_CHECK}"),)
-
 
 class AccountError(Exception):
     """A console-level problem with an account operation (unknown user, duplicate, …)."""
@@ -161,58 +119,22 @@ def now_seconds() -> int:
     return int(time.time())
 
 
-def _create_private_file(path: Path) -> None:
-    """Creates the directory (0700) and the file (0600) before SQLite opens it."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
-
-
-def _restrict_sidecar_files(path: Path) -> None:
-    # The WAL holds recent pages (password hashes, private keys) too.
-    for suffix in ("-wal", "-shm"):
-        sidecar = path.with_name(path.name + suffix)
-        if sidecar.exists():
-            os.chmod(sidecar, 0o600)
-
-
 class AccountStore:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        _create_private_file(path)
-        # Autocommit; multi-statement changes use `transaction()`.
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA busy_timeout = 5000")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self.db.executescript(SCHEMA)
-        self._add_missing_columns()
-        _restrict_sidecar_files(path)
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-    def _add_missing_columns(self) -> None:
-        for table, column, definition in ADDED_COLUMNS:
-            present = {row["name"] for row in self.db.execute(f"PRAGMA table_info({table})")}
-            if column not in present:
-                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+    @property
+    def description(self) -> str:
+        return self.db.description
 
     def close(self) -> None:
         self.db.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        # IMMEDIATE takes the write lock up front, so check-then-insert cannot race another process.
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+    def transaction(self) -> AbstractContextManager[None]:
+        return self.db.transaction()
 
     def ping(self) -> None:
-        self.db.execute("SELECT count(*) FROM users").fetchone()
+        self.db.execute("SELECT count(*) AS users FROM users")
 
     # ------------------------------------------------------------ users
 
@@ -222,17 +144,18 @@ class AccountStore:
         if problem:
             raise AccountError(problem)
         try:
-            cursor = self.db.execute(
-                "INSERT INTO users (email, password_hash, tier, disabled, created_at, role) VALUES (?, ?, ?, 0, ?, ?)",
+            rows = self.db.execute(
+                "INSERT INTO users (email, password_hash, tier, disabled, created_at, role) "
+                "VALUES (?, ?, ?, 0, ?, ?) RETURNING *",
                 (email, password_hash, tier, now_seconds(), role),
             )
-        except sqlite3.IntegrityError as exc:
+        except UniqueViolation as exc:
             raise DuplicateUser(f"a user with the e-mail {email} exists already") from exc
-        return self.user_by_id(int(cursor.lastrowid or 0))
+        return _user(rows[0])
 
     def find_user(self, email: str) -> User | None:
-        row = self.db.execute("SELECT * FROM users WHERE email = ?", (email.strip(),)).fetchone()
-        return _user(row) if row else None
+        rows = self.db.execute(f"SELECT * FROM users WHERE {self.db.email_equals}", (email.strip(),))  # noqa: S608
+        return _user(rows[0]) if rows else None
 
     def user(self, email: str) -> User:
         user = self.find_user(email)
@@ -241,18 +164,18 @@ class AccountStore:
         return user
 
     def user_by_id(self, user_id: int) -> User:
-        row = self.db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-        if row is None:
+        rows = self.db.execute("SELECT * FROM users WHERE id = ?", (user_id,))
+        if not rows:
             raise AccountError(f"no user with id {user_id}")
-        return _user(row)
+        return _user(rows[0])
 
     def set_password_hash(self, user_id: int, password_hash: str) -> None:
         self.db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
 
     def change_password(self, user_id: int, password_hash: str) -> Revocation:
         """The new hash, and every token issued to the user so far revoked (other sessions end)."""
-        with self.transaction() as db:
-            db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
+        with self.transaction():
+            self.db.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
             return self._record_revocation("sub", self.user_by_id(user_id).subject)
 
     def set_tier(self, user_id: int, tier: str) -> tuple[User, Revocation]:
@@ -260,9 +183,9 @@ class AccountStore:
         problem = tier_problem(tier)
         if problem:
             raise AccountError(problem)
-        with self.transaction() as db:
+        with self.transaction():
             user = self.user_by_id(user_id)
-            db.execute("UPDATE users SET tier = ? WHERE id = ?", (tier, user.id))
+            self.db.execute("UPDATE users SET tier = ? WHERE id = ?", (tier, user.id))
             return self.user_by_id(user.id), self._record_revocation("sub", user.subject)
 
     def set_role(self, user_id: int, role: str) -> User:
@@ -279,7 +202,7 @@ class AccountStore:
                       count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
                FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
                GROUP BY u.id ORDER BY u.id"""
-        ).fetchall()
+        )
         return [
             UserSummary(
                 r["id"], r["email"], r["tier"], bool(r["disabled"]), r["active_keys"], r["created_at"], r["role"]
@@ -292,9 +215,9 @@ class AccountStore:
         return self.disable_user_id(self.user(email).id)
 
     def disable_user_id(self, user_id: int) -> Revocation:
-        with self.transaction() as db:
+        with self.transaction():
             user = self.user_by_id(user_id)
-            db.execute("UPDATE users SET disabled = 1 WHERE id = ?", (user.id,))
+            self.db.execute("UPDATE users SET disabled = 1 WHERE id = ?", (user.id,))
             return self._record_revocation("sub", user.subject)
 
     def enable_user(self, email: str) -> User:
@@ -317,19 +240,18 @@ class AccountStore:
         if user.disabled:
             raise AccountError(f"the user {user.email} is disabled")
         key = new_api_key()
-        cursor = self.db.execute(
-            "INSERT INTO api_keys (user_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?)",
+        rows = self.db.execute(
+            "INSERT INTO api_keys (user_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING *",
             (user.id, key[:API_KEY_PREFIX_LENGTH], hash_api_key(key), now_seconds()),
         )
-        row = self.db.execute("SELECT * FROM api_keys WHERE id = ?", (cursor.lastrowid,)).fetchone()
-        return _api_key(row), key
+        return _api_key(rows[0]), key
 
     def find_api_key(self, key: str) -> ApiKey | None:
         """The stored key matching `key`, revoked or not; compares hashes in constant time."""
         wanted = hash_api_key(key)
         rows = self.db.execute(
             "SELECT * FROM api_keys WHERE prefix = ?", (key[:API_KEY_PREFIX_LENGTH],)
-        ).fetchall()
+        )
         found = None
         for row in rows:
             if hmac.compare_digest(row["key_hash"], wanted):
@@ -352,11 +274,11 @@ class AccountStore:
     def revoke_user_api_key(self, user_id: int, key_id: int) -> tuple[ApiKey, Revocation | None] | None:
         """Revokes the user's key `key_id`; None when the user has no such key (another user's
         key is "no such key" too). A key revoked before is returned as it is, without a revocation."""
-        with self.transaction() as db:
-            row = db.execute("SELECT * FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id)).fetchone()
-            if row is None:
+        with self.transaction():
+            rows = self.db.execute("SELECT * FROM api_keys WHERE id = ? AND user_id = ?", (key_id, user_id))
+            if not rows:
                 return None
-            key = _api_key(row)
+            key = _api_key(rows[0])
             return (key, None) if key.revoked_at is not None else self._revoke(key)
 
     def _revoke(self, key: ApiKey) -> tuple[ApiKey, Revocation]:
@@ -365,25 +287,25 @@ class AccountStore:
         self.db.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ?", (revocation.revoked_at, key.id))
         return replace(key, revoked_at=revocation.revoked_at), revocation
 
-    def _active_keys_matching(self, text: str) -> list[sqlite3.Row]:
+    def _active_keys_matching(self, text: str) -> list[Row]:
         if not _KEY_PREFIX.match(text):
             raise AccountError(f"{text!r} is not the start of an API key (hexadecimal digits and dashes)")
         if len(text) == len(new_api_key()):
             return self.db.execute(
                 "SELECT * FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (hash_api_key(text),)
-            ).fetchall()
+            )
         if len(text) > API_KEY_PREFIX_LENGTH:
             raise AccountError(f"give the first {API_KEY_PREFIX_LENGTH} characters of the key or the whole key")
         # Only hex digits and dashes reach here, so the pattern holds no LIKE wildcards.
         return self.db.execute(
             "SELECT * FROM api_keys WHERE prefix LIKE ? AND revoked_at IS NULL ORDER BY id", (text + "%",)
-        ).fetchall()
+        )
 
     def api_keys_of(self, email: str) -> list[ApiKey]:
         return self.api_keys_of_user(self.user(email).id)
 
     def api_keys_of_user(self, user_id: int) -> list[ApiKey]:
-        rows = self.db.execute("SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,)).fetchall()
+        rows = self.db.execute("SELECT * FROM api_keys WHERE user_id = ? ORDER BY id", (user_id,))
         return [_api_key(r) for r in rows]
 
     # ------------------------------------------------------------ revocations
@@ -400,7 +322,7 @@ class AccountStore:
         """When the subject's tokens were last revoked (unix seconds), or None."""
         row = self.db.execute(
             "SELECT max(revoked_at) AS at FROM revocations WHERE kind = ? AND subject = ?", (kind, subject)
-        ).fetchone()
+        )[0]
         return int(row["at"]) if row["at"] is not None else None
 
     def revocations_since(self, since: int) -> list[Revocation]:
@@ -409,14 +331,15 @@ class AccountStore:
             """SELECT kind, subject, max(revoked_at) AS revoked_at FROM revocations
                WHERE revoked_at >= ? GROUP BY kind, subject""",
             (since,),
-        ).fetchall()
+        )
         return [Revocation(r["kind"], r["subject"], r["revoked_at"]) for r in rows]
 
     # ------------------------------------------------------------ signing keys
 
     def signing_keys(self, *, include_retired: bool = False) -> list[SigningKeyRow]:
         where = "" if include_retired else "WHERE retired_at IS NULL"
-        rows = self.db.execute(f"SELECT * FROM signing_keys {where} ORDER BY created_at, rowid").fetchall()  # noqa: S608
+        order = self.db.insertion_order
+        rows = self.db.execute(f"SELECT * FROM signing_keys {where} ORDER BY created_at, {order}")  # noqa: S608
         return [SigningKeyRow(r["kid"], r["private_key_pem"], r["created_at"], r["retired_at"]) for r in rows]
 
     def add_signing_key(self, kid: str, private_key_pem: str, created_at: int) -> None:
@@ -429,11 +352,16 @@ class AccountStore:
         self.db.execute("UPDATE signing_keys SET retired_at = ? WHERE kid = ?", (retired_at, kid))
 
 
-def _user(row: sqlite3.Row) -> User:
+def _user(row: Row) -> User:
     return User(
         row["id"], row["email"], row["password_hash"], row["tier"], bool(row["disabled"]), row["created_at"], row["role"]
     )
 
 
-def _api_key(row: sqlite3.Row) -> ApiKey:
+def _api_key(row: Row) -> ApiKey:
     return ApiKey(row["id"], row["user_id"], row["prefix"], row["key_hash"], row["created_at"], row["revoked_at"])
+
+
+def open_store(config: AuthConfig) -> AccountStore:
+    """The accounts of this configuration: PostgreSQL when DATABASE_URL is set, else SQLite."""
+    return AccountStore(open_database(config))

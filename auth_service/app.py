@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from auth_service import account_handlers
-from auth_service.accounts import AccountStore
+from auth_service.accounts import open_store
 from auth_service.authentication import Authenticator
 from auth_service.config import AuthConfig
 from auth_service.handlers import (
@@ -37,7 +37,7 @@ JWKS_PATH = "/.well-known/jwks.json"
 
 def accounts_context(config: AuthConfig) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
-        store = AccountStore(config.accounts_path)
+        store = open_store(config)
         ensure_signing_key(store)
         retire_expired_keys(store)
         keyring = KeyRing(store)
@@ -54,7 +54,7 @@ def accounts_context(config: AuthConfig) -> CleanupContext:
             audience=config.jwt_audience,
             default_seconds=config.default_token_seconds,
         )
-        log.info("accounts database %s open, signing key %s", config.accounts_path, keyring.active.kid)
+        log.info("accounts database %s open, signing key %s", store.description, keyring.active.kid)
         yield
         store.close()
 
@@ -91,7 +91,8 @@ def revocation_sync_context(config: AuthConfig) -> CleanupContext:
 
 async def accounts_health(app: web.Application) -> dict[str, Any]:
     try:
-        app[STORE_KEY].ping()
+        # In a thread: an unreachable PostgreSQL must not hold the event loop for its timeout.
+        await asyncio.to_thread(app[STORE_KEY].ping)
     except Exception as exc:
         log.error("accounts database unreadable: %s", exc)
         return {"accounts_db": "down", "ready": False}

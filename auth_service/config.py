@@ -19,8 +19,12 @@ ROLES = ("user", "admin")
 
 @dataclass
 class AuthConfig(BaseConfig):
-    # None: `<data_dir>/auth/accounts.sqlite3` (see `accounts_path`).
+    # None: `<data_dir>/auth/accounts.sqlite3` (see `accounts_path`); unused with `database_url`.
     db_path: Path | None = None
+    # postgresql://user:password@host:port/dbname: the accounts on PostgreSQL; "" keeps SQLite.
+    database_url: str = ""
+    # Connections each process keeps to PostgreSQL at most.
+    database_pool_size: int = 4
     jwt_issuer: str = "routing-api"
     jwt_audience: str = "routing-api"
     default_token_seconds: int = 3600
@@ -47,6 +51,8 @@ class AuthConfig(BaseConfig):
         db_path = env_str("AUTH_DB_PATH", "")
         values: dict[str, Any] = {
             "db_path": Path(db_path) if db_path else None,
+            "database_url": env_str("DATABASE_URL", ""),
+            "database_pool_size": env_int("DATABASE_POOL_SIZE", 4),
             "jwt_issuer": env_str("JWT_ISSUER", "routing-api"),
             "jwt_audience": env_str("JWT_AUDIENCE", "routing-api"),
             "default_token_seconds": env_int("DEFAULT_TOKEN_SECONDS", 3600),
@@ -63,5 +69,9 @@ class AuthConfig(BaseConfig):
     def validate(self) -> None:
         if not 1 <= self.default_token_seconds <= MAX_TOKEN_SECONDS:
             raise SystemExit(f"configuration error: DEFAULT_TOKEN_SECONDS must be between 1 and {MAX_TOKEN_SECONDS}")
+        if self.database_url and not self.database_url.startswith(("postgresql://", "postgres://")):
+            raise SystemExit("configuration error: DATABASE_URL must start with postgresql:// (or be unset for SQLite)")
+        if self.database_pool_size < 1:
+            raise SystemExit("configuration error: DATABASE_POOL_SIZE must be at least 1")
         if self.revocation_sync_seconds < 1:
             raise SystemExit("configuration error: REVOCATION_SYNC_SECONDS must be at least 1")

@@ -1,7 +1,7 @@
 """The account console: `python -m auth_service.console COMMAND …`.
 
-Uses the same configuration as the service (DATA_DIR, AUTH_DB_PATH, REDIS_URL, …), so it
-works on the database the service uses. Errors are one line on stderr and exit code 1.
+Uses the same configuration as the service (DATABASE_URL or DATA_DIR and AUTH_DB_PATH,
+REDIS_URL, …), so it works on the database the service uses, PostgreSQL or SQLite. Errors are one line on stderr and exit code 1.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import argparse
 import getpass
 import os
 import secrets
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem
+from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem, open_store
 from auth_service.config import MAX_DEMO_TOKEN_SECONDS, ROLES, TIERS, AuthConfig
+from auth_service.database import StoreError, location
 from auth_service.keys import KeyRing, ensure_signing_key, rotate_signing_key
 from auth_service.management import UserChanges, apply_changes, new_user_problems
 from auth_service.passwords import passwords_for
@@ -39,7 +39,7 @@ def ensure_demo_user(config: AuthConfig, tier: str = "standard") -> tuple[str, s
     password is also kept in `<data_dir>/auth/demo-credentials.txt` (mode 0600), which
     `read_demo_credentials` reads, so the launcher can show it at every start.
     """
-    store = AccountStore(config.accounts_path)
+    store = open_store(config)
     try:
         if store.find_user(DEMO_EMAIL) is not None:
             return DEMO_EMAIL, None
@@ -236,16 +236,16 @@ def parser() -> argparse.ArgumentParser:
 
 def run_command(config: AuthConfig, args: argparse.Namespace) -> None:
     try:
-        store = AccountStore(config.accounts_path)
-    except (sqlite3.Error, OSError) as exc:
-        raise ConsoleError(f"cannot open the accounts database {config.accounts_path}: {exc}") from exc
+        store = open_store(config)
+    except (StoreError, OSError) as exc:
+        raise ConsoleError(f"cannot open the accounts database {location(config)}: {exc}") from exc
     try:
         handler: Command = args.handler
         handler(config, store, args)
     except AccountError as exc:
         raise ConsoleError(str(exc)) from exc
-    except sqlite3.Error as exc:
-        raise ConsoleError(f"accounts database {config.accounts_path}: {exc}") from exc
+    except StoreError as exc:
+        raise ConsoleError(f"accounts database {store.description}: {exc}") from exc
     finally:
         store.close()
 

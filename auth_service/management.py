@@ -3,7 +3,7 @@ and the command line (`auth_service.console`): who may manage what, the checks o
 and an administrator's changes to a user. No HTTP here.
 
 Who calls is what the gateway vouches for behind the internal credential (the token's subject,
-issue time and API key); the account itself is read from SQLite at every request, so a role,
+issue time and API key); the account itself is read from the database at every request, so a role,
 a disabled account or a revocation takes effect at once, whatever the token says.
 """
 

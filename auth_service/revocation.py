@@ -3,7 +3,7 @@
 Keys (read by the gateway):
   revoked:sub:<sub>   = unix time; tokens of that subject with iat <= it are revoked
   revoked:akid:<akid> = unix time; tokens issued via that API key with iat <= it are revoked
-SQLite's `revocations` table is the source of truth; Redis is re-filled from it, so a
+The accounts database's `revocations` table is the source of truth; Redis is re-filled from it, so a
 revocation made while Redis was down reaches the gateway once Redis is back.
 """
 

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: a real Redis server and the shared OSM extracts."""
+"""Fixtures shared by every test: a real Redis server, a PostgreSQL server (for the accounts)
+and the shared OSM extracts."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from common.config import REPO_ROOT
 from launcher.redis_server import free_port, start_redis
 from route_service.importer import ImportResult, Progress, import_maps
+from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
 
@@ -35,6 +37,22 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of Debian's packages on a free loopback port (installed when missing);
+    the tests using it skip, saying why, where it cannot be installed or started."""
+    server = PostgresServer()
+    try:
+        server.start()
+    except PostgresUnavailable as exc:
+        server.stop()
+        pytest.skip(f"PostgreSQL tests skipped: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

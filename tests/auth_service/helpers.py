@@ -25,6 +25,7 @@ def make_config(data_dir: Path, **overrides: Any) -> AuthConfig:
     values: dict[str, Any] = {
         "data_dir": data_dir,
         "db_path": None,
+        "database_url": "",
         "redis_url": UNREACHABLE_REDIS,
         # Far cheaper than production, so a test's logins take microseconds.
         "argon2_time_cost": 1,

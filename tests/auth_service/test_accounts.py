@@ -1,4 +1,5 @@
-"""The accounts database: persistence, file modes, API key storage and revocation records."""
+"""The accounts database: persistence, file modes, API key storage and revocation records, on
+SQLite and PostgreSQL (the `config` fixture); file modes and WAL are SQLite's own."""
 
 from __future__ import annotations
 
@@ -8,22 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from auth_service.accounts import AccountError, AccountStore
+from auth_service.accounts import AccountError, AccountStore, open_store
 from auth_service.app import create_app
 from auth_service.config import AuthConfig
+from auth_service.database import StoreError, location
 from auth_service.keys import KeyRing, ensure_signing_key
 from tests.auth_service.helpers import Client, ClientFactory, add_user, login, make_config
 
 
 def test_accounts_and_keys_survive_reopening(config: AuthConfig) -> None:
-    store = AccountStore(config.accounts_path)
+    store = open_store(config)
     add_user(config, store, "dave@example.com")
     _, key = store.add_api_key("dave@example.com")
     ensure_signing_key(store)
     kid = store.signing_keys()[0].kid
     store.close()
 
-    reopened = AccountStore(config.accounts_path)
+    reopened = open_store(config)
     try:
         assert reopened.user("dave@example.com").tier == "standard"
         assert reopened.find_api_key(key) is not None
@@ -32,12 +34,11 @@ def test_accounts_and_keys_survive_reopening(config: AuthConfig) -> None:
         reopened.close()
 
 
-async def test_restarted_service_keeps_users_and_signing_key(aiohttp_client: ClientFactory, tmp_path: Path) -> None:
-    config = make_config(tmp_path)
+async def test_restarted_service_keeps_users_and_signing_key(aiohttp_client: ClientFactory, config: AuthConfig) -> None:
     first = await aiohttp_client(create_app(config))
     jwks_before = await (await first.get("/.well-known/jwks.json")).json()
     await first.close()
-    store = AccountStore(config.accounts_path)
+    store = open_store(config)
     add_user(config, store, "erin@example.com")
     store.close()
 
@@ -48,13 +49,17 @@ async def test_restarted_service_keeps_users_and_signing_key(aiohttp_client: Cli
 
 def test_database_file_and_directory_are_private(tmp_path: Path) -> None:
     config = make_config(tmp_path, db_path=tmp_path / "nested" / "dir" / "accounts.db")
-    AccountStore(config.accounts_path).close()
+    open_store(config).close()
     assert stat.S_IMODE(config.accounts_path.stat().st_mode) == 0o600
     assert stat.S_IMODE(config.accounts_path.parent.stat().st_mode) == 0o700
 
 
-def test_database_uses_wal(store: AccountStore) -> None:
-    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+def test_database_uses_wal(tmp_path: Path) -> None:
+    store = open_store(make_config(tmp_path))
+    try:
+        assert store.db.execute("PRAGMA journal_mode") == [{"journal_mode": "wal"}]
+    finally:
+        store.close()
 
 
 def test_default_path_is_under_the_data_dir(tmp_path: Path) -> None:
@@ -87,8 +92,7 @@ def test_api_key_is_stored_only_as_its_hash(config: AuthConfig, store: AccountSt
     row, key = store.add_api_key("gina@example.com")
     assert row.key_hash == hashlib.sha256(key.encode()).hexdigest()
     assert row.prefix == key[:8]
-    dump = "\n".join(store.db.iterdump())
-    assert key not in dump
+    assert key not in dump(store)
 
 
 def test_revoking_records_a_revocation(config: AuthConfig, store: AccountStore) -> None:
@@ -124,7 +128,7 @@ def test_disabling_records_the_subject_revocation(config: AuthConfig, store: Acc
 
 
 def test_two_stores_make_only_one_first_key(config: AuthConfig) -> None:
-    first, second = AccountStore(config.accounts_path), AccountStore(config.accounts_path)
+    first, second = open_store(config), open_store(config)
     try:
         ensure_signing_key(first)
         ensure_signing_key(second)
@@ -134,3 +138,31 @@ def test_two_stores_make_only_one_first_key(config: AuthConfig) -> None:
     finally:
         first.close()
         second.close()
+
+
+def dump(store: AccountStore) -> str:
+    """Every value of every table, as text."""
+    tables = ("users", "api_keys", "signing_keys", "revocations")
+    return "\n".join(str(row) for table in tables for row in store.db.execute(f"SELECT * FROM {table}"))  # noqa: S608
+
+
+def test_database_url_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://accounts:secret@db.internal:5432/accounts")
+    monkeypatch.setenv("DATABASE_POOL_SIZE", "8")
+    config = AuthConfig.from_env("auth_service")
+    assert (config.database_url, config.database_pool_size) == ("postgresql://accounts:secret@db.internal:5432/accounts", 8)
+    assert location(config) == "postgresql://accounts:***@db.internal:5432/accounts"
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "mysql://db/accounts")
+    with pytest.raises(SystemExit, match="DATABASE_URL must start with postgresql://"):
+        AuthConfig.from_env("auth_service")
+
+
+def test_an_unreachable_postgresql_is_a_store_error(tmp_path: Path) -> None:
+    # Nothing listens on port 1: refused at once.
+    config = make_config(tmp_path, database_url="postgresql://accounts:secret@127.0.0.1:1/accounts")
+    with pytest.raises(StoreError) as caught:
+        open_store(config)
+    assert "secret" not in str(caught.value)

@@ -1,4 +1,5 @@
-"""The account console, run as the operator runs it: a subprocess on a fresh data directory."""
+"""The account console, run as the operator runs it: a subprocess on a fresh data directory,
+with the accounts in SQLite there or in a fresh PostgreSQL database (DATABASE_URL)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import jwt
 import pytest
 import redis
 
-from auth_service.accounts import AccountStore
+from auth_service.accounts import AccountStore, open_store
 from auth_service.config import AuthConfig
 from auth_service.console import DEMO_EMAIL, ensure_demo_user, read_demo_credentials
 from auth_service.keys import KeyRing
@@ -22,8 +23,8 @@ from tests.auth_service.helpers import UNREACHABLE_REDIS, make_config
 
 
 class Console:
-    def __init__(self, data_dir: Path, redis_url: str = UNREACHABLE_REDIS) -> None:
-        self.config = make_config(data_dir, redis_url=redis_url)
+    def __init__(self, data_dir: Path, database_url: str, redis_url: str = UNREACHABLE_REDIS) -> None:
+        self.config = make_config(data_dir, redis_url=redis_url, database_url=database_url)
         self.env = {
             **os.environ,
             "DATA_DIR": str(data_dir),
@@ -31,6 +32,7 @@ class Console:
             "ARGON2_TIME_COST": "1",
             "ARGON2_MEMORY_KIB": "8",
             "ARGON2_PARALLELISM": "1",
+            "DATABASE_URL": database_url,
         }
         self.env.pop("AUTH_DB_PATH", None)
 
@@ -48,12 +50,12 @@ class Console:
         )
 
     def store(self) -> AccountStore:
-        return AccountStore(self.config.accounts_path)
+        return open_store(self.config)
 
 
 @pytest.fixture
-def console(tmp_path: Path) -> Console:
-    return Console(tmp_path)
+def console(tmp_path: Path, database_url: str) -> Console:
+    return Console(tmp_path, database_url)
 
 
 def assert_fails(result: subprocess.CompletedProcess[str], message: str) -> None:
@@ -132,8 +134,8 @@ def test_ambiguous_prefix_is_refused(console: Console) -> None:
     assert_fails(console("revoke-apikey", "feed"), "2 active API keys start with 'feed'")
 
 
-def test_disable_and_enable_user_publish_to_redis(tmp_path: Path, redis_server: str) -> None:
-    console = Console(tmp_path, redis_server)
+def test_disable_and_enable_user_publish_to_redis(tmp_path: Path, database_url: str, redis_server: str) -> None:
+    console = Console(tmp_path, database_url, redis_server)
     console("add-user", "uma@example.com", "--password", "long enough")
     client = redis.Redis.from_url(redis_server)
     client.delete("revoked:sub:user:1")
@@ -183,14 +185,13 @@ def test_no_command_is_a_usage_error(console: Console) -> None:
     assert "usage:" in result.stderr
 
 
-def test_ensure_demo_user_creates_once_and_keeps_the_password(tmp_path: Path) -> None:
-    config: AuthConfig = make_config(tmp_path)
+def test_ensure_demo_user_creates_once_and_keeps_the_password(config: AuthConfig) -> None:
     email, password = ensure_demo_user(config)
     assert email == DEMO_EMAIL and password
     assert ensure_demo_user(config) == (DEMO_EMAIL, None)
     assert read_demo_credentials(config) == (DEMO_EMAIL, password)
     assert stat.S_IMODE(config.demo_credentials_path.stat().st_mode) == 0o600
-    store = AccountStore(config.accounts_path)
+    store = open_store(config)
     try:
         assert passwords_for(config).verify(store.user(DEMO_EMAIL).password_hash, password)
     finally:
@@ -225,3 +226,10 @@ def test_set_tier_changes_the_tier_and_revokes_earlier_tokens(console: Console) 
 
 def test_add_user_refuses_control_characters(console: Console) -> None:
     assert_fails(console("add-user", "eve@example.com\x1b[2J", "--password", "long enough"), "not an e-mail address")
+
+
+def test_an_unreachable_database_is_one_line_without_the_password(tmp_path: Path) -> None:
+    console = Console(tmp_path, "postgresql://accounts:hunter2secret@127.0.0.1:1/accounts")
+    result = console("list-users")
+    assert_fails(result, "cannot open the accounts database postgresql://accounts:***@127.0.0.1:1/accounts")
+    assert "hunter2secret" not in result.stderr
