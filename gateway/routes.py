@@ -36,6 +36,8 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/isochrone", ("GET",), "route_service"),
     PublicRoute("/v1/providers", ("GET",), "gateway", timeout_seconds=10),
     PublicRoute("/v1/optimize/stops", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
+    # 500 stops and 50 vehicles with windows, skills and breaks: well under 1 MiB of JSON.
+    PublicRoute("/v1/optimize/routes", ("POST",), "optimize_service", max_body_bytes=2 * MIB, timeout_seconds=60),
     PublicRoute("/v1/detour/file", ("POST",), "route_service", max_body_bytes=16 * MIB, timeout_seconds=120),
     # The account console (/console): the caller's account, and users for administrators.
     PublicRoute("/v1/account", ("GET",), "auth_service", timeout_seconds=10),

@@ -6,8 +6,8 @@ other request of the service for seconds. Two pools, the scheduler's lanes
 (`optimize_service.scheduler`): small problems (`OPTIMIZE_SMALL_PROCESSES`) and large ones
 (`OPTIMIZE_SOLVER_PROCESSES`, niced by `OPTIMIZE_LARGE_NICE`), so a small request never waits
 behind a large one. With two or more processes in a lane, each request runs two searches at
-once and keeps the shorter tour. The road matrix and the tour geometry come from the route
-service (`ROUTE_SERVICE_URL`).
+once and keeps the shorter tour. Fleet routing (`POST /v1/optimize/routes`, VROOM) runs in
+the same lanes. Road matrices and geometries come from the route service (`ROUTE_SERVICE_URL`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from common.pools import RestartingPool
 from common.processes import start_pool_process
 from common.service import HEALTH_CHECKS_KEY, base_app
 from optimize_service.config import OptimizeConfig
-from optimize_service.handlers import OPTIMIZER_KEY, optimize_stops
+from optimize_service.fleet_solver import warm_up_fleet
+from optimize_service.handlers import OPTIMIZER_KEY, optimize_routes, optimize_stops
 from optimize_service.optimizer import Optimizer
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
@@ -67,8 +68,10 @@ def scheduler_for(config: OptimizeConfig) -> Scheduler:
 
 
 async def warm(lane: Lane) -> None:
-    """One warm-up per process, at once, so each has imported OR-Tools before the first request."""
-    await asyncio.gather(*(lane.pool.run(warm_up) for _ in range(max(1, lane.processes))))
+    """One warm-up per process, at once, so each has imported OR-Tools and VROOM before the
+    first request."""
+    for work in (warm_up, warm_up_fleet):
+        await asyncio.gather(*(lane.pool.run(work) for _ in range(max(1, lane.processes))))
 
 
 def state_context(config: OptimizeConfig) -> CleanupContext:
@@ -109,4 +112,5 @@ def create_app(config: OptimizeConfig) -> web.Application:
     app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(solver_health(config))
     app.router.add_post("/v1/optimize/stops", optimize_stops)
+    app.router.add_post("/v1/optimize/routes", optimize_routes)
     return app

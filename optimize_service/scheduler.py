@@ -28,7 +28,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from common.errors import OptimizerBusy
 from common.pools import RestartingPool
@@ -37,6 +37,7 @@ from optimize_service.solver import Tour, TourProblem, default_time_limit, needs
 
 SMALL, LARGE = "small", "large"
 SolverRunner = Callable[[TourProblem], Awaitable[Tour]]
+T = TypeVar("T")
 
 # An exact problem's solver time (Held-Karp: 30-80 ms at 12 stops).
 EXACT_ESTIMATE_S = 0.1
@@ -130,6 +131,12 @@ class Lane:
             job.started = self.clock()
             return await self.run(problem)
 
+    async def call(self, job: Job, work: Callable[..., T], *args: Any) -> T:
+        """Any other work (fleet routing) in this lane's processes, once its turn comes."""
+        async with self._turn:
+            job.started = self.clock()
+            return await self.pool.run(work, *args)
+
     async def run(self, problem: TourProblem) -> Tour:
         if not needs_search(problem) or self.parallel < 2:
             return await self.pool.run(solve, problem)
@@ -174,6 +181,18 @@ class Scheduler:
 
         try:
             yield run_solver
+        finally:
+            lane.release(job)
+
+    @asynccontextmanager
+    async def admit_work(self, estimate: float) -> AsyncIterator[tuple[Lane, Job]]:
+        """A place for other work of `estimate` solver seconds (fleet routing): the small lane up
+        to `small_max_s`, else the large one; OptimizerBusy when it is full. Run it with
+        `lane.call(job, ...)`; the lane's processes count as one (the work may use threads)."""
+        lane = self.small if estimate <= self.small_max_s else self.large
+        job = lane.admit(estimate)
+        try:
+            yield lane, job
         finally:
             lane.release(job)
 

@@ -1,0 +1,170 @@
+"""Typed fleet-routing request and plan of POST /v1/optimize/routes (no aiohttp here).
+
+Times inside are whole seconds after the request's `startTime` (what the solver works in);
+the formatter turns them back into date-times with the start time's offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from common.areas import AvoidArea
+from common.geo import LatLon
+
+MAX_VEHICLES = 50  # more → 413 ERROR_PAYLOAD_TOO_LARGE
+MAX_STOPS = 500  # places to visit, a job one and a shipment two; more → 413 OPTIMIZE_ERROR_TOO_MANY_STOPS
+MAX_DIMENSIONS = 5  # capacity dimensions (weight, volume, pallets, …)
+MAX_AMOUNT = 1_000_000  # per dimension, of a capacity, a demand or an amount
+UNLIMITED_CAPACITY = 1_000_000_000  # a vehicle without `capacity` (never reached: amounts <= MAX_AMOUNT * MAX_STOPS)
+MAX_WINDOWS = 10  # time windows per job, pickup or delivery; also breaks per vehicle
+MAX_SKILLS = 20
+MAX_PRIORITY = 100
+MAX_ID_LENGTH = 100
+MAX_HORIZON_S = 31 * 86_400  # every time must lie within 31 days after startTime
+MAX_SERVICE_TIME_S = 86_400
+MIN_TIME_LIMIT_S = 0.1
+MAX_TIME_LIMIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Window:
+    """[start_s, end_s] in seconds after startTime, start ≤ end."""
+
+    start_s: int
+    end_s: int
+
+
+@dataclass(frozen=True)
+class Break:
+    id: str
+    windows: tuple[Window, ...]
+    duration_s: int
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Per vehicle: what using it costs (VROOM's units: fixed, per hour driven, per km)."""
+
+    fixed: int = 0
+    per_hour: int = 3600
+    per_km: int = 0
+
+
+@dataclass(frozen=True)
+class FleetVehicle:
+    id: str
+    kind: str  # common.vocabulary.VEHICLES
+    start: LatLon
+    end: LatLon | None  # None: the route ends at its last task
+    capacity: tuple[int, ...]
+    shift: Window
+    skills: frozenset[str] = frozenset()
+    breaks: tuple[Break, ...] = ()
+    costs: Costs = Costs()
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a task is done, how long it takes and when it may begin."""
+
+    location: LatLon
+    service_s: int
+    windows: tuple[Window, ...]  # sorted, disjoint; never empty (default: the whole horizon)
+
+
+@dataclass(frozen=True)
+class FleetJob:
+    id: str
+    place: Place
+    demand: tuple[int, ...]  # delivered from the vehicle's load
+    skills: frozenset[str] = frozenset()
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class FleetShipment:
+    id: str
+    pickup: Place
+    delivery: Place
+    amount: tuple[int, ...]  # carried from pickup to delivery
+    skills: frozenset[str] = frozenset()
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    vehicles: tuple[FleetVehicle, ...]
+    jobs: tuple[FleetJob, ...]
+    shipments: tuple[FleetShipment, ...]
+    start_time: datetime
+    dimensions: int
+    avoid: AvoidArea | None = None
+    time_limit_s: float | None = None  # None: default_time_limit(stops)
+
+    @property
+    def stops(self) -> int:
+        return len(self.jobs) + 2 * len(self.shipments)
+
+    @property
+    def kinds(self) -> list[str]:
+        """The vehicle kinds used, in the order of the first vehicle of each."""
+        return list(dict.fromkeys(vehicle.kind for vehicle in self.vehicles))
+
+
+def default_time_limit(stops: int) -> float:
+    """Seconds VROOM may search: 0.01 s per stop, between 1 and 10 s. 100 jobs x 5 vehicles
+    with time windows take VROOM's exploration level 5 1.1 s on two threads, 2 s on one; the
+    whole request (matrix, solve, five geometries) should stay within 2 s."""
+    return min(10.0, max(1.0, 0.01 * stops))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a route, times in seconds after startTime."""
+
+    type: str  # start | job | pickup | delivery | break | end
+    task: int | None  # index into jobs, shipments (pickup, delivery) or the vehicle's breaks
+    location: int | None  # into the plan's locations; None for a break
+    arrival_s: int
+    waiting_s: int
+    service_s: int
+    load: tuple[int, ...]
+    distance_m: int  # driven since the route's start
+    duration_s: int  # driving time since the route's start
+
+
+@dataclass(frozen=True)
+class RoutePlan:
+    vehicle: int  # index into the request's vehicles
+    steps: tuple[Step, ...]
+    cost: int
+    geometry: list[list[float]] = field(default_factory=list)  # [lon, lat] pairs
+
+    @property
+    def distance_m(self) -> int:
+        return self.steps[-1].distance_m
+
+    @property
+    def duration_s(self) -> int:
+        return self.steps[-1].duration_s
+
+
+@dataclass(frozen=True)
+class Unassigned:
+    type: str  # job | shipment
+    task: int
+    reason: str  # a stable word: no-route | time-window | capacity-or-time
+    message: str
+
+
+@dataclass
+class FleetPlan:
+    request: FleetRequest
+    locations: list[LatLon]
+    routes: list[RoutePlan]
+    unassigned: list[Unassigned]
+    solver: dict[str, Any]
+    dataset: str = ""
+    provider: str = ""

@@ -1,0 +1,472 @@
+"""The body of POST /v1/optimize/routes → FleetRequest, reporting every violation at once (no
+aiohttp here).
+
+Order: a body that is not an object (400), too many vehicles or stops (413, alone), then every
+field of every vehicle, job and shipment together (400), then what only the whole fleet can
+tell (duplicate ids, skills no vehicle has, a demand no vehicle can carry) in the same answer.
+Unknown fields are refused (a misspelt `timeWindow` would silently mean "any time").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from common.areas import check_points_outside, parse_avoid_area
+from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
+from common.geo import LatLon
+from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
+from optimize_service.fleet_model import (
+    MAX_AMOUNT,
+    MAX_DIMENSIONS,
+    MAX_HORIZON_S,
+    MAX_ID_LENGTH,
+    MAX_PRIORITY,
+    MAX_SERVICE_TIME_S,
+    MAX_SKILLS,
+    MAX_STOPS,
+    MAX_TIME_LIMIT_S,
+    MAX_VEHICLES,
+    MAX_WINDOWS,
+    MIN_TIME_LIMIT_S,
+    UNLIMITED_CAPACITY,
+    Break,
+    Costs,
+    FleetJob,
+    FleetRequest,
+    FleetShipment,
+    FleetVehicle,
+    Place,
+    Window,
+)
+from optimize_service.parsing import is_number, parse_coordinate, parse_start_time, short
+
+TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
+VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs"}
+JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority"}
+SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority"}
+PLACE_FIELDS = {"location", "serviceTime", "timeWindows"}
+BREAK_FIELDS = {"id", "timeWindows", "duration"}
+WINDOW_FIELDS = {"start", "end"}
+COST_FIELDS = {"fixed", "perHour", "perKm"}
+MAX_COST = 10_000_000
+
+
+class Context:
+    """What every field's parser needs: the violations so far, the start time and the number
+    of capacity dimensions (the first list of amounts sent sets it)."""
+
+    def __init__(self, errors: ParameterErrors, start_time: datetime, dimensions: int) -> None:
+        self.errors = errors
+        self.start_time = start_time
+        self.dimensions = dimensions
+
+
+def parse_fleet_request(body: Any, now: datetime) -> FleetRequest:
+    """Raises MalformedBody, PayloadTooLarge/TooManyStops (413) or one error naming every bad field."""
+    if not isinstance(body, dict):
+        raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?}")
+    check_sizes(body)
+    errors = ParameterErrors()
+    check_keys(body, TOP_FIELDS, None, errors)
+    raw_start = body.get("startTime")
+    if raw_start is not None and not isinstance(raw_start, str):
+        errors.add("startTime", f"must be an ISO 8601 date-time string with a UTC offset, got {short(raw_start)}")
+        raw_start = None
+    ctx = Context(errors, parse_start_time(raw_start, now, errors), first_dimensions(body))
+    vehicles = parse_list(body, "vehicles", ctx, parse_vehicle, required=True)
+    jobs = parse_list(body, "jobs", ctx, parse_job, required=False)
+    shipments = parse_list(body, "shipments", ctx, parse_shipment, required=False)
+    if jobs == [] and shipments == []:
+        errors.add("jobs", "at least one job or shipment is required")
+    avoid = parse_avoid_area(body["avoid"], "avoid", errors) if body.get("avoid") is not None else None
+    time_limit = parse_time_limit(body.get("timeLimit"), errors)
+    check_duplicate_ids(body, errors)
+    check_fleet(vehicles or [], jobs or [], shipments or [], errors)
+    if avoid is not None:
+        check_points_outside(avoid, named_points(vehicles or [], jobs or [], shipments or []), errors)
+    errors.raise_if_any()
+    assert vehicles is not None and jobs is not None and shipments is not None
+    assert all(item is not None for item in (*vehicles, *jobs, *shipments))
+    return FleetRequest(
+        tuple(vehicles), tuple(jobs), tuple(shipments), ctx.start_time, ctx.dimensions, avoid, time_limit
+    )
+
+
+def check_sizes(body: dict[str, Any]) -> None:
+    vehicles, jobs, shipments = (body.get(k) for k in ("vehicles", "jobs", "shipments"))
+    if isinstance(vehicles, list) and len(vehicles) > MAX_VEHICLES:
+        raise PayloadTooLarge(f"{len(vehicles)} vehicles sent, at most {MAX_VEHICLES} are allowed", parameter="vehicles")
+    stops = (len(jobs) if isinstance(jobs, list) else 0) + 2 * (len(shipments) if isinstance(shipments, list) else 0)
+    if stops > MAX_STOPS:
+        raise TooManyStops(
+            f"{stops} stops sent (a job is one, a shipment two), at most {MAX_STOPS} are allowed", parameter="jobs"
+        )
+
+
+def check_keys(item: dict[str, Any], allowed: set[str], where: str | None, errors: ParameterErrors) -> None:
+    for key in item:
+        if key not in allowed:
+            name = f"{where}.{key}" if where else str(key)
+            errors.add(name[:120], f"is not a known field (known: {', '.join(sorted(allowed))})")
+
+
+def first_dimensions(body: dict[str, Any]) -> int:
+    """The length of the first capacity, demand or amount list sent (0 when none is)."""
+    for key, field in (("vehicles", "capacity"), ("jobs", "demand"), ("shipments", "amount")):
+        items = body.get(key)
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and isinstance(item.get(field), list):
+                return min(len(item[field]), MAX_DIMENSIONS)
+    return 0
+
+
+def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, required: bool) -> list[Any] | None:
+    """The parsed items, None where an item is broken (so indexes stay the request's), or
+    None for a missing or broken list."""
+    value = body.get(key)
+    if value is None and not required:
+        return []
+    if not isinstance(value, list) or (required and not value):
+        ctx.errors.add(key, "is required: a non-empty array" if required else "must be an array")
+        return None
+    return [parse(item, f"{key}[{i}]", ctx) for i, item in enumerate(value)]
+
+
+# ---------------------------------------------------------------- vehicles
+
+
+def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?}")
+        return None
+    before = len(ctx.errors.violations)
+    check_keys(item, VEHICLE_FIELDS, where, ctx.errors)
+    ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
+    kind = parse_kind(item.get("kind"), f"{where}.kind", ctx.errors)
+    start = parse_coordinate(item.get("start"), f"{where}.start", ctx.errors)
+    end = parse_coordinate(item["end"], f"{where}.end", ctx.errors) if item.get("end") is not None else None
+    capacity = parse_amount(item.get("capacity"), f"{where}.capacity", ctx, default=UNLIMITED_CAPACITY)
+    shift = parse_window(item.get("shift"), f"{where}.shift", ctx) if item.get("shift") is not None else whole_horizon()
+    skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
+    breaks = parse_breaks(item.get("breaks"), f"{where}.breaks", ctx)
+    costs = parse_costs(item.get("costs"), f"{where}.costs", ctx.errors)
+    if len(ctx.errors.violations) > before or start is None or shift is None:
+        return None
+    check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
+    taken = tuple(b for _, b in breaks)
+    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs)
+
+
+def parse_kind(value: Any, where: str, errors: ParameterErrors) -> str:
+    if value is None:
+        return DEFAULT_VEHICLE
+    if not isinstance(value, str) or value not in VEHICLES:
+        errors.add(where, f"must be one of {', '.join(VEHICLES)}, got {short(value)}")
+        return DEFAULT_VEHICLE
+    return value
+
+
+def parse_breaks(value: Any, where: str, ctx: Context) -> list[tuple[int, Break]]:
+    """(index in the request, break), in the order they can be taken (by their first window)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_WINDOWS:
+        ctx.errors.add(where, f"must be an array of at most {MAX_WINDOWS} breaks {{id, timeWindows, duration}}")
+        return []
+    found = [(i, parse_break(item, f"{where}[{i}]", ctx)) for i, item in enumerate(value)]
+    breaks = [(i, b) for i, b in found if b is not None]
+    for index in duplicates(b.id for _, b in breaks):
+        i, repeat = breaks[index]
+        ctx.errors.add(f"{where}[{i}].id", f"{repeat.id!r} is used by an earlier break of this vehicle")
+    return sorted(breaks, key=lambda pair: pair[1].windows[0].start_s)
+
+
+def check_breaks_fit(breaks: list[tuple[int, Break]], shift: Window, where: str, errors: ParameterErrors) -> None:
+    """Each break, taken as early as it can after the ones before it, fits its windows and the
+    shift (VROOM refuses the whole problem otherwise)."""
+    clock = shift.start_s
+    for index, taken in breaks:
+        window = next((w for w in taken.windows if w.end_s >= clock), None)
+        if window is None:
+            errors.add(f"{where}[{index}]", "cannot begin within its time windows during the shift, after the breaks before it")
+            return
+        clock = max(clock, window.start_s) + taken.duration_s
+    if clock > shift.end_s:
+        errors.add(where, "the breaks do not fit within the shift")
+
+
+def parse_break(item: Any, where: str, ctx: Context) -> Break | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "must be an object {id, timeWindows, duration}")
+        return None
+    before = len(ctx.errors.violations)
+    check_keys(item, BREAK_FIELDS, where, ctx.errors)
+    ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
+    windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=True)
+    duration = parse_int(item.get("duration"), f"{where}.duration", 0, MAX_SERVICE_TIME_S, ctx.errors, default=None)
+    if len(ctx.errors.violations) > before or duration is None:
+        return None
+    return Break(ident, windows, duration)
+
+
+def parse_costs(value: Any, where: str, errors: ParameterErrors) -> Costs:
+    if value is None:
+        return Costs()
+    if not isinstance(value, dict):
+        errors.add(where, "must be an object {fixed?, perHour?, perKm?}")
+        return Costs()
+    check_keys(value, COST_FIELDS, where, errors)
+    default = Costs()
+    fixed = parse_int(value.get("fixed"), f"{where}.fixed", 0, MAX_COST, errors, default=default.fixed)
+    per_hour = parse_int(value.get("perHour"), f"{where}.perHour", 0, MAX_COST, errors, default=default.per_hour)
+    per_km = parse_int(value.get("perKm"), f"{where}.perKm", 0, MAX_COST, errors, default=default.per_km)
+    if per_hour == 0 and per_km == 0:
+        errors.add(where, "perHour and perKm cannot both be 0: the route would cost nothing to drive")
+    return Costs(fixed or 0, per_hour or 0, per_km or 0)
+
+
+# ---------------------------------------------------------------- jobs and shipments
+
+
+def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "must be an object {id, location, serviceTime?, timeWindows?, demand?, skills?, priority?}")
+        return None
+    before = len(ctx.errors.violations)
+    check_keys(item, JOB_FIELDS, where, ctx.errors)
+    ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
+    place = parse_place(item, where, ctx)
+    demand = parse_amount(item.get("demand"), f"{where}.demand", ctx, default=0)
+    skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
+    priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    if len(ctx.errors.violations) > before or place is None:
+        return None
+    return FleetJob(ident, place, demand, skills, priority or 0)
+
+
+def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "must be an object {id, pickup, delivery, amount?, skills?, priority?}")
+        return None
+    before = len(ctx.errors.violations)
+    check_keys(item, SHIPMENT_FIELDS, where, ctx.errors)
+    ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
+    ends = [parse_shipment_end(item.get(key), f"{where}.{key}", ctx) for key in ("pickup", "delivery")]
+    amount = parse_amount(item.get("amount"), f"{where}.amount", ctx, default=0)
+    skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
+    priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    pickup, delivery = ends
+    if len(ctx.errors.violations) > before or pickup is None or delivery is None:
+        return None
+    return FleetShipment(ident, pickup, delivery, amount, skills, priority or 0)
+
+
+def parse_shipment_end(item: Any, where: str, ctx: Context) -> Place | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "is required: an object {location, serviceTime?, timeWindows?}")
+        return None
+    check_keys(item, PLACE_FIELDS, where, ctx.errors)
+    return parse_place(item, where, ctx)
+
+
+def parse_place(item: dict[str, Any], where: str, ctx: Context) -> Place | None:
+    location = parse_coordinate(item.get("location"), f"{where}.location", ctx.errors)
+    service = parse_int(item.get("serviceTime"), f"{where}.serviceTime", 0, MAX_SERVICE_TIME_S, ctx.errors, default=0)
+    windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=False)
+    if location is None or service is None:
+        return None
+    return Place(location, service, windows)
+
+
+# ---------------------------------------------------------------- values
+
+
+def parse_id(value: Any, where: str, errors: ParameterErrors) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_LENGTH:
+        errors.add(where, f"is required: a non-blank string of at most {MAX_ID_LENGTH} characters, got {short(value)}")
+        return ""
+    return value
+
+
+def parse_int(
+    value: Any, where: str, low: int, high: int, errors: ParameterErrors, *, default: int | None
+) -> int | None:
+    if value is None:
+        if default is None:
+            errors.add(where, f"is required: a whole number from {low} to {high}")
+        return default
+    whole = is_number(value) and math.isfinite(value) and float(value).is_integer()
+    if not whole or not low <= value <= high:
+        errors.add(where, f"must be a whole number from {low} to {high}, got {short(value)}")
+        return default
+    return int(value)
+
+
+def parse_amount(value: Any, where: str, ctx: Context, *, default: int) -> tuple[int, ...]:
+    """A list of whole numbers, one per capacity dimension; missing: `default` in each."""
+    if value is None:
+        return (default,) * ctx.dimensions
+    if not isinstance(value, list) or len(value) != ctx.dimensions:
+        ctx.errors.add(
+            where,
+            f"must be an array of {ctx.dimensions} whole numbers, one per capacity dimension "
+            f"(as many as the first capacity, demand or amount sent), got {short(value)}",
+        )
+        return (default,) * ctx.dimensions
+    parsed = [parse_int(v, f"{where}[{i}]", 0, MAX_AMOUNT, ctx.errors, default=0) for i, v in enumerate(value)]
+    return tuple(v or 0 for v in parsed)
+
+
+def parse_skills(value: Any, where: str, errors: ParameterErrors) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    good = isinstance(value, list) and len(value) <= MAX_SKILLS
+    if not good or not all(isinstance(s, str) and s.strip() and len(s) <= MAX_ID_LENGTH for s in value):
+        errors.add(where, f"must be an array of at most {MAX_SKILLS} non-blank strings, got {short(value)}")
+        return frozenset()
+    return frozenset(value)
+
+
+def whole_horizon() -> Window:
+    return Window(0, MAX_HORIZON_S)
+
+
+def parse_windows(value: Any, where: str, ctx: Context, *, required: bool) -> tuple[Window, ...]:
+    """Sorted, overlapping ones merged; missing (when allowed): the whole horizon."""
+    if value is None and not required:
+        return (whole_horizon(),)
+    if not isinstance(value, list) or not value or len(value) > MAX_WINDOWS:
+        ctx.errors.add(where, f"must be an array of 1 to {MAX_WINDOWS} time windows {{start, end}}")
+        return (whole_horizon(),)
+    windows = [parse_window(item, f"{where}[{i}]", ctx) for i, item in enumerate(value)]
+    return merged([w for w in windows if w is not None])
+
+
+def merged(windows: list[Window]) -> tuple[Window, ...]:
+    result: list[Window] = []
+    for window in sorted(windows, key=lambda w: w.start_s):
+        if result and window.start_s <= result[-1].end_s:
+            result[-1] = Window(result[-1].start_s, max(result[-1].end_s, window.end_s))
+        else:
+            result.append(window)
+    return tuple(result) or (whole_horizon(),)
+
+
+def parse_window(item: Any, where: str, ctx: Context) -> Window | None:
+    if not isinstance(item, dict):
+        ctx.errors.add(where, "must be an object {start?, end?} of ISO 8601 date-times with a UTC offset")
+        return None
+    check_keys(item, WINDOW_FIELDS, where, ctx.errors)
+    opens = parse_moment(item.get("start"), f"{where}.start", ctx, default=0)
+    closes = parse_moment(item.get("end"), f"{where}.end", ctx, default=MAX_HORIZON_S)
+    if opens is None or closes is None:
+        return None
+    if closes < opens:
+        ctx.errors.add(where, f"closes ({item.get('end')}) before it opens ({item.get('start')})")
+        return None
+    if closes < 0:
+        ctx.errors.add(f"{where}.end", f"closes before startTime ({ctx.start_time.isoformat()})")
+        return None
+    return Window(max(0, opens), closes)
+
+
+def parse_moment(value: Any, where: str, ctx: Context, *, default: int) -> int | None:
+    """Whole seconds after startTime (negative: before it), or None after a violation."""
+    if value is None:
+        return default
+    moment = parse_start_time(value, ctx.start_time, probe := ParameterErrors()) if isinstance(value, str) else None
+    if moment is None or probe:
+        ctx.errors.add(where, f"must be an ISO 8601 date-time with a UTC offset (e.g. 2026-11-23T09:00:00+02:00), got {short(value)}")
+        return None
+    seconds = math.floor((moment - ctx.start_time).total_seconds())
+    if seconds > MAX_HORIZON_S:
+        ctx.errors.add(where, f"must lie within {MAX_HORIZON_S // 86_400} days after startTime, got {short(value)}")
+        return None
+    return seconds
+
+
+def parse_time_limit(value: Any, errors: ParameterErrors) -> float | None:
+    if value is None:
+        return None
+    if not is_number(value) or not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:
+        errors.add("timeLimit", f"must be a number of seconds from {MIN_TIME_LIMIT_S} to {MAX_TIME_LIMIT_S:g}, got {short(value)}")
+        return None
+    return float(value)
+
+
+# ---------------------------------------------------------------- the fleet as a whole
+
+
+def check_duplicate_ids(body: dict[str, Any], errors: ParameterErrors) -> None:
+    """Ids repeated, named on the repeat; on the raw items, so a repeat is found even when the
+    item it repeats is broken otherwise."""
+    for keys, what in ((("vehicles",), "vehicle"), (("jobs", "shipments"), "job or shipment")):
+        named = [
+            (f"{key}[{i}].id", item["id"])
+            for key in keys
+            for i, item in enumerate(body[key] if isinstance(body.get(key), list) else [])
+            if isinstance(item, dict) and isinstance(item.get("id"), str)
+        ]
+        for index in duplicates(ident for _, ident in named):
+            errors.add(named[index][0], f"{short(named[index][1])} is used by an earlier {what}")
+
+
+def duplicates(ids: Iterable[str]) -> list[int]:
+    """Indexes of the ids an earlier one repeats."""
+    seen: set[str] = set()
+    repeated = []
+    for index, ident in enumerate(ids):
+        if ident in seen:
+            repeated.append(index)
+        seen.add(ident)
+    return repeated
+
+
+def check_fleet(
+    vehicles: list[FleetVehicle | None],
+    jobs: list[FleetJob | None],
+    shipments: list[FleetShipment | None],
+    errors: ParameterErrors,
+) -> None:
+    """On the items that parsed; what needs every vehicle only when all of them did."""
+    tasks = [(f"jobs[{i}]", j.id, j.skills, j.demand) for i, j in enumerate(jobs) if j is not None]
+    tasks += [(f"shipments[{i}]", s.id, s.skills, s.amount) for i, s in enumerate(shipments) if s is not None]
+    fleet = [v for v in vehicles if v is not None]
+    if fleet and len(fleet) == len(vehicles):
+        for where, _, skills, demand in tasks:
+            check_servable(where, skills, demand, fleet, errors)
+
+
+def check_servable(
+    where: str, skills: frozenset[str], demand: tuple[int, ...], vehicles: list[FleetVehicle], errors: ParameterErrors
+) -> None:
+    skilled = [v for v in vehicles if skills <= v.skills]
+    fitting = [v for v in vehicles if fits(demand, v.capacity)]
+    field = "amount" if where.startswith("shipments") else "demand"
+    if not skilled:
+        errors.add(f"{where}.skills", f"no vehicle has all of the skills {sorted(skills)}")
+    if not fitting:
+        errors.add(f"{where}.{field}", f"{list(demand)} is more than any vehicle's capacity")
+    if skilled and fitting and not any(fits(demand, v.capacity) for v in skilled):
+        errors.add(where, f"no vehicle with the skills {sorted(skills)} has the capacity for {list(demand)}")
+
+
+def fits(demand: tuple[int, ...], capacity: tuple[int, ...]) -> bool:
+    return all(d <= c for d, c in zip(demand, capacity, strict=True))
+
+
+def named_points(
+    vehicles: list[FleetVehicle | None], jobs: list[FleetJob | None], shipments: list[FleetShipment | None]
+) -> list[tuple[str, LatLon]]:
+    points = [(f"vehicles[{i}].start", v.start) for i, v in enumerate(vehicles) if v is not None]
+    points += [(f"vehicles[{i}].end", v.end) for i, v in enumerate(vehicles) if v is not None and v.end is not None]
+    points += [(f"jobs[{i}].location", j.place.location) for i, j in enumerate(jobs) if j is not None]
+    for i, s in enumerate(shipments):
+        if s is None:
+            continue
+        points += [(f"shipments[{i}].pickup.location", s.pickup.location)]
+        points += [(f"shipments[{i}].delivery.location", s.delivery.location)]
+    return points

@@ -1,0 +1,159 @@
+"""One fleet-routing request from its parsed form to the plan (no aiohttp server code here):
+distinct points → one road matrix per vehicle kind (durations and distances, from the route
+service) → VROOM in a solver lane → one road geometry per used vehicle → a reason for each
+task left out."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from common.errors import UpstreamError, Violation
+from common.geo import LatLon
+from optimize_service.fleet_model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
+from optimize_service.fleet_reasons import explain
+from optimize_service.fleet_solver import NO_ROAD_M, NO_ROAD_S, FleetProblem, Locations, solve_fleet
+from optimize_service.routing import RouteClient
+from optimize_service.scheduler import Scheduler
+
+ROUTE_TYPE = "fastest"
+POINT_PARAMETER = re.compile(r"^(sources|destinations|waypoints)\[(\d+)\]$")
+
+
+class Points:
+    """The request's distinct points, each with the first field that names it (for errors)."""
+
+    def __init__(self) -> None:
+        self.points: list[LatLon] = []
+        self.names: list[str] = []
+        self._index: dict[LatLon, int] = {}
+
+    def add(self, point: LatLon, name: str) -> int:
+        if point not in self._index:
+            self._index[point] = len(self.points)
+            self.points.append(point)
+            self.names.append(name)
+        return self._index[point]
+
+
+def locate(request: FleetRequest) -> tuple[Points, Locations]:
+    found = Points()
+    starts = tuple(found.add(v.start, f"vehicles[{i}].start") for i, v in enumerate(request.vehicles))
+    ends = tuple(
+        None if v.end is None else found.add(v.end, f"vehicles[{i}].end") for i, v in enumerate(request.vehicles)
+    )
+    jobs = tuple(found.add(j.place.location, f"jobs[{i}].location") for i, j in enumerate(request.jobs))
+    pickups = tuple(
+        found.add(s.pickup.location, f"shipments[{i}].pickup.location") for i, s in enumerate(request.shipments)
+    )
+    deliveries = tuple(
+        found.add(s.delivery.location, f"shipments[{i}].delivery.location") for i, s in enumerate(request.shipments)
+    )
+    return found, Locations(starts, ends, jobs, pickups, deliveries)
+
+
+async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Scheduler) -> FleetPlan:
+    """Raises the route service's errors naming the request's fields, or OptimizerBusy."""
+    points, where = locate(request)
+    limit = request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+    async with scheduler.admit_work(limit) as (lane, job):
+        matrices = await asyncio.gather(*(kind_matrix(routes, points, kind, request) for kind in request.kinds))
+        durations = {kind: m[0] for kind, m in zip(request.kinds, matrices, strict=True)}
+        distances = {kind: m[1] for kind, m in zip(request.kinds, matrices, strict=True)}
+        problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
+        solution = await lane.call(job, solve_fleet, problem)
+    answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
+    plans = [plan for plan, _ in answers]
+    meta = next((info for _, info in answers if info), {})
+    return FleetPlan(
+        request=request,
+        locations=points.points,
+        routes=plans,
+        unassigned=[explain(item, problem) for item in solution.unassigned],
+        solver={
+            "method": "vroom",
+            "explorationLevel": 5,
+            "timeLimit": solution.time_limit_s,
+            "cost": solution.cost,
+        },
+        dataset=str(meta.get("dataset", "")),
+        provider=str(meta.get("provider", "")),
+    )
+
+
+def profile(kind: str, request: FleetRequest) -> dict[str, Any]:
+    chosen: dict[str, Any] = {"vehicle": kind, "type": ROUTE_TYPE}
+    if request.avoid is not None:
+        chosen["avoid"] = request.avoid.as_geojson()
+    return chosen
+
+
+async def kind_matrix(
+    routes: RouteClient, points: Points, kind: str, request: FleetRequest
+) -> tuple[np.ndarray, np.ndarray]:
+    """Integer seconds and metres between every two points for one vehicle kind; where no road
+    connects them, values no shift can hold (the solver leaves such tasks out)."""
+    body = {
+        "sources": [point_body(p) for p in points.points],
+        "destinations": [point_body(p) for p in points.points],
+        "annotations": ["duration", "distance"],
+        **profile(kind, request),
+    }
+    answer = await call(routes, "/internal/matrix", body, points.names, kind_field(kind, request))
+    durations = np.array(answer["durations"], dtype=np.float64)
+    distances = np.array(answer["distances"], dtype=np.float64)
+    no_road = ~np.isfinite(durations) | ~np.isfinite(distances)
+    seconds = np.where(no_road, NO_ROAD_S, np.rint(np.nan_to_num(durations))).astype(np.int64)
+    metres = np.where(no_road, NO_ROAD_M, np.rint(np.nan_to_num(distances))).astype(np.int64)
+    return seconds, metres
+
+
+async def route_geometry(
+    routes: RouteClient, points: Points, route: RoutePlan, request: FleetRequest
+) -> tuple[RoutePlan, dict[str, Any]]:
+    """The road line through the route's places in order (breaks have none)."""
+    order: list[int] = []
+    for step in route.steps:
+        if step.location is not None and (not order or order[-1] != step.location):
+            order.append(step.location)
+    if len(order) < 2:
+        here = [points.points[order[0]].lon, points.points[order[0]].lat]
+        return RoutePlan(route.vehicle, route.steps, route.cost, [here, here]), {}
+    kind = request.vehicles[route.vehicle].kind
+    body = {"waypoints": [point_body(points.points[i]) for i in order], **profile(kind, request)}
+    answer = await call(routes, "/internal/route", body, [points.names[i] for i in order], kind_field(kind, request))
+    return RoutePlan(route.vehicle, route.steps, route.cost, answer["geometry"]["coordinates"]), answer
+
+
+def kind_field(kind: str, request: FleetRequest) -> str:
+    """The field that chose this vehicle kind: the first vehicle's of that kind."""
+    return f"vehicles[{next(i for i, v in enumerate(request.vehicles) if v.kind == kind)}].kind"
+
+
+async def call(routes: RouteClient, path: str, body: dict[str, Any], names: list[str], kind: str) -> Any:
+    """The route service's `sources[k]`/`waypoints[k]` renamed to the request's field at point
+    k, its `vehicle` (a kind the map has no profile for) to the vehicle's `kind`."""
+    try:
+        return await routes.client.post_json(path, body)
+    except UpstreamError as exc:
+        raise rename_points(exc, names, kind) from exc
+
+
+def rename_points(error: UpstreamError, names: list[str], kind: str) -> UpstreamError:
+    def field(violation: Violation) -> Violation:
+        if violation.parameter == "vehicle":
+            return replace(violation, parameter=kind)
+        match = POINT_PARAMETER.match(violation.parameter or "")
+        if not match or int(match.group(2)) >= len(names):
+            return violation
+        return replace(violation, parameter=names[int(match.group(2))])
+
+    return error.renamed(field)
+
+
+def point_body(point: LatLon) -> dict[str, float]:
+    return {"lat": point.lat, "lon": point.lon}

@@ -1,0 +1,121 @@
+"""Fleet routing with VROOM (pyvroom), in a solver process (no aiohttp here). VROOM itself
+(`fleet_vroom`, which imports pandas) is imported only there, not in the service's process.
+
+The problem arrives as plain data: the parsed request, which location index each vehicle end
+and task uses, and one integer duration and distance matrix per vehicle kind (VROOM's
+"profiles"). VROOM's ids are indexes: job j is j, shipment s picks up as J + 2s and delivers
+as J + 2s + 1, a vehicle's k-th break is k; they are mapped back here, so the answer holds
+indexes into the request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+from common.errors import InvalidParameter
+from optimize_service.fleet_model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
+
+EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two threads
+# A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
+NO_ROAD_S = 10_000_000
+NO_ROAD_M = 100_000_000
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Index into the problem's distinct points of every vehicle end and task."""
+
+    vehicle_starts: tuple[int, ...]
+    vehicle_ends: tuple[int | None, ...]
+    jobs: tuple[int, ...]
+    pickups: tuple[int, ...]
+    deliveries: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FleetProblem:
+    request: FleetRequest
+    locations: Locations
+    durations_s: dict[str, np.ndarray]  # per vehicle kind, integer seconds, no-road cells NO_ROAD_S
+    distances_m: dict[str, np.ndarray]
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class FleetSolution:
+    routes: list[RoutePlan]
+    unassigned: list[Unassigned]  # reasons filled in later (fleet_reasons)
+    cost: int
+    time_limit_s: float
+    computing_s: float
+
+
+def solve_fleet(problem: FleetProblem) -> FleetSolution:
+    request = problem.request
+    limit = request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+    from optimize_service.fleet_vroom import vroom_input  # VROOM only in solver processes
+
+    began = time.perf_counter()
+    try:
+        solution = vroom_input(problem).solve(
+            exploration_level=EXPLORATION_LEVEL, nb_threads=max(1, problem.threads), timeout=timedelta(seconds=limit)
+        )
+    except Exception as exc:
+        # What the parsing does not foresee: VROOM's own input checks, as a 400 naming them.
+        if type(exc).__name__ != "VroomInputException":
+            raise
+        raise InvalidParameter(f"the solver refused the problem: {exc}") from None
+    answer = solution.to_dict()
+    routes = [route_plan(route, request) for route in answer["routes"]]
+    return FleetSolution(
+        routes=sorted(routes, key=lambda r: r.vehicle),
+        # VROOM lists a shipment's pickup and delivery: one entry per shipment here.
+        unassigned=list(dict.fromkeys(unassigned(item, request) for item in answer["unassigned"])),
+        cost=int(answer["summary"]["cost"]),
+        time_limit_s=limit,
+        computing_s=round(time.perf_counter() - began, 3),
+    )
+
+
+def task_index(step_type: str, ident: int, request: FleetRequest) -> int:
+    """VROOM's id of a job, pickup or delivery → the index of its job or shipment."""
+    if step_type in ("pickup", "delivery"):
+        return (ident - len(request.jobs)) // 2
+    return ident
+
+
+def route_plan(route: dict[str, Any], request: FleetRequest) -> RoutePlan:
+    steps = []
+    for step in route["steps"]:
+        kind = step["type"]
+        ident = step.get("id")
+        steps.append(
+            Step(
+                type=kind,
+                task=None if ident is None else task_index(kind, int(ident), request),
+                location=step.get("location_index"),
+                arrival_s=int(step["arrival"]),
+                waiting_s=int(step.get("waiting_time", 0)),
+                service_s=int(step.get("service", 0)) + int(step.get("setup", 0)),
+                load=tuple(int(x) for x in step.get("load", ())),
+                distance_m=int(step.get("distance", 0)),
+                duration_s=int(step["duration"]),
+            )
+        )
+    return RoutePlan(vehicle=int(route["vehicle"]), steps=tuple(steps), cost=int(route["cost"]))
+
+
+def unassigned(item: dict[str, Any], request: FleetRequest) -> Unassigned:
+    kind = "job" if item["type"] == "job" else "shipment"
+    return Unassigned(kind, task_index(item["type"], int(item["id"]), request), "", "")
+
+
+def warm_up_fleet() -> None:
+    """Run once in each solver process at start: imports VROOM (and pandas with it, ~0.35 s),
+    which the first fleet request would pay otherwise."""
+    import optimize_service.fleet_vroom  # noqa: F401

@@ -1,0 +1,68 @@
+"""POST /v1/optimize/routes end to end: the gateway, auth, route and optimize services as real
+processes on Monaco (solver processes, not threads), with a real token. The answer is checked
+by the independent feasibility checker of tests/optimize_service/test_fleet_app.py, on a road
+matrix asked of the public /v1/matrix."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from tests.integration.conftest import LEGACY, Caller
+from tests.optimize_service.test_fleet_app import Roads, check_feasible, point, request_points, seeded_instance
+
+URL = "/v1/optimize/routes"
+
+
+async def roads_for(api: Caller, body: dict[str, Any]) -> Roads:
+    points = request_points(body)
+    status, matrix = await api("POST", "/v1/matrix", {"sources": points, "annotations": ["duration", "distance"]})
+    assert status == 200, matrix
+    durations = np.array(matrix["durations"], dtype=np.float64)
+    distances = np.array(matrix["distances"], dtype=np.float64)
+    return Roads(points, durations, distances)
+
+
+async def test_fleet_routes_through_the_gateway_break_no_rule(api: Caller) -> None:
+    body = seeded_instance(11, 100, 0, 5)
+    body.pop("timeLimit")  # the default for 100 stops
+    began = time.perf_counter()
+    status, answer = await api("POST", URL, body)
+    elapsed = time.perf_counter() - began
+    assert status == 200, answer
+    check_feasible(body, answer, await roads_for(api, body))
+    assert answer["totals"]["assigned"] >= 50 and answer["solver"]["method"] == "vroom"
+    # The issue's goal is 2 s for 100 jobs x 5 vehicles; the margin is for a shared machine.
+    assert elapsed < 4.0, f"100 jobs x 5 vehicles took {elapsed:.2f} s"
+    print(f"100 jobs x 5 vehicles end to end: {elapsed:.2f} s")
+
+
+async def test_shipments_and_breaks_through_the_gateway(api: Caller) -> None:
+    body = seeded_instance(12, 20, 8, 3)
+    status, answer = await api("POST", URL, body)
+    assert status == 200, answer
+    check_feasible(body, answer, await roads_for(api, body))
+    served = {step["id"] for route in answer["routes"] for step in route["steps"] if step["type"] == "delivery"}
+    assert served, "some shipment is delivered"
+
+
+async def test_errors_through_the_gateway_in_both_formats(api: Caller) -> None:
+    window = {"start": "2026-11-23T10:00:00Z", "end": "2026-11-23T09:00:00Z"}
+    bad = {
+        "vehicles": [{"id": "v", "start": point(0), "capacity": [1]}, {"id": "v", "kind": "car", "start": point(2), "capacity": [1]}],
+        "jobs": [{"id": "j", "location": point(1), "timeWindows": [window]}, {"id": "k", "location": point(3), "demand": [2]}],
+    }
+    status, problem = await api("POST", URL, bad)
+    assert status == 400 and problem["type"] == "/problems/general/invalid-parameter/"
+    assert [part.split(": ")[0] for part in problem["detail"].split("; ")] == [
+        "jobs[0].timeWindows[0]", "vehicles[1].id", "jobs[1].demand"
+    ]  # fmt: skip
+    status, legacy = await api("POST", URL, bad, headers=LEGACY)
+    assert status == 400 and len(legacy["details"]) == 3
+    many = {"vehicles": [{"id": "v", "start": point(0)}], "shipments": [{"id": str(i)} for i in range(251)]}
+    status, legacy = await api("POST", URL, many, headers=LEGACY)
+    assert status == 413 and legacy["details"][0]["code"] == "OPTIMIZE_ERROR_TOO_MANY_STOPS"
+    status, _ = await api("POST", URL, bad, auth=False)
+    assert status == 401

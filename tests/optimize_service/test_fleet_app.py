@@ -1,0 +1,441 @@
+"""POST /v1/optimize/routes over HTTP against the real route service on Monaco (in-process),
+and an independent feasibility checker.
+
+The checker reads only the request and the answer, and its own road matrix asked of the route
+service: none of the optimize service's code. On seeded instances (time windows, capacities in
+two dimensions, skills, shipments, breaks, open and closed routes) it checks that no time
+window, shift, capacity, skill, break or pickup-before-delivery rule is broken, that every
+task is served once or listed as unassigned, and that times, loads and distances add up.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiohttp
+import numpy as np
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from tests.optimize_service.test_app import LEGACY, MONACO, PROBLEM
+from tests.route_service.osm_samples import TinyMap
+
+Client = TestClient[Any, Any]
+URL = "/v1/optimize/routes"
+START = datetime.fromisoformat("2026-11-23T08:00:00+01:00")
+LEG_TOLERANCE_S = 1.0  # the solver works in whole seconds of the road matrix's tenths
+LEG_TOLERANCE_M = 1.0
+
+
+def at(seconds: float) -> str:
+    return (START + timedelta(seconds=seconds)).isoformat()
+
+
+def point(index: int, jitter: float = 0.0, rng: random.Random | None = None) -> dict[str, float]:
+    _, lat, lon = MONACO[index % len(MONACO)]
+    if rng is not None:
+        lat, lon = lat + rng.uniform(-jitter, jitter), lon + rng.uniform(-jitter, jitter)
+    return {"lat": round(lat, 6), "lon": round(lon, 6)}
+
+
+async def post(client: Client, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    response = await client.post(URL, data=orjson.dumps(body), headers={"Content-Type": "application/json", **(headers or {})})
+    return response.status, await response.json(content_type=None)
+
+
+# ---------------------------------------------------------------- seeded instances
+
+
+def window(rng: random.Random, span_s: int) -> dict[str, str]:
+    opens = rng.randrange(0, 4 * 3600)
+    return {"start": at(opens), "end": at(opens + span_s)}
+
+
+def seeded_instance(seed: int, jobs: int, shipments: int, vehicles: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    scale = max(1, jobs // (5 * vehicles))  # capacities grow with the jobs, so both rules bind
+    fleet = []
+    for v in range(vehicles):
+        item: dict[str, Any] = {
+            "id": f"v{v}",
+            "start": point(v, 0.002, rng),
+            "capacity": [rng.randint(8, 15) * scale, rng.randint(4, 8) * scale],
+            "shift": {"start": at(rng.choice([0, 600])), "end": at(rng.choice([3, 4, 6]) * 3600)},
+            "skills": ["cold"] if v % 2 == 0 else ["lift"],
+        }
+        if v % 3 != 2:
+            item["end"] = item["start"]
+        if v == 0:
+            item["breaks"] = [{"id": "lunch", "timeWindows": [{"start": at(3600), "end": at(7200)}], "duration": 900}]
+        fleet.append(item)
+    body: dict[str, Any] = {"startTime": START.isoformat(), "vehicles": fleet, "timeLimit": 1}
+    body["jobs"] = [
+        {
+            "id": f"j{j}",
+            "location": point(rng.randrange(len(MONACO)), 0.002, rng),
+            "serviceTime": rng.choice([0, 60, 180, 300]),
+            "timeWindows": [window(rng, rng.choice([900, 1800, 3600]))] if rng.random() < 0.6 else [window(rng, 600), window(rng, 1800)] if rng.random() < 0.3 else None,
+            "demand": [rng.randint(0, 3), rng.randint(0, 2)],
+            "skills": [rng.choice(["cold", "lift"])] if rng.random() < 0.2 else [],
+            "priority": rng.choice([0, 0, 10, 100]),
+        }
+        for j in range(jobs)
+    ]
+    for item in body["jobs"]:
+        if item["timeWindows"] is None:
+            del item["timeWindows"]
+    body["shipments"] = [
+        {
+            "id": f"s{s}",
+            "pickup": {"location": point(rng.randrange(len(MONACO)), 0.002, rng), "serviceTime": 120},
+            "delivery": {
+                "location": point(rng.randrange(len(MONACO)), 0.002, rng),
+                "serviceTime": 60,
+                "timeWindows": [window(rng, 5400)],
+            },
+            "amount": [rng.randint(1, 4), rng.randint(0, 2)],
+        }
+        for s in range(shipments)
+    ]
+    return body
+
+
+# ---------------------------------------------------------------- the checker
+
+
+def same_point(a: dict[str, float], b: dict[str, float]) -> bool:
+    return abs(a["lat"] - b["lat"]) < 1e-9 and abs(a["lon"] - b["lon"]) < 1e-9
+
+
+def seconds(text: str) -> float:
+    moment = datetime.fromisoformat(text)
+    assert moment.utcoffset() == START.utcoffset(), text  # answers keep the start time's offset
+    return (moment - START).total_seconds()
+
+
+def in_some_window(moment: float, windows: list[dict[str, str]] | None) -> bool:
+    if not windows:
+        return moment >= 0
+    return any(seconds(w.get("start", at(0))) - 0.5 <= moment <= seconds(w["end"]) + 0.5 for w in windows)
+
+
+class Roads:
+    """The checker's own road matrix (durations and distances) over every point of a request."""
+
+    def __init__(self, points: list[dict[str, float]], durations: np.ndarray, distances: np.ndarray) -> None:
+        self.index = {(p["lat"], p["lon"]): i for i, p in enumerate(points)}
+        self.durations, self.distances = durations, distances
+
+    def leg(self, a: dict[str, float], b: dict[str, float]) -> tuple[float, float]:
+        i, j = self.index[(a["lat"], a["lon"])], self.index[(b["lat"], b["lon"])]
+        return float(self.durations[i, j]), float(self.distances[i, j])
+
+
+def request_points(body: dict[str, Any]) -> list[dict[str, float]]:
+    """Every distinct point of a request."""
+    points = [v["start"] for v in body["vehicles"]] + [v["end"] for v in body["vehicles"] if "end" in v]
+    points += [j["location"] for j in body.get("jobs", [])]
+    points += [s[end]["location"] for s in body.get("shipments", []) for end in ("pickup", "delivery")]
+    return list({(p["lat"], p["lon"]): p for p in points}.values())
+
+
+async def road_matrix(route_server: TestServer, body: dict[str, Any]) -> Roads:
+    unique = request_points(body)
+    query = {"sources": unique, "destinations": unique, "annotations": ["duration", "distance"], "vehicle": "car"}
+    async with aiohttp.ClientSession() as http, http.post(str(route_server.make_url("/internal/matrix")), json=query) as resp:
+        assert resp.status == 200, await resp.text()
+        answer = await resp.json()
+    durations = np.array(answer["durations"], dtype=np.float64)
+    distances = np.array(answer["distances"], dtype=np.float64)
+    return Roads(unique, durations, distances)
+
+
+def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads) -> None:
+    vehicles = {v["id"]: v for v in body["vehicles"]}
+    jobs = {j["id"]: j for j in body.get("jobs", [])}
+    shipments = {s["id"]: s for s in body.get("shipments", [])}
+    served: list[str] = []
+    used = [route["vehicle"] for route in answer["routes"]]
+    assert len(used) == len(set(used)) and set(used) <= set(vehicles)
+    for route in answer["routes"]:
+        served += check_route(route, vehicles[route["vehicle"]], jobs, shipments, roads)
+    left = [item["id"] for item in answer["unassigned"]]
+    assert sorted(served + left) == sorted([*jobs, *shipments]), "every task once: served or unassigned"
+    for item in answer["unassigned"]:
+        assert item["type"] == ("job" if item["id"] in jobs else "shipment")
+        assert item["reason"] in ("no-route", "time-window", "capacity-or-time") and item["message"]
+    totals = answer["totals"]
+    for key in ("distance", "duration", "serviceTime", "waitingTime", "cost"):
+        assert totals[key] == sum(route[key] for route in answer["routes"])
+    assert totals["vehiclesUsed"] == len(answer["routes"])
+    assert (totals["assigned"], totals["unassigned"]) == (len(jobs) + len(shipments) - len(left), len(left))
+
+
+def check_route(
+    route: dict[str, Any], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any], roads: Roads
+) -> list[str]:
+    steps = route["steps"]
+    assert steps[0]["type"] == "start" and steps[-1]["type"] == "end"
+    assert same_point(steps[0]["location"], vehicle["start"])
+    if "end" in vehicle:
+        assert same_point(steps[-1]["location"], vehicle["end"])
+    shift = vehicle.get("shift", {})
+    assert seconds(steps[0]["departure"]) >= seconds(shift.get("start", at(0)))
+    if "end" in shift:
+        assert seconds(steps[-1]["arrival"]) <= seconds(shift["end"]) + 0.5, "the shift ends before the route"
+    check_times(steps, vehicle, jobs, shipments, roads, route)
+    check_loads(steps, vehicle, jobs, shipments)
+    check_breaks(steps, vehicle)
+    return check_tasks(steps, vehicle, jobs, shipments)
+
+
+def place_of(step: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> dict[str, Any] | None:
+    if step["type"] == "job":
+        job = jobs[step["id"]]
+        return {"location": job["location"], "serviceTime": job.get("serviceTime", 0), "timeWindows": job.get("timeWindows")}
+    if step["type"] in ("pickup", "delivery"):
+        end = shipments[step["id"]][step["type"]]
+        return {"location": end["location"], "serviceTime": end.get("serviceTime", 0), "timeWindows": end.get("timeWindows")}
+    return None
+
+
+def check_times(
+    steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any],
+    roads: Roads, route: dict[str, Any],
+) -> None:  # fmt: skip
+    here, left_at = steps[0]["location"], seconds(steps[0]["departure"])
+    breaks_between, driven_s, driven_m = 0.0, 0.0, 0.0
+    for step in steps[1:]:
+        arrival, start = seconds(step["arrival"]), seconds(step["arrival"]) + step["waiting"]
+        assert seconds(step["departure"]) == pytest.approx(start + step["serviceTime"], abs=0.5)
+        assert step["waiting"] >= 0
+        if step["type"] == "break":
+            assert start >= left_at - 0.5
+            breaks_between += step["serviceTime"]
+            continue
+        leg_s, leg_m = roads.leg(here, step["location"])
+        assert np.isfinite(leg_s), f"no road to {step['type']} {step['id']}"
+        assert arrival >= left_at + leg_s + breaks_between - LEG_TOLERANCE_S, f"{step['id']} reached too early"
+        driven_s, driven_m = driven_s + leg_s, driven_m + leg_m
+        assert step["distance"] == pytest.approx(driven_m, abs=LEG_TOLERANCE_M * len(steps))
+        place = place_of(step, jobs, shipments)
+        if place is not None:
+            assert same_point(step["location"], place["location"])
+            assert step["serviceTime"] == place["serviceTime"]
+            assert in_some_window(start, place["timeWindows"]), f"{step['type']} {step['id']} starts outside its windows"
+        here, left_at, breaks_between = step["location"], seconds(step["departure"]), 0.0
+    assert route["duration"] == pytest.approx(driven_s, abs=LEG_TOLERANCE_S * len(steps))
+    assert route["distance"] == pytest.approx(driven_m, abs=LEG_TOLERANCE_M * len(steps))
+
+
+def check_loads(steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> None:
+    dimensions = len(vehicle.get("capacity", steps[0]["load"]))
+    capacity = vehicle.get("capacity", [10**12] * dimensions)
+    load = [0] * dimensions
+    for step in steps:
+        if step["type"] == "job":
+            load = [a + b for a, b in zip(load, jobs[step["id"]].get("demand", [0] * dimensions), strict=True)]
+    for step in steps:
+        if step["type"] == "job":
+            load = [a - b for a, b in zip(load, jobs[step["id"]].get("demand", [0] * dimensions), strict=True)]
+        elif step["type"] == "pickup":
+            load = [a + b for a, b in zip(load, shipments[step["id"]]["amount"], strict=True)]
+        elif step["type"] == "delivery":
+            load = [a - b for a, b in zip(load, shipments[step["id"]]["amount"], strict=True)]
+        assert step["load"] == load, f"load after {step['type']} {step['id']}"
+        assert all(0 <= x <= c for x, c in zip(load, capacity, strict=True)), f"capacity broken at {step['id']}"
+
+
+def check_breaks(steps: list[dict[str, Any]], vehicle: dict[str, Any]) -> None:
+    taken = [step for step in steps if step["type"] == "break"]
+    wanted = {b["id"]: b for b in vehicle.get("breaks", [])}
+    assert sorted(step["id"] for step in taken) == sorted(wanted)
+    for step in taken:
+        assert step["serviceTime"] == wanted[step["id"]]["duration"]
+        assert in_some_window(seconds(step["arrival"]) + step["waiting"], wanted[step["id"]]["timeWindows"])
+
+
+def check_tasks(steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> list[str]:
+    served, picked = [], set()
+    for step in steps:
+        if step["type"] in ("job", "pickup", "delivery"):
+            task = jobs[step["id"]] if step["type"] == "job" else shipments[step["id"]]
+            assert set(task.get("skills", [])) <= set(vehicle.get("skills", [])), f"skills for {step['id']}"
+        if step["type"] == "job":
+            served.append(step["id"])
+        elif step["type"] == "pickup":
+            picked.add(step["id"])
+        elif step["type"] == "delivery":
+            assert step["id"] in picked, f"{step['id']} delivered before its pickup (or by another vehicle)"
+            served.append(step["id"])
+    assert picked == {i for i in served if i in shipments}, "a shipment picked up and never delivered"
+    return served
+
+
+# ---------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize(("seed", "jobs", "shipments", "vehicles"), [(1, 25, 0, 2), (2, 40, 6, 3), (3, 60, 10, 4)])
+async def test_seeded_instances_break_no_rule(
+    client: Client, monaco_route: TestServer, seed: int, jobs: int, shipments: int, vehicles: int
+) -> None:
+    body = seeded_instance(seed, jobs, shipments, vehicles)
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    check_feasible(body, answer, await road_matrix(monaco_route, body))
+    assert answer["totals"]["assigned"] >= (jobs + shipments) // 2, "most tasks fit these shifts"
+    assert answer["solver"]["method"] == "vroom" and answer["attribution"]
+
+
+async def test_the_checker_catches_broken_answers(client: Client, monaco_route: TestServer) -> None:
+    """The checker is worth something only if it fails on a broken answer."""
+    body = seeded_instance(4, 12, 2, 2)
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    roads = await road_matrix(monaco_route, body)
+    check_feasible(body, answer, roads)
+    route = next(r for r in answer["routes"] if any(s["type"] == "job" for s in r["steps"]))
+    job_step = next(s for s in route["steps"] if s["type"] == "job")
+    breakers = [
+        lambda a: a["unassigned"].append({"id": job_step["id"], "type": "job", "reason": "time-window", "message": "x"}),
+        lambda a: job_step.update(load=[x + 1 for x in job_step["load"]]),
+        lambda a: job_step.update(arrival=at(seconds(route["steps"][0]["departure"]) - 60)),
+        lambda a: route["steps"].reverse(),
+        lambda a: a["routes"].remove(route),
+    ]
+    for index, breaker in enumerate(breakers):
+        broken = orjson.loads(orjson.dumps(answer))
+        route = next(r for r in broken["routes"] if r["vehicle"] == route["vehicle"])
+        job_step = next(s for s in route["steps"] if s["type"] == "job")
+        breaker(broken)
+        with pytest.raises(AssertionError):
+            check_feasible(body, broken, roads)
+        assert index >= 0
+
+
+async def test_answer_shape_and_geometry(client: Client) -> None:
+    body = {
+        "startTime": START.isoformat(),
+        "vehicles": [{"id": "van", "start": point(0), "end": point(0), "capacity": [5]}],
+        "jobs": [{"id": f"j{i}", "location": point(i), "demand": [1], "serviceTime": 60} for i in (1, 2, 3)],
+        "shipments": [{"id": "parcel", "pickup": {"location": point(4)}, "delivery": {"location": point(5)}, "amount": [2]}],
+    }
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    (route,) = answer["routes"]
+    assert route["vehicle"] == "van" and route["kind"] == "car" and answer["unassigned"] == []
+    assert [s["type"] for s in route["steps"]].count("job") == 3
+    assert route["steps"][0]["load"] == [3] and route["steps"][-1]["load"] == [0]
+    line = route["geometry"]
+    assert line["type"] == "LineString" and len(line["coordinates"]) > 7
+    first, last = line["coordinates"][0], line["coordinates"][-1]
+    assert abs(first[0] - point(0)["lon"]) < 0.003 and abs(first[1] - point(0)["lat"]) < 0.003
+    assert abs(last[0] - point(0)["lon"]) < 0.003 and abs(last[1] - point(0)["lat"]) < 0.003
+    assert answer["startTime"] == "2026-11-23T08:00:00+01:00" and answer["dataset"]
+
+
+async def test_impossible_windows_are_unassigned_with_a_reason(client: Client, monaco_route: TestServer) -> None:
+    body = {
+        "startTime": START.isoformat(),
+        "vehicles": [{"id": "van", "start": point(0), "capacity": [2], "shift": {"end": at(3 * 3600)}}],
+        "jobs": [
+            # Open only in the first second: nobody drives across Monaco that fast.
+            {"id": "too-soon", "location": point(12), "timeWindows": [{"end": at(1)}]},
+            # Opens after the shift ends.
+            {"id": "after-shift", "location": point(3), "timeWindows": [{"start": at(4 * 3600), "end": at(5 * 3600)}]},
+            {"id": "a", "location": point(1), "demand": [2]},
+            {"id": "b", "location": point(2), "demand": [2]},
+        ],
+    }
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    check_feasible(body, answer, await road_matrix(monaco_route, body))
+    reasons = {item["id"]: item["reason"] for item in answer["unassigned"]}
+    assert reasons["too-soon"] == "time-window" and reasons["after-shift"] == "time-window"
+    # Two loads of 2 in a van of 2: one of them waits for another day.
+    assert len({"a", "b"} & set(reasons)) == 1 and "capacity-or-time" in reasons.values()
+
+
+async def test_priority_decides_who_is_left_out(client: Client) -> None:
+    body = {
+        "vehicles": [{"id": "van", "start": point(0), "capacity": [1]}],
+        "jobs": [
+            {"id": "low", "location": point(1), "demand": [1]},
+            {"id": "high", "location": point(13), "demand": [1], "priority": 100},
+        ],
+    }
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    assert [item["id"] for item in answer["unassigned"]] == ["low"]
+
+
+async def test_cost_per_km_and_fixed_cost_are_used(client: Client) -> None:
+    """Two vans, one with a high fixed cost: the cheap one takes everything."""
+    body = {
+        "vehicles": [
+            {"id": "dear", "start": point(0), "costs": {"fixed": 100000}},
+            {"id": "cheap", "start": point(0), "costs": {"perHour": 3600, "perKm": 10}},
+        ],
+        "jobs": [{"id": f"j{i}", "location": point(i)} for i in (1, 2, 3)],
+    }
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    assert [route["vehicle"] for route in answer["routes"]] == ["cheap"]
+    assert answer["routes"][0]["cost"] > answer["routes"][0]["duration"]  # the kilometres count too
+
+
+@pytest.mark.parametrize("headers", [LEGACY, PROBLEM])
+async def test_errors_in_both_formats_name_every_field(client: Client, headers: dict[str, str]) -> None:
+    body = {
+        "vehicles": [{"id": "v", "start": point(0), "capacity": [3], "skills": ["cold"]}],
+        "jobs": [
+            {"id": "a", "location": point(1), "timeWindows": [{"start": at(3600), "end": at(60)}]},
+            {"id": "b", "location": point(2), "demand": [4]},
+            {"id": "c", "location": point(3), "skills": ["frozen"]},
+            {"id": "a", "location": point(4)},
+        ],
+    }
+    status, answer = await post(client, body, headers)
+    assert status == 400
+    names = ["jobs[0].timeWindows[0]", "jobs[3].id", "jobs[1].demand", "jobs[2].skills"]
+    if headers is LEGACY:
+        assert answer["status"] == 400 and [d["code"] for d in answer["details"]] == ["ERROR_INVALID_PARAMETER"] * 4
+        assert [d["message"].split(": ")[0] for d in answer["details"]] == names
+    else:
+        assert answer["type"] == "/problems/general/invalid-parameter/" and answer["instance"] == URL
+        assert [part.split(": ")[0] for part in answer["detail"].split("; ")] == names
+
+
+async def test_too_many_stops_is_413(client: Client) -> None:
+    body = {"vehicles": [{"id": "v", "start": point(0)}], "jobs": [{"id": str(i), "location": point(i)} for i in range(501)]}
+    status, problem = await post(client, body, PROBLEM)
+    assert status == 413 and problem["type"] == "/problems/optimize/too-many-stops"
+    status, legacy = await post(client, {"vehicles": [{}] * 51, "jobs": []}, LEGACY)
+    assert status == 413 and legacy["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"
+
+
+async def test_a_point_far_from_roads_and_an_unmapped_kind_are_named(client: Client) -> None:
+    at_sea = {"vehicles": [{"id": "v", "start": point(0)}], "jobs": [{"id": "boat", "location": {"lat": 43.70, "lon": 7.50}}]}
+    status, problem = await post(client, at_sea, PROBLEM)
+    assert status == 400 and problem["type"] == "/problems/route/point-not-routable"
+    assert problem["detail"].startswith("jobs[0].location: ")
+    truck = {"vehicles": [{"id": "v", "start": point(0)}, {"id": "t", "kind": "truck", "start": point(0)}], "jobs": [{"id": "j", "location": point(1)}]}
+    status, legacy = await post(client, truck, LEGACY)  # only car profiles are imported here
+    assert status == 400 and legacy["details"][0]["message"].startswith("vehicles[1].kind: ")
+
+
+async def test_tasks_no_road_reaches_are_unassigned(islands_client: Client, tiny_islands: tuple[TinyMap, Any]) -> None:
+    tiny = tiny_islands[0]
+    west, east = [{"lat": p.lat, "lon": p.lon} for p in tiny.west], [{"lat": p.lat, "lon": p.lon} for p in tiny.east]
+    body = {
+        "vehicles": [{"id": "v", "start": west[0], "end": west[0]}],
+        "jobs": [{"id": "near", "location": west[1]}, {"id": "island", "location": east[0]}],
+    }
+    status, answer = await post(islands_client, body)
+    assert status == 200, answer
+    assert [item["id"] for item in answer["unassigned"]] == ["island"]
+    assert answer["unassigned"][0]["reason"] == "no-route"
+    assert [s.get("id") for s in answer["routes"][0]["steps"]] == [None, "near", None]
