@@ -20,6 +20,8 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from route_service.importer import ImportResult
+from tests.optimize_service.conftest import ClientFactory, ServerFactory, import_quietly, optimize_client, route_server
 from tests.optimize_service.test_app import LEGACY, MONACO, PROBLEM
 from tests.route_service.osm_samples import TinyMap
 
@@ -142,9 +144,9 @@ def request_points(body: dict[str, Any]) -> list[dict[str, float]]:
     return list({(p["lat"], p["lon"]): p for p in points}.values())
 
 
-async def road_matrix(route_server: TestServer, body: dict[str, Any]) -> Roads:
+async def road_matrix(route_server: TestServer, body: dict[str, Any], kind: str = "car") -> Roads:
     unique = request_points(body)
-    query = {"sources": unique, "destinations": unique, "annotations": ["duration", "distance"], "vehicle": "car"}
+    query = {"sources": unique, "destinations": unique, "annotations": ["duration", "distance"], "vehicle": kind}
     async with aiohttp.ClientSession() as http, http.post(str(route_server.make_url("/internal/matrix")), json=query) as resp:
         assert resp.status == 200, await resp.text()
         answer = await resp.json()
@@ -153,7 +155,8 @@ async def road_matrix(route_server: TestServer, body: dict[str, Any]) -> Roads:
     return Roads(unique, durations, distances)
 
 
-def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads) -> None:
+def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads | dict[str, Roads]) -> None:
+    """`roads`: one matrix, or one per vehicle kind."""
     vehicles = {v["id"]: v for v in body["vehicles"]}
     jobs = {j["id"]: j for j in body.get("jobs", [])}
     shipments = {s["id"]: s for s in body.get("shipments", [])}
@@ -161,7 +164,9 @@ def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads) -
     used = [route["vehicle"] for route in answer["routes"]]
     assert len(used) == len(set(used)) and set(used) <= set(vehicles)
     for route in answer["routes"]:
-        served += check_route(route, vehicles[route["vehicle"]], jobs, shipments, roads)
+        assert route["kind"] == vehicles[route["vehicle"]].get("kind", "car")
+        kind_roads = roads[route["kind"]] if isinstance(roads, dict) else roads
+        served += check_route(route, vehicles[route["vehicle"]], jobs, shipments, kind_roads)
     left = [item["id"] for item in answer["unassigned"]]
     assert sorted(served + left) == sorted([*jobs, *shipments]), "every task once: served or unassigned"
     for item in answer["unassigned"]:
@@ -439,3 +444,25 @@ async def test_tasks_no_road_reaches_are_unassigned(islands_client: Client, tiny
     assert [item["id"] for item in answer["unassigned"]] == ["island"]
     assert answer["unassigned"][0]["reason"] == "no-route"
     assert [s.get("id") for s in answer["routes"][0]["steps"]] == [None, "near", None]
+
+
+@pytest.fixture(scope="module")
+def monaco_car_and_bicycle(tmp_path_factory: pytest.TempPathFactory, shared_osm: Any) -> ImportResult:
+    out = tmp_path_factory.mktemp("monaco-two-kinds")
+    return import_quietly(shared_osm / "monaco.osm.pbf", out, ["car-fastest", "bicycle-fastest"])
+
+
+async def test_each_vehicle_kind_drives_on_its_own_road_times(
+    aiohttp_client: ClientFactory, aiohttp_server: ServerFactory, monaco_car_and_bicycle: ImportResult, redis_server: str
+) -> None:
+    server = await route_server(aiohttp_server, monaco_car_and_bicycle, redis_server)
+    client = await optimize_client(aiohttp_client, str(server.make_url("")))
+    body = seeded_instance(21, 16, 3, 2)
+    body["vehicles"][1]["kind"] = "bicycle"
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    roads = {kind: await road_matrix(server, body, kind) for kind in ("car", "bicycle")}
+    check_feasible(body, answer, roads)
+    assert {route["kind"] for route in answer["routes"]} == {"car", "bicycle"}
+    # The two kinds' times differ: a route checked on the other kind's matrix would not hold.
+    assert not np.allclose(roads["car"].durations, roads["bicycle"].durations)
