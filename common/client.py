@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import aiohttp.abc
 import orjson
 
 from common.errors import (
@@ -27,6 +28,17 @@ from common.logging import request_id_var
 from common.problems import INTERNAL_ERRORS_HEADER, read_internal_body
 
 log = logging.getLogger("common.client")
+
+# Seconds a service name's addresses stay cached. aiohttp hands out a cached name's addresses
+# in turn (its DNS cache rotates them), so new connections spread over the replicas of a
+# scaled service (`docker compose up --scale route_service=3`: one name, one address each);
+# a short time lets a replica added or removed be seen within seconds, not 5 minutes.
+UPSTREAM_DNS_TTL_SECONDS = 10
+
+
+def upstream_connector(limit: int, resolver: aiohttp.abc.AbstractResolver | None = None) -> aiohttp.TCPConnector:
+    """The connection pool for calls to our services: `limit` connections at once."""
+    return aiohttp.TCPConnector(limit=limit, ttl_dns_cache=UPSTREAM_DNS_TTL_SECONDS, resolver=resolver)
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,7 @@ class ServiceClient:
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=256, ttl_dns_cache=300),
+                connector=upstream_connector(256),
                 json_serialize=lambda obj: orjson.dumps(obj).decode(),
             )
         return self._session

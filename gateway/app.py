@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
-from common.client import ServiceClient
+from common.client import ServiceClient, upstream_connector
 from common.service import REDIS_KEY, base_app
 from gateway import docs, handlers, webpages
 from gateway.config import GatewayConfig
@@ -26,7 +26,7 @@ def create_app(config: GatewayConfig) -> web.Application:
 
     async def gateway_context(app: web.Application) -> AsyncIterator[None]:
         session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=512, ttl_dns_cache=300),
+            connector=upstream_connector(512),
             auto_decompress=False,
         )
         verifier = TokenVerifier(config.jwt_issuer, config.jwt_audience, leeway_seconds=config.jwt_leeway_seconds)

@@ -74,3 +74,17 @@ def test_the_internal_secret_comes_from_the_environment_with_no_default(compose:
     """compose refuses to start without INTERNAL_TOKEN (from the shell or .env); none is in the repo."""
     for name, service in python_services(compose).items():
         assert service["environment"]["INTERNAL_TOKEN"].startswith("${INTERNAL_TOKEN:?"), name
+
+
+SCALABLE = ("geo_service", "route_service", "optimize_service")
+
+
+@pytest.mark.parametrize("name", SCALABLE)
+def test_the_stateless_services_can_be_scaled(compose: dict[str, Any], name: str) -> None:
+    """`docker compose up --scale route_service=3`: replicas need no fixed container name and no
+    host port (one would clash); the gateway reaches them all by the service's name, whose
+    addresses its connection pool takes in turn (tests/common/test_replicas.py)."""
+    service = compose["services"][name]
+    assert "container_name" not in service and "ports" not in service, name
+    assert service["expose"] == [str(DEFAULT_PORTS[name])]
+    assert "deploy" not in service or "replicas" not in service["deploy"], "the replica count is the operator's"
