@@ -17,12 +17,7 @@
   let session = null; // {token, expiresAt, timer}
   let account = null;
 
-  class ApiFailure extends Error {
-    constructor(status, message) {
-      super(message);
-      this.status = status;
-    }
-  }
+  const { ApiFailure } = window.PlatformApi; // gateway/static/api.js
 
   // ---- small helpers ----------------------------------------------------------------------
   function element(tag, text, className) {
@@ -87,37 +82,8 @@
   }
 
   // ---- the API ----------------------------------------------------------------------------
-  async function api(method, path, body) {
-    // Problem detail for errors: `detail` names every faulty field.
-    const headers = { Accept: "application/json, application/problem+json" };
-    if (session) headers.Authorization = `Bearer ${session.token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    let response;
-    try {
-      response = await fetch(path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: "omit",
-        cache: "no-store",
-      });
-    } catch (error) {
-      throw new ApiFailure(0, `The API cannot be reached (${error.message}).`);
-    }
-    const text = await response.text();
-    let data = null;
-    try {
-      data = text ? JSON.parse(text) : null;
-    } catch (_) {
-      data = null;
-    }
-    if (!response.ok) {
-      let message = (data && (data.detail || data.title)) || `HTTP ${response.status}`;
-      if (response.status === 429) message += ` Try again in ${response.headers.get("Retry-After") || "a few"} s.`;
-      const requestId = response.headers.get("X-Request-ID");
-      throw new ApiFailure(response.status, `${message}${requestId ? ` (request ${requestId})` : ""}`);
-    }
-    return data;
+  function api(method, path, body) {
+    return window.PlatformApi.call(method, path, { token: session && session.token, body });
   }
 
   // ---- the session ------------------------------------------------------------------------

@@ -12,12 +12,7 @@
   const capabilities = { alternatives: true, matrix: false, isochrone: false };
   const state = { from: null, to: null, routes: [], stops: [], coverageBounds: null, tourPositions: null };
 
-  class ApiFailure extends Error {
-    constructor(status, message) {
-      super(message);
-      this.status = status;
-    }
-  }
+  const { ApiFailure } = window.PlatformApi; // gateway/static/api.js
 
   // ---- the map ----------------------------------------------------------------------------
   const map = L.map("map", { worldCopyJump: true }).setView([30, 10], 2);
@@ -94,36 +89,8 @@
   }
 
   // ---- the API ----------------------------------------------------------------------------
-  async function api(method, path, { query, body } = {}) {
-    const url = new URL(path, window.location.origin);
-    for (const [key, value] of Object.entries(query || {})) {
-      if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, String(value));
-    }
-    // Problem detail for errors: `detail` names every faulty parameter.
-    const headers = { Accept: "application/json, application/problem+json" };
-    if (token) headers.Authorization = `Bearer ${token}`;
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    let response;
-    try {
-      response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    } catch (error) {
-      throw new ApiFailure(0, `The API cannot be reached (${error.message}).`);
-    }
-    const text = await response.text();
-    let data = null;
-    try {
-      data = text ? JSON.parse(text) : null;
-    } catch (_) {
-      data = null;
-    }
-    if (!response.ok) {
-      let message = (data && (data.detail || data.title)) || `HTTP ${response.status}`;
-      if (response.status === 401) message += token ? " Sign in again." : "";
-      if (response.status === 429) message += ` Try again in ${response.headers.get("Retry-After") || "a few"} s.`;
-      const requestId = response.headers.get("X-Request-ID");
-      throw new ApiFailure(response.status, `${message}${requestId ? ` (request ${requestId})` : ""}`);
-    }
-    return data;
+  function api(method, path, { query, body } = {}) {
+    return window.PlatformApi.call(method, path, { token, query, body, hint401: token ? " Sign in again." : "" });
   }
 
   // ---- signing in and out -----------------------------------------------------------------
