@@ -20,18 +20,7 @@
   const { ApiFailure } = window.PlatformApi; // gateway/static/api.js
 
   // ---- small helpers ----------------------------------------------------------------------
-  function element(tag, text, className) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = text;
-    if (className) node.className = className;
-    return node;
-  }
-  function button(text, onClick, className) {
-    const node = element("button", text, className);
-    node.type = "button";
-    node.addEventListener("click", onClick);
-    return node;
-  }
+  const { element, button } = window.PageDom; // gateway/static/dom.js
   function row(cells) {
     const tr = element("tr");
     for (const cell of cells) {

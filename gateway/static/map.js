@@ -43,18 +43,7 @@
     span.textContent = text;
     return span.innerHTML;
   }
-  function element(tag, text, className) {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = text;
-    if (className) node.className = className;
-    return node;
-  }
-  function button(text, onClick, className) {
-    const node = element("button", text, className);
-    node.type = "button";
-    node.addEventListener("click", onClick);
-    return node;
-  }
+  const { element, button } = window.PageDom; // gateway/static/dom.js
   const round5 = (x) => Math.round(x * 1e5) / 1e5;
   const latLon = (p) => `${p.lat},${p.lon}`;
   const shown = (p) => `${p.lat.toFixed(5)}, ${p.lon.toFixed(5)}`;
