@@ -30,6 +30,7 @@ SECTIONS = (
     "optimize",
     "detour",
     "soak",
+    "scale",
 )
 # Each section in RESULTS.md follows its marker, so running some sections keeps the others.
 MARKER = "<!-- section: {} -->"
