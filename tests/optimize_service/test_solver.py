@@ -18,6 +18,8 @@ from optimize_service.solver import (
     PATH_CHEAPEST_ARC,
     PYVRP,
     SAME_START_MAX_STOPS,
+    VROOM_METHOD,
+    VROOM_THEN_OR_TOOLS,
     Search,
     TourProblem,
     default_time_limit,
@@ -27,6 +29,7 @@ from optimize_service.solver import (
     searches,
     solve,
 )
+from optimize_service.vroom_search import vroom_order
 
 
 def random_matrix(rng: np.random.Generator, n: int, *, symmetric: bool) -> np.ndarray:
@@ -136,9 +139,9 @@ def test_larger_sets_get_a_timed_search_pyvrp_unless_told() -> None:
 
 
 def test_searches_by_size() -> None:
-    # Small sets: PyVRP from its own random start (best alone), and OR-Tools' bandit search
-    # from the cheapest arc beside it (PyVRP's weak cases are its good ones).
-    mixed = [Search(PYVRP, None), Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
+    # Small sets: PyVRP from its own random start (best alone), and beside it VROOM then
+    # OR-Tools' bandit search from the cheapest arc (PyVRP's weak cases are their good ones).
+    mixed = [Search(PYVRP, None), Search(VROOM_THEN_OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True)]
     assert searches(13) == searches(MIXED_ENGINES_MAX_STOPS) == mixed
     # Then two PyVRP seeds from the random start: its results vary most with the seed.
     seeds = [Search(PYVRP, None), Search(PYVRP, None, seed=1)]
@@ -220,3 +223,28 @@ def test_default_time_limits_leave_room_for_the_request_goals() -> None:
     assert default_time_limit(25) == 0.5
     # 1000 stops: ~2.5 s of matrix and geometry around the search, goal 10 s.
     assert default_time_limit(500) < default_time_limit(750) < default_time_limit(1000) == 6.0
+
+
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_vroom_then_or_tools_gives_the_shorter_tour_of_the_two(case: str) -> None:
+    rng = np.random.default_rng(23)
+    durations = random_matrix(rng, 40, symmetric=False) / 10
+    start, end = ends_for(case, 40, rng)
+    search = searches(40)[1]
+    assert search.engine == VROOM_THEN_OR_TOOLS
+    tour = solve(TourProblem(durations, start, end, time_limit_s=0.3), search)
+    assert_valid(tour.order, 40, start, end)
+    assert tour.method in (VROOM_METHOD, "or-tools-gls") and not tour.optimal
+    costs = np.rint(durations * 10).astype(np.int64)
+    gls = guided_local_search(costs, start, end, 0.18, Search(OR_TOOLS, PATH_CHEAPEST_ARC, bandit=True))
+    vroom = vroom_order(costs, start, end, 0.12)
+    best = min(tour_cost(durations, order, end == start) for order in (gls, vroom))
+    assert tour.duration_s <= best * 1.02, "at least as good as either alone (searches vary a little)"
+
+
+def test_vroom_alone_orders_every_kind_of_tour() -> None:
+    rng = np.random.default_rng(5)
+    costs = random_matrix(rng, 30, symmetric=False).astype(np.int64)
+    for case in ("open", "fixed destination", "round trip"):
+        start, end = ends_for(case, 30, rng)
+        assert_valid(vroom_order(costs, start, end, 0.1), 30, start, end)
