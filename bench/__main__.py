@@ -28,6 +28,7 @@ SECTIONS = (
     "geocoder",
     "country_lookup",
     "optimize",
+    "optimize_wall",
     "detour",
     "soak",
     "scale",
