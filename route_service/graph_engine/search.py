@@ -132,15 +132,21 @@ def query_weights(road: RoadGraph, graph: VehicleGraph, route_type: str, origin:
                   radius_m: float) -> np.ndarray:  # fmt: skip
     """Edge weights for one query: emergency edges open only inside the radius discs."""
     base = graph.weights[route_type]
-    if radius_m <= 0 or len(graph.emergency_pos) == 0:
+    if radius_m <= 0 or graph.emergency_centers is None:
         return base
-    pieces = road.a["edge_piece"][graph.edges[graph.emergency_pos]]
+    # a piece wholly inside a disc has its centre inside it: only those are tested
+    ends = (origin.query_xyz, dest.query_xyz)
+    near = np.unique(np.concatenate([graph.emergency_centers.query_ball_point(xyz, radius_m) for xyz in ends]))
+    if len(near) == 0:
+        return base
+    near = near.astype(np.int64)
+    pieces = road.a["edge_piece"][graph.edges[graph.emergency_pos[near]]]
     center, spread = road.piece_center[pieces], road.piece_radius[pieces]
-    inside = np.zeros(len(pieces), dtype=bool)
-    for xyz in (origin.query_xyz, dest.query_xyz):
+    inside = np.zeros(len(near), dtype=bool)
+    for xyz in ends:
         inside |= np.linalg.norm(center - np.asarray(xyz), axis=1) + spread <= radius_m
     weights = base.copy()
-    weights[graph.emergency_pos[inside]] = graph.emergency_weights[route_type][inside]
+    weights[graph.emergency_pos[near[inside]]] = graph.emergency_weights[route_type][near[inside]]
     return weights
 
 

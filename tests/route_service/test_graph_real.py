@@ -15,6 +15,7 @@ import pytest
 
 from common.geo import LatLon
 from route_service.graph_build import build_graph, build_networkx
+from route_service.graph_engine.search import query_weights
 from route_service.graph_format import MODE_EMERGENCY_ONEWAY, MODE_YES
 from route_service.model import RouteQuery
 from route_service.providers.graph import GraphProvider
@@ -143,3 +144,28 @@ def test_shortest_agrees_with_osrm(monaco: GraphProvider, osrm_distance_engine: 
     assert not bad, f"graph vs OSRM distances out of tolerance: {bad}"
     median = float(np.median([o / t for o, t in ratios if t > 0]))
     assert 0.95 <= median <= 1.01
+
+
+@pytest.mark.parametrize("radius_m", [300.0, 2000.0])
+def test_emergency_edges_opened_by_the_index_are_those_wholly_inside_a_disc(monaco: GraphProvider,
+                                                                           radius_m: float) -> None:  # fmt: skip
+    """The index of emergency piece centres only narrows the candidates: the opened edges are
+    exactly those every piece-point of which lies within the radius of the start or the end."""
+    road = monaco.engine.road
+    rng = np.random.default_rng(11)
+    nodes = snappable_nodes(monaco)
+    for vehicle in ("car", "truck"):
+        graph = road.vehicles[vehicle]
+        for _ in range(10):
+            a, b = (node_point(monaco, int(n)) for n in rng.choice(nodes, 2))
+            origin = monaco.engine.snap(vehicle, a.lat, a.lon, max_distance_m=1000.0)
+            dest = monaco.engine.snap(vehicle, b.lat, b.lon, max_distance_m=1000.0)
+            assert origin is not None and dest is not None
+            weights = query_weights(road, graph, "fastest", origin, dest, radius_m)
+            pieces = road.a["edge_piece"][graph.edges[graph.emergency_pos]]
+            center, spread = road.piece_center[pieces], road.piece_radius[pieces]
+            inside = np.zeros(len(pieces), dtype=bool)
+            for xyz in (origin.query_xyz, dest.query_xyz):
+                inside |= np.linalg.norm(center - np.asarray(xyz), axis=1) + spread <= radius_m
+            opened = np.isfinite(weights[graph.emergency_pos])
+            assert np.array_equal(opened, inside & np.isfinite(graph.emergency_weights["fastest"]))
