@@ -88,6 +88,9 @@ class OsrmProvider:
         self.algorithm = algorithm.upper()
         self.route_algorithm = self.algorithm.split("+")[0]
         self.profiles = tuple(profiles)
+        # which profiles the importer contracted (their CH graph file exists): read once here,
+        # not on every matrix request
+        self._contracted = frozenset(p for p in self.profiles if (dataset_dir / OSRM_DIR / p / "map.osrm.hsgr").is_file())
         self._engines: dict[tuple[str, str], osrm.OSRM] = {}
         self._lock = threading.Lock()
 
@@ -108,8 +111,7 @@ class OsrmProvider:
 
     def matrix_algorithm(self, profile: str) -> str:
         """CH where the profile was contracted (the CH graph file exists), else the route's."""
-        contracted = (self.dataset_dir / OSRM_DIR / profile / "map.osrm.hsgr").is_file()
-        return "CH" if contracted else self.route_algorithm
+        return "CH" if profile in self._contracted else self.route_algorithm
 
     def _engine(self, profile: str, algorithm: str | None = None) -> osrm.OSRM:
         """One engine per profile and algorithm (default: the routes'); the files are
