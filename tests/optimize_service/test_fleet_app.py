@@ -1,8 +1,8 @@
 """POST /v1/optimize/routes over HTTP against the real route service on Monaco (in-process),
-and an independent feasibility checker.
+checked by the independent feasibility checker (optimize_service/fleet_check.py).
 
 The checker reads only the request and the answer, and its own road matrix asked of the route
-service: none of the optimize service's code. On seeded instances (time windows, capacities in
+service: none of the solver's code. On seeded instances (time windows, capacities in
 two dimensions, skills, shipments, breaks, open and closed routes) it checks that no time
 window, shift, capacity, skill, break or pickup-before-delivery rule is broken, that every
 task is served once or listed as unassigned, and that times, loads and distances add up.
@@ -20,6 +20,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from optimize_service.fleet_check import Roads, check_feasible, request_points
 from route_service.importer import ImportResult
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, import_quietly, optimize_client, route_server
 from tests.optimize_service.test_app import LEGACY, MONACO, PROBLEM
@@ -28,8 +29,6 @@ from tests.route_service.osm_samples import TinyMap
 Client = TestClient[Any, Any]
 URL = "/v1/optimize/routes"
 START = datetime.fromisoformat("2026-11-23T08:00:00+01:00")
-LEG_TOLERANCE_S = 1.0  # the solver works in whole seconds of the road matrix's tenths
-LEG_TOLERANCE_M = 1.0
 
 
 def at(seconds: float) -> str:
@@ -105,43 +104,11 @@ def seeded_instance(seed: int, jobs: int, shipments: int, vehicles: int) -> dict
     return body
 
 
-# ---------------------------------------------------------------- the checker
-
-
-def same_point(a: dict[str, float], b: dict[str, float]) -> bool:
-    return abs(a["lat"] - b["lat"]) < 1e-9 and abs(a["lon"] - b["lon"]) < 1e-9
+# ---------------------------------------------------------------- the checker's road matrix
 
 
 def seconds(text: str) -> float:
-    moment = datetime.fromisoformat(text)
-    assert moment.utcoffset() == START.utcoffset(), text  # answers keep the start time's offset
-    return (moment - START).total_seconds()
-
-
-def in_some_window(moment: float, windows: list[dict[str, str]] | None) -> bool:
-    if not windows:
-        return moment >= 0
-    return any(seconds(w.get("start", at(0))) - 0.5 <= moment <= seconds(w["end"]) + 0.5 for w in windows)
-
-
-class Roads:
-    """The checker's own road matrix (durations and distances) over every point of a request."""
-
-    def __init__(self, points: list[dict[str, float]], durations: np.ndarray, distances: np.ndarray) -> None:
-        self.index = {(p["lat"], p["lon"]): i for i, p in enumerate(points)}
-        self.durations, self.distances = durations, distances
-
-    def leg(self, a: dict[str, float], b: dict[str, float]) -> tuple[float, float]:
-        i, j = self.index[(a["lat"], a["lon"])], self.index[(b["lat"], b["lon"])]
-        return float(self.durations[i, j]), float(self.distances[i, j])
-
-
-def request_points(body: dict[str, Any]) -> list[dict[str, float]]:
-    """Every distinct point of a request."""
-    points = [v["start"] for v in body["vehicles"]] + [v["end"] for v in body["vehicles"] if "end" in v]
-    points += [j["location"] for j in body.get("jobs", [])]
-    points += [s[end]["location"] for s in body.get("shipments", []) for end in ("pickup", "delivery")]
-    return list({(p["lat"], p["lon"]): p for p in points}.values())
+    return (datetime.fromisoformat(text) - START).total_seconds()
 
 
 async def road_matrix(route_server: TestServer, body: dict[str, Any], kind: str = "car") -> Roads:
@@ -153,131 +120,6 @@ async def road_matrix(route_server: TestServer, body: dict[str, Any], kind: str 
     durations = np.array(answer["durations"], dtype=np.float64)
     distances = np.array(answer["distances"], dtype=np.float64)
     return Roads(unique, durations, distances)
-
-
-def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads | dict[str, Roads]) -> None:
-    """`roads`: one matrix, or one per vehicle kind."""
-    vehicles = {v["id"]: v for v in body["vehicles"]}
-    jobs = {j["id"]: j for j in body.get("jobs", [])}
-    shipments = {s["id"]: s for s in body.get("shipments", [])}
-    served: list[str] = []
-    used = [route["vehicle"] for route in answer["routes"]]
-    assert len(used) == len(set(used)) and set(used) <= set(vehicles)
-    for route in answer["routes"]:
-        assert route["kind"] == vehicles[route["vehicle"]].get("kind", "car")
-        kind_roads = roads[route["kind"]] if isinstance(roads, dict) else roads
-        served += check_route(route, vehicles[route["vehicle"]], jobs, shipments, kind_roads)
-    left = [item["id"] for item in answer["unassigned"]]
-    assert sorted(served + left) == sorted([*jobs, *shipments]), "every task once: served or unassigned"
-    for item in answer["unassigned"]:
-        assert item["type"] == ("job" if item["id"] in jobs else "shipment")
-        assert item["reason"] in ("no-route", "time-window", "capacity-or-time") and item["message"]
-    totals = answer["totals"]
-    for key in ("distance", "duration", "serviceTime", "waitingTime", "cost"):
-        assert totals[key] == sum(route[key] for route in answer["routes"])
-    assert totals["vehiclesUsed"] == len(answer["routes"])
-    assert (totals["assigned"], totals["unassigned"]) == (len(jobs) + len(shipments) - len(left), len(left))
-
-
-def check_route(
-    route: dict[str, Any], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any], roads: Roads
-) -> list[str]:
-    steps = route["steps"]
-    assert steps[0]["type"] == "start" and steps[-1]["type"] == "end"
-    assert same_point(steps[0]["location"], vehicle["start"])
-    if "end" in vehicle:
-        assert same_point(steps[-1]["location"], vehicle["end"])
-    shift = vehicle.get("shift", {})
-    assert seconds(steps[0]["departure"]) >= seconds(shift.get("start", at(0)))
-    if "end" in shift:
-        assert seconds(steps[-1]["arrival"]) <= seconds(shift["end"]) + 0.5, "the shift ends before the route"
-    check_times(steps, vehicle, jobs, shipments, roads, route)
-    check_loads(steps, vehicle, jobs, shipments)
-    check_breaks(steps, vehicle)
-    return check_tasks(steps, vehicle, jobs, shipments)
-
-
-def place_of(step: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> dict[str, Any] | None:
-    if step["type"] == "job":
-        job = jobs[step["id"]]
-        return {"location": job["location"], "serviceTime": job.get("serviceTime", 0), "timeWindows": job.get("timeWindows")}
-    if step["type"] in ("pickup", "delivery"):
-        end = shipments[step["id"]][step["type"]]
-        return {"location": end["location"], "serviceTime": end.get("serviceTime", 0), "timeWindows": end.get("timeWindows")}
-    return None
-
-
-def check_times(
-    steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any],
-    roads: Roads, route: dict[str, Any],
-) -> None:  # fmt: skip
-    here, left_at = steps[0]["location"], seconds(steps[0]["departure"])
-    breaks_between, driven_s, driven_m = 0.0, 0.0, 0.0
-    for step in steps[1:]:
-        arrival, start = seconds(step["arrival"]), seconds(step["arrival"]) + step["waiting"]
-        assert seconds(step["departure"]) == pytest.approx(start + step["serviceTime"], abs=0.5)
-        assert step["waiting"] >= 0
-        if step["type"] == "break":
-            assert start >= left_at - 0.5
-            breaks_between += step["serviceTime"]
-            continue
-        leg_s, leg_m = roads.leg(here, step["location"])
-        assert np.isfinite(leg_s), f"no road to {step['type']} {step['id']}"
-        assert arrival >= left_at + leg_s + breaks_between - LEG_TOLERANCE_S, f"{step['id']} reached too early"
-        driven_s, driven_m = driven_s + leg_s, driven_m + leg_m
-        assert step["distance"] == pytest.approx(driven_m, abs=LEG_TOLERANCE_M * len(steps))
-        place = place_of(step, jobs, shipments)
-        if place is not None:
-            assert same_point(step["location"], place["location"])
-            assert step["serviceTime"] == place["serviceTime"]
-            assert in_some_window(start, place["timeWindows"]), f"{step['type']} {step['id']} starts outside its windows"
-        here, left_at, breaks_between = step["location"], seconds(step["departure"]), 0.0
-    assert route["duration"] == pytest.approx(driven_s, abs=LEG_TOLERANCE_S * len(steps))
-    assert route["distance"] == pytest.approx(driven_m, abs=LEG_TOLERANCE_M * len(steps))
-
-
-def check_loads(steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> None:
-    dimensions = len(vehicle.get("capacity", steps[0]["load"]))
-    capacity = vehicle.get("capacity", [10**12] * dimensions)
-    load = [0] * dimensions
-    for step in steps:
-        if step["type"] == "job":
-            load = [a + b for a, b in zip(load, jobs[step["id"]].get("demand", [0] * dimensions), strict=True)]
-    for step in steps:
-        if step["type"] == "job":
-            load = [a - b for a, b in zip(load, jobs[step["id"]].get("demand", [0] * dimensions), strict=True)]
-        elif step["type"] == "pickup":
-            load = [a + b for a, b in zip(load, shipments[step["id"]]["amount"], strict=True)]
-        elif step["type"] == "delivery":
-            load = [a - b for a, b in zip(load, shipments[step["id"]]["amount"], strict=True)]
-        assert step["load"] == load, f"load after {step['type']} {step['id']}"
-        assert all(0 <= x <= c for x, c in zip(load, capacity, strict=True)), f"capacity broken at {step['id']}"
-
-
-def check_breaks(steps: list[dict[str, Any]], vehicle: dict[str, Any]) -> None:
-    taken = [step for step in steps if step["type"] == "break"]
-    wanted = {b["id"]: b for b in vehicle.get("breaks", [])}
-    assert sorted(step["id"] for step in taken) == sorted(wanted)
-    for step in taken:
-        assert step["serviceTime"] == wanted[step["id"]]["duration"]
-        assert in_some_window(seconds(step["arrival"]) + step["waiting"], wanted[step["id"]]["timeWindows"])
-
-
-def check_tasks(steps: list[dict[str, Any]], vehicle: dict[str, Any], jobs: dict[str, Any], shipments: dict[str, Any]) -> list[str]:
-    served, picked = [], set()
-    for step in steps:
-        if step["type"] in ("job", "pickup", "delivery"):
-            task = jobs[step["id"]] if step["type"] == "job" else shipments[step["id"]]
-            assert set(task.get("skills", [])) <= set(vehicle.get("skills", [])), f"skills for {step['id']}"
-        if step["type"] == "job":
-            served.append(step["id"])
-        elif step["type"] == "pickup":
-            picked.add(step["id"])
-        elif step["type"] == "delivery":
-            assert step["id"] in picked, f"{step['id']} delivered before its pickup (or by another vehicle)"
-            served.append(step["id"])
-    assert picked == {i for i in served if i in shipments}, "a shipment picked up and never delivered"
-    return served
 
 
 # ---------------------------------------------------------------- tests
