@@ -28,6 +28,7 @@ from common.processes import Backoff, SharedCount, describe_exit, stop_with_pare
 LAUNCHER_RESTARTS_ENV = "LAUNCHER_RESTARTS"
 # Waited for instead of handled: no handler can run between a check and a fork.
 SIGNALS = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
 # A worker's exit code when its server could not start (its port, its app's start-up). On the
 # first start that is a fault to report at once (the launcher shows it), not a crash to retry.
 START_FAILED = 3
@@ -131,7 +132,7 @@ def supervise(serve_worker: Callable[[], None], supervision: Supervision) -> int
 def watch(slots: list[WorkerSlot], serve_worker: Callable[[], None], supervision: Supervision) -> int:
     while True:
         received = signal.sigtimedwait(SIGNALS, seconds_to_next_restart(slots))
-        if received is not None and received.si_signo != signal.SIGCHLD:
+        if received is not None and asks_to_stop(received.si_signo):
             log.info(
                 "%s received: stopping the workers of %s", signal.Signals(received.si_signo).name, supervision.service
             )
@@ -147,6 +148,13 @@ def watch(slots: list[WorkerSlot], serve_worker: Callable[[], None], supervision
                 supervision.worker_restarts.increment()
                 slot.first_run = False
                 fork_worker(slot, serve_worker)
+
+
+def asks_to_stop(signo: int) -> bool:
+    """Only SIGTERM and SIGINT stop the workers. A wait interrupted by a debugger or profiler
+    attaching (ptrace) returns a siginfo whose number is no signal at all (seen: 47567936, when
+    py-spy attached): that once ended the supervisor with a ValueError and the service with it."""
+    return signo in STOP_SIGNALS
 
 
 def seconds_to_next_restart(slots: list[WorkerSlot]) -> float:

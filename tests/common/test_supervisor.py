@@ -217,3 +217,14 @@ def test_the_back_off_doubles_up_to_its_cap_and_restarts_after_a_healthy_run() -
 def test_exits_are_described_by_code_or_signal() -> None:
     assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
     assert describe_exit(3) == "exit code 3"
+
+
+
+def test_only_a_stop_signal_stops_the_workers() -> None:
+    """py-spy attaching to a route service once ended its supervisor with a ValueError: the
+    interrupted wait returned a siginfo whose number (47567936) is no signal at all."""
+    from common.supervisor import asks_to_stop
+
+    assert asks_to_stop(signal.SIGTERM) and asks_to_stop(signal.SIGINT)
+    assert not asks_to_stop(signal.SIGCHLD)
+    assert not asks_to_stop(47567936)
