@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any, Self
 
 from common.config import BaseConfig, env_int, env_str
+from common.tiers import TIERS as TIERS  # re-exported: the accounts check tiers against it
 
 # Fixed by the API contract: no token may live longer than 30 days.
 MAX_TOKEN_SECONDS = 2_592_000
 # Demo tokens are for trying the API, so they are kept short.
 MAX_DEMO_TOKEN_SECONDS = 86_400
-TIERS = ("demo", "standard", "unlimited")
 # "admin" accounts manage other accounts from /console (and the API under /v1/admin).
 ROLES = ("user", "admin")
 

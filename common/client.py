@@ -9,12 +9,14 @@ service's own error carried through).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import aiohttp.abc
 import orjson
+from multidict import CIMultiDict
 
 from common.errors import (
     ApiError,
@@ -47,6 +49,8 @@ class Reply:
 
     status: int
     body: bytes
+    # Case-insensitive, as HTTP headers are (Content-Type, Retry-After).
+    headers: Mapping[str, str] = field(default_factory=CIMultiDict)
 
 
 class ServiceClient:
@@ -96,20 +100,24 @@ class ServiceClient:
         params: dict[str, str] | None = None,
         json: Any = None,
         timeout_seconds: float | None = None,
+        body: bytes | None = None,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> Reply:
         """One request, answered with any status. Raises only when there is no answer: 504 past
         the timeout (the client's own unless `timeout_seconds` is given), 503 when the service
-        cannot be reached, 502 when its answer cannot be read."""
-        data = orjson.dumps(json) if json is not None else None
+        cannot be reached, 502 when its answer cannot be read. `body` sends bytes as they are
+        (their Content-Type among `extra_headers`): a stored request replayed (job_service)."""
+        data = orjson.dumps(json) if json is not None else body
         headers = self.headers()
-        if data is not None:
+        if json is not None:
             headers["Content-Type"] = "application/json"
+        headers.update(extra_headers or {})
         limit = self.timeout if timeout_seconds is None else aiohttp.ClientTimeout(total=timeout_seconds)
         try:
             async with self.session.request(
                 method, self.base_url + path, params=params, data=data, headers=headers, timeout=limit
             ) as resp:
-                return Reply(resp.status, await resp.read())
+                return Reply(resp.status, await resp.read(), CIMultiDict(resp.headers))
         except TimeoutError as exc:
             raise GatewayTimeout(f"the {self.name} did not answer in time") from exc
         except aiohttp.ClientConnectionError as exc:

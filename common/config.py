@@ -20,6 +20,7 @@ DEFAULT_PORTS = {
     "geo_service": 8082,
     "route_service": 8083,
     "optimize_service": 8084,
+    "job_service": 8085,
 }
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6390/0"
 

@@ -413,3 +413,32 @@ class OptimizerBusy(ApiError):
         headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
         super().__init__(message, headers=headers, **kwargs)
         self.retry_after_s = max(1, retry_after_s)
+
+
+# ---------------------------------------------------------------- asynchronous jobs
+
+
+class TooManyJobs(TooManyRequests):
+    """The account already has as many jobs queued or running as its tier allows
+    (`common.tiers`): one must finish, or be cancelled, first."""
+
+    type = "/problems/jobs/too-many-jobs"
+    title = "Too many jobs at once"
+    code = "JOB_ERROR_TOO_MANY_JOBS"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 1, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
+class JobStoreFull(ServiceUnavailable):
+    """The state Redis has no room for another job's request and result (it must never fill:
+    rate limits and revocations live there too): try again once older results have expired."""
+
+    type = "/problems/jobs/store-full"
+    title = "No room for another job"
+    code = "JOB_ERROR_STORE_FULL"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 60, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)

@@ -22,38 +22,17 @@ from pathlib import Path
 from typing import Any, Self
 
 from common.config import BaseConfig, env_int, env_str
+from common.tiers import DEFAULT_MATRIX_CELLS, TierLimits, parse_tier_limits
 
-DEFAULT_MATRIX_CELLS = "demo=1000,standard=10000,unlimited=1000000"
-
-
-@dataclass(frozen=True)
-class MatrixLimits:
-    """Cells per public matrix request, by the tier the gateway forwards (`X-Internal-Tier`).
-    Unlimited is still bounded by the 1000 x 1000 sides (`parsing.MAX_MATRIX_SIDE`): a
-    1000 x 1000 table takes OSRM 1.3 s and ~130 MiB (`route_service.calls`)."""
-
-    cells: dict[str, int]
-
-    def for_tier(self, tier: str | None) -> tuple[int, str]:
-        """The limit and the tier it applies to; unknown or missing tiers get the smallest
-        (fail closed: a new tier must be given its limit on purpose)."""
-        if tier in self.cells:
-            return self.cells[tier], tier
-        smallest = min(self.cells, key=self.cells.__getitem__)
-        return self.cells[smallest], smallest
+# The per-tier limits live together in common/tiers.py; a matrix's is a `TierLimits`.
+MatrixLimits = TierLimits
 
 
 def parse_matrix_cells(text: str) -> MatrixLimits:
-    cells: dict[str, int] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        try:
-            tier, count = item.split("=", 1)
-            cells[tier.strip()] = max(1, int(count))
-        except ValueError as exc:
-            raise SystemExit(f"configuration error: ROUTE_MATRIX_CELLS item {item!r} is not tier=cells") from exc
-    if not cells:
-        raise SystemExit("configuration error: ROUTE_MATRIX_CELLS names no tier")
-    return MatrixLimits(cells)
+    """Cells per public matrix request, by the tier the gateway forwards (`X-Internal-Tier`).
+    Unlimited is still bounded by the 1000 x 1000 sides (`parsing.MAX_MATRIX_SIDE`): a
+    1000 x 1000 table takes OSRM 1.3 s and ~130 MiB (`route_service.calls`)."""
+    return parse_tier_limits("ROUTE_MATRIX_CELLS", text)
 
 
 def default_workers() -> int:
@@ -76,7 +55,7 @@ class RouteConfig(BaseConfig):
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
     large_processes: int = 1
     large_niceness: int = 10
-    matrix_limits: MatrixLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
+    matrix_limits: TierLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
 
     @property
     def maps_path(self) -> Path:

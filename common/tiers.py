@@ -1,0 +1,46 @@
+"""The account tiers, and the per-tier limits that are not the gateway's request rate.
+
+The tiers are the auth service's (a token's `tier` claim); the gateway forwards the caller's
+tier to services in `X-Internal-Tier`. The gateway's request rates per tier are its
+`RATE_LIMITS` (gateway/config.py: a rate and a burst each); the numbers per tier are here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TIERS = ("demo", "standard", "unlimited")
+
+# Cells (sources x destinations) one POST /v1/matrix may ask (ROUTE_MATRIX_CELLS, the route service).
+DEFAULT_MATRIX_CELLS = "demo=1000,standard=10000,unlimited=1000000"
+# Jobs (queued + running) one account may have at once (JOB_LIMITS, read by the job service).
+DEFAULT_JOB_LIMITS = "demo=1,standard=3,unlimited=10"
+
+
+@dataclass(frozen=True)
+class TierLimits:
+    """One number per tier. A tier not listed, or no tier at all, gets the smallest (fail
+    closed: a new tier is given its limit on purpose)."""
+
+    values: dict[str, int]
+
+    def for_tier(self, tier: str | None) -> tuple[int, str]:
+        """The limit and the tier it applies to."""
+        if tier in self.values:
+            return self.values[tier], tier
+        smallest = min(self.values, key=self.values.__getitem__)
+        return self.values[smallest], smallest
+
+
+def parse_tier_limits(variable: str, text: str) -> TierLimits:
+    """`tier=number,...`, each at least 1; a malformed item stops the process at start."""
+    values: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            tier, count = item.split("=", 1)
+            values[tier.strip()] = max(1, int(count))
+        except ValueError as exc:
+            raise SystemExit(f"configuration error: {variable} item {item!r} is not tier=number") from exc
+    if not values:
+        raise SystemExit(f"configuration error: {variable} names no tier")
+    return TierLimits(values)

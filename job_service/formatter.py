@@ -1,0 +1,62 @@
+"""A job as JSON: its state, progress and times, and when it succeeded its result, inline and
+byte for byte what the synchronous call answered (spliced in, never parsed again)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from job_service.model import FINISHED, QUEUED, RUNNING, SUCCEEDED, Job
+
+
+def job_path(job_id: str) -> str:
+    return f"/v1/jobs/{job_id}"
+
+
+def iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def progress(job: Job) -> dict[str, Any]:
+    """queued (with its place in the queue) → running → done; a fraction where it is known."""
+    if job.status == QUEUED:
+        return {"stage": "queued", "fraction": 0.0, "queuePosition": job.queue_position}
+    if job.status == RUNNING:
+        return {"stage": "running", "fraction": None}
+    return {"stage": "done", "fraction": 1.0}
+
+
+def job_fields(job: Job, result_ttl_seconds: int) -> dict[str, Any]:
+    expires = job.finished + result_ttl_seconds if job.finished is not None else None
+    fields: dict[str, Any] = {
+        "id": job.id,
+        "operation": job.operation,
+        "status": job.status,
+        "progress": progress(job),
+        "attempts": job.attempts,
+        "createdAt": iso(job.created),
+        "startedAt": iso(job.started),
+        "finishedAt": iso(job.finished) if job.status in FINISHED else None,
+        "expiresAt": iso(expires) if job.status in FINISHED else None,
+        "location": job_path(job.id),
+    }
+    if job.status == SUCCEEDED:
+        fields["resultLocation"] = job_path(job.id) + "/result"
+    if job.error is not None:
+        fields["error"] = job.error
+    return fields
+
+
+def job_body(job: Job, result_ttl_seconds: int, result: bytes | None = None) -> bytes:
+    body = orjson.dumps(job_fields(job, result_ttl_seconds))
+    if result is None or "json" not in job.result_type:
+        return body
+    return body[:-1] + b',"result":' + result + b"}"
+
+
+def jobs_body(jobs: list[Job], result_ttl_seconds: int) -> bytes:
+    return orjson.dumps({"jobs": [job_fields(job, result_ttl_seconds) for job in jobs]})

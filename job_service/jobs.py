@@ -1,0 +1,70 @@
+"""The jobs of an account: submit within the tier's limit, look at, cancel, list. A job of
+another account is answered exactly as one that does not exist (404), so ids reveal nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from common.errors import Conflict, NotFound, TooManyJobs
+from common.tiers import TierLimits
+from job_service.model import ACTIVE, SUCCEEDED, Account, Job, StoredRequest
+from job_service.store import JobStore
+
+
+@dataclass(frozen=True)
+class Limits:
+    per_tier: TierLimits
+    # Retry-After of a 429: about when a job of the account may have finished.
+    retry_after_seconds: int = 10
+
+
+class Jobs:
+    def __init__(self, store: JobStore, limits: Limits, on_submit: Callable[[], None] = lambda: None) -> None:
+        self.store = store
+        self.limits = limits
+        self.on_submit = on_submit  # wakes this process's runner at once
+
+    async def submit(self, account: Account, request: StoredRequest) -> Job:
+        await self.store.check_room()
+        limit, tier = self.limits.per_tier.for_tier(account.tier)
+        job_id = uuid.uuid4().hex
+        if not await self.store.submit(job_id, account, request, limit):
+            raise TooManyJobs(
+                f"the {tier} tier may have {limit} jobs queued or running at once, and this account has {limit}. "
+                "Wait for one to finish or cancel one (DELETE /v1/jobs/{id})",
+                retry_after_s=self.limits.retry_after_seconds,
+            )
+        self.on_submit()
+        return await self.get(account, job_id)
+
+    async def get(self, account: Account, job_id: str) -> Job:
+        job = await self.store.get(job_id)
+        if job is None or job.owner != account.subject:
+            raise NotFound(f"no job {job_id} (finished jobs are kept for a limited time)")
+        return job
+
+    async def view(self, account: Account, job_id: str) -> tuple[Job, bytes | None]:
+        """The job and, when it succeeded, its result."""
+        job = await self.get(account, job_id)
+        return job, await self.store.result(job_id) if job.status == SUCCEEDED else None
+
+    async def result(self, account: Account, job_id: str) -> tuple[Job, bytes]:
+        job = await self.get(account, job_id)
+        result = await self.store.result(job_id) if job.status == SUCCEEDED else None
+        if result is None:
+            raise Conflict(f"job {job_id} has no result: it is {job.status}")
+        return job, result
+
+    async def cancel(self, account: Account, job_id: str) -> Job | None:
+        """A queued or running job is cancelled (and returned), a finished one deleted (None)."""
+        job = await self.get(account, job_id)
+        if job.status in ACTIVE:
+            await self.store.cancel(job_id)  # or it ended meanwhile: it is then shown as it ended
+            return await self.get(account, job_id)
+        await self.store.delete(job_id, account.subject)
+        return None
+
+    async def list(self, account: Account) -> list[Job]:
+        return await self.store.jobs_of(account.subject)

@@ -1,0 +1,135 @@
+"""Runs queued jobs, at most `concurrency` at once in this process.
+
+A claimed job runs under a lease in Redis, renewed by a heartbeat every third of its length.
+A job that is cancelled (or whose lease another process found expired) is abandoned at the
+next heartbeat: its call is dropped and nothing of it is stored. The reaper, at start and
+then every lease-third, queues again the jobs whose process died (`JobStore.reap`), so none
+is lost silently: it runs again, or fails with the reason once it was started
+`max_attempts` times."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from common.errors import ApiError, JobStoreFull
+from common.logging import request_id_var
+from job_service.model import Outcome
+from job_service.replay import Replayer, error_fields
+from job_service.store import JobStore
+
+log = logging.getLogger("job_service.runner")
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    concurrency: int = 2
+    lease_seconds: float = 15.0
+    max_attempts: int = 3
+    poll_seconds: float = 0.25
+
+
+class Runner:
+    def __init__(self, store: JobStore, replayer: Replayer, settings: RunnerSettings) -> None:
+        self.store = store
+        self.replayer = replayer
+        self.settings = settings
+        # One per process: a lease names the process holding it.
+        self.worker = uuid.uuid4().hex
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.wake = asyncio.Event()
+        self._loops: list[asyncio.Task[None]] = []
+
+    @property
+    def beat_seconds(self) -> float:
+        return self.settings.lease_seconds / 3
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._loops = [loop.create_task(self._claim_loop()), loop.create_task(self._reap_loop())]
+
+    async def stop(self) -> None:
+        """Stops claiming and drops the running calls; their leases run out and another
+        process (or this one, restarted) runs them again."""
+        tasks = [*self._loops, *self.running.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _claim_loop(self) -> None:
+        while True:
+            if len(self.running) < self.settings.concurrency and await self._claim_one():
+                continue
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), self.settings.poll_seconds)
+
+    async def _claim_one(self) -> bool:
+        try:
+            job_id = await self.store.claim(self.worker, self.settings.lease_seconds)
+        except ApiError:  # Redis is down: the next turn tries again
+            return False
+        if job_id is None:
+            return False
+        task = asyncio.get_running_loop().create_task(self.execute(job_id))
+        self.running[job_id] = task
+        task.add_done_callback(lambda _: self._done(job_id))
+        return True
+
+    def _done(self, job_id: str) -> None:
+        self.running.pop(job_id, None)
+        self.wake.set()  # a slot is free
+
+    async def _reap_loop(self) -> None:
+        while True:
+            with contextlib.suppress(ApiError):
+                moved = await self.store.reap(self.settings.max_attempts)
+                if moved:
+                    log.warning("jobs whose process stopped while running them: %s", ", ".join(moved))
+                    self.wake.set()
+            await asyncio.sleep(self.beat_seconds)
+
+    async def execute(self, job_id: str) -> None:
+        token = request_id_var.set(f"job-{job_id}")
+        try:
+            stored = await self.store.request(job_id)
+            if stored is None:  # cancelled between the claim and now
+                return
+            call = asyncio.get_running_loop().create_task(self.replayer.run(*stored))
+            if await self._hold_lease(job_id, call):
+                await self._record(job_id, call.result())
+        except ApiError as exc:  # Redis went away: the lease runs out and the job runs again
+            log.warning("job %s left to be run again: %s", job_id, exc)
+        finally:
+            request_id_var.reset(token)
+
+    async def _hold_lease(self, job_id: str, call: asyncio.Task[Outcome]) -> bool:
+        """Renews the lease until the call ends (True), or drops the call when the job is no
+        longer this process's (False)."""
+        while True:
+            done, _ = await asyncio.wait({call}, timeout=self.beat_seconds)
+            if done:
+                return True
+            if await self.store.heartbeat(job_id, self.worker, self.settings.lease_seconds) is False:
+                log.info("job %s cancelled or taken over: its call is dropped", job_id)
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await call
+                return False
+
+    async def _record(self, job_id: str, outcome: Outcome) -> None:
+        try:
+            stored = await self.store.finish(job_id, self.worker, outcome)
+        except ApiError:
+            if outcome.result is None:
+                raise
+            # Redis refused the result (at its memory cap): the job fails with that reason.
+            refused = JobStoreFull(
+                f"the result ({len(outcome.result)} bytes) could not be stored, the job store is full"
+            )
+            stored = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused)))
+        status = "succeeded" if outcome.result is not None else "failed"
+        log.info("job %s %s", job_id, status if stored else "finished after it was cancelled: not kept")
