@@ -21,6 +21,7 @@ from common.geo import METRES_PER_DEGREE
 from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
 from route_service.graph_engine.search import QueryGraph
 from route_service.graph_engine.snap import SampleTree, Snapper, SnapPoint
+from route_service.graph_engine.weights import Weights
 
 MAX_CELLS = 20_000  # 40 000 took 2.4x the time for a 15-minute Heidelberg area (bench/isochrone.py)
 MIN_CELL_M = 40.0
@@ -40,7 +41,7 @@ class Reach:
 
 
 def reach(road: RoadGraph, graph: VehicleGraph, weights: np.ndarray, origin: SnapPoint, limit: float) -> Reach:
-    query = QueryGraph(road, graph, weights)
+    query = QueryGraph(road, graph, Weights(weights))
     node_cost = query.reach(query.exits(origin), limit)
     piece = road.point_piece
     length = np.maximum(road.piece_length[piece], 1e-9)

@@ -9,6 +9,7 @@ import numpy as np
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_engine.search import Crossing, QueryGraph, close_pieces
 from route_service.graph_engine.snap import SnapPoint
+from route_service.graph_engine.weights import Weights
 
 Cell = tuple[float, float]  # (duration s, distance m)
 
@@ -18,7 +19,7 @@ def one_to_many(road: RoadGraph, vehicle: str, route_type: str, origin: SnapPoin
     """(duration s, distance m) from one start to many destinations (None: unreachable),
     never through `closed_pieces`."""
     graph = road.vehicles[vehicle]
-    query = QueryGraph(road, graph, close_pieces(graph, graph.weights[route_type], closed_pieces))
+    query = QueryGraph(road, graph, close_pieces(graph, Weights(graph.weights[route_type]), closed_pieces))
     exits = query.exits(origin)
     dist, pred = query.dijkstra(exits, np.inf, [])
     other = graph.length_m if route_type == "fastest" else graph.duration_s
@@ -32,7 +33,8 @@ def tree_sums(query: QueryGraph, other: np.ndarray, dist: np.ndarray, pred: np.n
     road, graph = query.road, query.graph
     n = road.n_nodes
     src = np.repeat(np.arange(n), np.diff(graph.indptr))
-    tight = (pred[graph.dst] == src) & np.isclose(dist[src] + query.weights, dist[graph.dst], rtol=1e-9, atol=1e-6)
+    weights = query.weights.dense()
+    tight = (pred[graph.dst] == src) & np.isclose(dist[src] + weights, dist[graph.dst], rtol=1e-9, atol=1e-6)
     step = np.zeros(n + 1)
     order = np.flatnonzero(tight)
     step[graph.dst[order[::-1]]] = other[order[::-1]]  # any tight edge into a node will do

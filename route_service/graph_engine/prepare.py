@@ -12,6 +12,7 @@ from scipy.spatial import cKDTree
 
 from common.geo import EARTH_RADIUS_M
 from common.vocabulary import VEHICLES
+from route_service.graph_engine.tiles import EdgeTiles, edge_tiles, node_tiles
 from route_service.graph_format import MODE_YES
 
 # Speed of an emergency vehicle on a relaxed stretch (km/h): careful driving, not the class speed.
@@ -44,6 +45,10 @@ class VehicleGraph:
     # tests only the ones near its start and destination: testing all of them took 8.8 of a
     # 13.4 ms emergency route on 10 copies of Heidelberg (bench/scale.py).
     emergency_centers: cKDTree | None = None
+    # route type -> the most straight-line metres one unit of weight can cover (the top speed in
+    # m/s for `fastest`, 1 for `shortest`): a lower bound on the cost of reaching a point
+    metres_per_cost: dict[str, float] | None = None
+    edge_tiles: EdgeTiles | None = None  # the edges by the tile of their source (region searches)
 
 
 class RoadGraph:
@@ -53,6 +58,9 @@ class RoadGraph:
     def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
         self.a = {key: np.asarray(value) for key, value in arrays.items()}
         self.n_nodes = len(self.a["node_lat"])
+        # the junctions in space and by tiles: a query's search region is the tiles near its ends
+        self.node_xyz = to_xyz(self.a["node_lat"], self.a["node_lon"])
+        self.tiles = node_tiles(self.a["node_lat"], self.a["node_lon"], self.node_xyz)
         self.names = [str(n) for n in self.a["names"]]
         self._init_pieces()
         # pieces with a height, width, length, weight or axle-load limit (graph_format), few
@@ -126,4 +134,12 @@ class RoadGraph:
             piece_fwd=piece_dir[0],
             piece_bwd=piece_dir[1],
             emergency_centers=None if centers is None else cKDTree(centers),
+            metres_per_cost={"fastest": top_speed(length, duration), "shortest": 1.0},
+            edge_tiles=edge_tiles(self.tiles, indptr),
         )
+
+
+def top_speed(length: np.ndarray, duration: np.ndarray) -> float:
+    """The fastest edge's speed (m/s); edge lengths are never shorter than their chords."""
+    moving = duration > 0
+    return float(np.max(length[moving] / duration[moving])) if moving.any() else 1.0

@@ -15,7 +15,9 @@ import pytest
 
 from common.geo import LatLon
 from route_service.graph_build import build_graph, build_networkx
-from route_service.graph_engine.search import query_weights
+from route_service.graph_engine import PathResult, region
+from route_service.graph_engine.search import query_weights, shortest_path
+from route_service.graph_engine.weights import Weights
 from route_service.graph_format import MODE_EMERGENCY_ONEWAY, MODE_YES
 from route_service.model import RouteQuery
 from route_service.providers.graph import GraphProvider
@@ -169,3 +171,56 @@ def test_emergency_edges_opened_by_the_index_are_those_wholly_inside_a_disc(mona
                 inside |= np.linalg.norm(center - np.asarray(xyz), axis=1) + spread <= radius_m
             opened = np.isfinite(weights[graph.emergency_pos])
             assert np.array_equal(opened, inside & np.isfinite(graph.emergency_weights["fastest"]))
+
+
+def same_path(a: PathResult | None, b: PathResult | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.distance_m, a.duration_s, a.geometry, a.emergency) == (b.distance_m, b.duration_s, b.geometry,
+                                                                     b.emergency)  # fmt: skip
+
+
+@pytest.mark.parametrize("first_reach", ["measured", "tiny"])
+def test_region_search_equals_the_whole_graph_search(monaco: GraphProvider, monkeypatch: pytest.MonkeyPatch,
+                                                     first_reach: str) -> None:  # fmt: skip
+    """The region search (bounded) finds exactly the unlimited Dijkstra's path on the whole graph,
+    for every vehicle and route type, with emergency radii and closed pieces; `tiny` first
+    regions make nearly every search grow its region, some up to the whole-graph fallback."""
+    if first_reach == "tiny":
+        monkeypatch.setattr(region, "FIRST_REACH", {"fastest": 0.0, "shortest": 0.0})
+        monkeypatch.setattr(region, "REACH_MARGIN_M", 0.0)
+        monkeypatch.setattr(region, "REACH_FACTORS", (0.5,))
+    road = monaco.engine.road
+    rng = np.random.default_rng(16)
+    nodes = snappable_nodes(monaco)
+    compared = 0
+    for vehicle in ("car", "truck", "bicycle", "pedestrian"):
+        for route_type in ("fastest", "shortest"):
+            for radius_m in (0.0, 300.0, 2000.0):
+                for _ in range(4):
+                    a, b = (node_point(monaco, int(n)) for n in rng.choice(nodes, 2))
+                    shift = rng.uniform(-2e-4, 2e-4, 4)  # off the junctions, into the pieces
+                    origin = monaco.engine.snap(vehicle, a.lat + shift[0], a.lon + shift[1], max_distance_m=500.0,
+                                                radius_m=radius_m)  # fmt: skip
+                    dest = monaco.engine.snap(vehicle, b.lat + shift[2], b.lon + shift[3], max_distance_m=500.0,
+                                              radius_m=radius_m)  # fmt: skip
+                    if origin is None or dest is None:
+                        continue
+                    closed = rng.choice(road.n_pieces, 40, replace=False) if rng.random() < 0.5 else None
+                    found = [shortest_path(road, vehicle, route_type, origin, dest, radius_m, bounded=bounded,
+                                           closed_pieces=closed) for bounded in (True, False)]  # fmt: skip
+                    assert same_path(*found), (vehicle, route_type, radius_m, a, b)
+                    compared += 1
+    assert compared > 80
+
+
+def test_weights_overrides_read_like_a_copy() -> None:
+    base = np.arange(10, dtype=np.float64)
+    weights = Weights(base).with_values(np.array([7, 2]), np.array([70.0, 20.0]))
+    weights = weights.with_values(np.array([2, 9]), np.inf)
+    expected = base.copy()
+    expected[[7, 2, 9]] = [70.0, np.inf, np.inf]
+    assert np.array_equal(weights.dense(), expected)
+    assert np.array_equal(weights.take(np.array([9, 0, 2, 7, 7])), expected[[9, 0, 2, 7, 7]])
+    assert weights[3] == 3.0 and weights[7] == 70.0
+    assert np.array_equal(base, np.arange(10))  # the cached vector is never written
