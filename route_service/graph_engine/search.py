@@ -75,7 +75,7 @@ def close_pieces(graph: VehicleGraph, weights: Weights, closed_pieces: np.ndarra
         return weights
     positions = np.concatenate([graph.piece_fwd[closed_pieces], graph.piece_bwd[closed_pieces]])
     positions = positions[positions >= 0]
-    return weights.with_values(positions, np.full(len(positions), np.inf))
+    return weights.with_values(positions, np.inf)
 
 
 def search(query: QueryGraph, origin: SnapPoint, dest: SnapPoint, route_type: str,

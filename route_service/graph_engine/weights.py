@@ -56,7 +56,7 @@ class Weights:
             self._dense = dense
         return self._dense
 
-    def with_values(self, positions: np.ndarray, values: np.ndarray) -> Weights:
+    def with_values(self, positions: np.ndarray, values: np.ndarray | float) -> Weights:
         """These weights with more overrides; the new ones win where both set a position."""
         positions = np.asarray(positions, dtype=np.int64)
         values = np.broadcast_to(np.asarray(values, dtype=np.float64), positions.shape)
