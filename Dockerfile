@@ -16,6 +16,7 @@ COPY auth_service ./auth_service
 COPY geo_service ./geo_service
 COPY route_service ./route_service
 COPY optimize_service ./optimize_service
+COPY job_service ./job_service
 COPY launcher ./launcher
 
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data

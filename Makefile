@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 # Packages that exist so far: mypy checks each of them.
-PACKAGES := $(wildcard common gateway auth_service geo_service route_service optimize_service launcher bench tests)
+PACKAGES := $(wildcard common gateway auth_service geo_service route_service optimize_service job_service launcher bench tests)
 STAMP := $(VENV)/.installed
 # The browser code of /docs and /map (gateway/vendor.py), vendored at install time, git-ignored.
 VENDOR_STAMP := gateway/static/vendor/.installed

@@ -13,6 +13,7 @@ UPSTREAM_ENV = {
     "geo_service": "GEO_SERVICE_URL",
     "route_service": "ROUTE_SERVICE_URL",
     "optimize_service": "OPTIMIZE_SERVICE_URL",
+    "job_service": "JOB_SERVICE_URL",
 }
 
 DEFAULT_RATE_LIMITS = "anonymous=5/20,demo=2/10,standard=50/100,unlimited=0/0"

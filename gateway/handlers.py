@@ -12,7 +12,7 @@ from common.service import REDIS_KEY, json_response
 from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
-from gateway.routes import LOCAL_SERVICE, USAGE_PATH, PublicRoute, match_route, needs_token
+from gateway.routes import LOCAL_SERVICE, USAGE_PATH, PublicRoute, as_job, match_route, needs_token, wants_job
 from gateway.services import service_health
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import Identity, UnknownKey, bearer_token
@@ -40,7 +40,7 @@ def resolve_route(request: web.Request) -> PublicRoute:
         raise NotFound(f"no operation at {request.path}; see /v1/openapi.json")
     if request.method not in route.methods:
         raise MethodNotAllowed(request.method, list(route.methods))
-    return route
+    return as_job(route) if wants_job(route, request.query) else route
 
 
 async def apply_rate_limit(

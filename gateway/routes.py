@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -47,7 +48,28 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/account/password", ("POST",), "auth_service", timeout_seconds=10, checks_password=True),
     PublicRoute("/v1/admin/users", ("GET", "POST"), "auth_service", timeout_seconds=10),
     PublicRoute("/v1/admin/users/{userId}", ("PATCH",), "auth_service", timeout_seconds=10),
+    # Asynchronous jobs (job_service): the account's jobs, one job, its result (a few MB at most).
+    PublicRoute("/v1/jobs", ("GET",), "job_service", timeout_seconds=10),
+    PublicRoute("/v1/jobs/{jobId}", ("GET", "DELETE"), "job_service"),
+    PublicRoute("/v1/jobs/{jobId}/result", ("GET",), "job_service"),
 )
+
+# Operations that run as a job with `?async=true` (any value but false: the job service
+# refuses what is not true): the same path, body and limits, answered by the job service, which
+# only stores the request, so in seconds.
+ASYNC_PARAMETER = "async"
+ASYNC_PATHS = frozenset({"/v1/optimize/routes", "/v1/optimize/stops", "/v1/detour/file"})
+JOB_SERVICE = "job_service"
+JOB_SUBMIT_TIMEOUT_SECONDS = 30.0
+
+
+def wants_job(route: PublicRoute, query: Mapping[str, str]) -> bool:
+    return route.path in ASYNC_PATHS and ASYNC_PARAMETER in query and query[ASYNC_PARAMETER].lower() != "false"
+
+
+def as_job(route: PublicRoute) -> PublicRoute:
+    """The operation's route to the job service."""
+    return replace(route, service=JOB_SERVICE, timeout_seconds=JOB_SUBMIT_TIMEOUT_SECONDS)
 
 # Routes the gateway answers itself (after authentication and rate limiting).
 LOCAL_SERVICE = "gateway"

@@ -16,6 +16,7 @@ SERVICE_LABELS = {
     "geo_service": "geocoding service",
     "route_service": "routing service",
     "optimize_service": "optimization service",
+    "job_service": "job service",
 }
 # The gateway's health answers within a few seconds even when a service hangs.
 HEALTH_TIMEOUT_SECONDS = 2.0

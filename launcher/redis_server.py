@@ -23,10 +23,13 @@ class RedisRole:
     policy: str
 
 
-# Rate limits and revocations (REDIS_URL): never evicted. At the cap Redis refuses writes (a
-# limit check it refuses fails open), which beats silently dropping a revocation. Their keys
-# expire on their own (limits within seconds), so only a misrouted cache could fill it.
-STATE_REDIS = RedisRole("state", maxmemory="64mb", policy="noeviction")
+# Rate limits, revocations and asynchronous jobs (REDIS_URL): never evicted. At the cap Redis
+# refuses writes (a limit check it refuses fails open), which beats silently dropping a
+# revocation or a job. Limits expire within seconds; jobs keep their request and result (zlib,
+# a 20 000-line detour answer is well under 1 MB so) for JOB_RESULT_TTL_SECONDS, and the job
+# service refuses new ones above 70 % of the cap (JOB_STORE_MAX_FRACTION), which was raised
+# from 64 MB for them.
+STATE_REDIS = RedisRole("state", maxmemory="256mb", policy="noeviction")
 # Route and geocoder answers (REDIS_CACHE_URL): the least recently used make room.
 CACHE_REDIS = RedisRole("cache", maxmemory="128mb", policy="allkeys-lru")
 

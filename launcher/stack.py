@@ -29,12 +29,13 @@ from common.supervisor import LAUNCHER_RESTARTS_ENV
 from launcher.redis_server import CACHE_REDIS, STATE_REDIS, start_redis, wait_for_port
 
 # Start order: the gateway needs the auth service's keys, so it comes last.
-SERVICES = ("auth_service", "geo_service", "route_service", "optimize_service")
+SERVICES = ("auth_service", "geo_service", "route_service", "optimize_service", "job_service")
 URL_ENV = {
     "auth_service": "AUTH_SERVICE_URL",
     "geo_service": "GEO_SERVICE_URL",
     "route_service": "ROUTE_SERVICE_URL",
     "optimize_service": "OPTIMIZE_SERVICE_URL",
+    "job_service": "JOB_SERVICE_URL",
 }
 DEFAULT_REDIS_PORT = 6390
 REDIS_PROCESSES = ("redis", "redis_cache")

@@ -9,7 +9,7 @@ from common.config import REPO_ROOT
 DOC = REPO_ROOT / "docs" / "architecture.md"
 # `name.py`, `dir/name.py` or `dir/` in backticks or in the drawings: a path in the repository.
 PATH = re.compile(r"\b((?:[a-z_]+/)*[a-z_]+(?:\.py|\.md|/))")
-ROOTS = ("common", "gateway", "auth_service", "geo_service", "route_service", "optimize_service", "launcher", "tests", "docs")
+ROOTS = ("common", "gateway", "auth_service", "geo_service", "route_service", "optimize_service", "job_service", "launcher", "tests", "docs")
 
 
 def named_paths(text: str) -> set[str]:

@@ -76,7 +76,7 @@ def test_the_internal_secret_comes_from_the_environment_with_no_default(compose:
         assert service["environment"]["INTERNAL_TOKEN"].startswith("${INTERNAL_TOKEN:?"), name
 
 
-SCALABLE = ("geo_service", "route_service", "optimize_service")
+SCALABLE = ("geo_service", "route_service", "optimize_service", "job_service")
 
 
 @pytest.mark.parametrize("name", SCALABLE)

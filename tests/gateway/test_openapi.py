@@ -91,7 +91,7 @@ async def test_spec_and_docs_are_served_without_a_token(aiohttp_client: Any) -> 
 def test_every_error_type_lives_in_the_shared_library() -> None:
     """The gateway's catalogue sees only the error types its own process imports: one defined
     in a service module would be missing from the live /v1/openapi.json."""
-    for package in ("auth_service", "geo_service", "route_service", "optimize_service", "gateway"):
+    for package in ("auth_service", "geo_service", "route_service", "optimize_service", "job_service", "gateway"):
         for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
             if not module.name.endswith("__main__"):
                 importlib.import_module(module.name)
