@@ -35,6 +35,7 @@ FORWARDED_RESPONSE_HEADERS = (
     "Cache-Control",
     "Retry-After",
     "Allow",
+    "Location",  # where a job answered 202 is followed (job_service)
     "WWW-Authenticate",
 )
 INTERNAL_SUBJECT = INTERNAL_SUBJECT_HEADER
