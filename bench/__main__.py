@@ -29,6 +29,7 @@ SECTIONS = (
     "country_lookup",
     "optimize",
     "optimize_wall",
+    "fleet",
     "detour",
     "soak",
     "scale",

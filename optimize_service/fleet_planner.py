@@ -1,6 +1,7 @@
 """One fleet-routing request from its parsed form to the plan (no aiohttp server code here):
 distinct points → one road matrix per vehicle kind (durations and distances, from the route
-service) → VROOM in a solver lane → one road geometry per used vehicle → a reason for each
+service) → VROOM and, where it models the whole problem, PyVRP in a solver lane, the better
+plan kept → one road geometry per used vehicle → a reason for each
 task left out."""
 
 from __future__ import annotations
@@ -16,9 +17,20 @@ from common.errors import UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet_model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
 from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import NO_ROAD_M, NO_ROAD_S, FleetProblem, Locations, solve_fleet
+from optimize_service.fleet_solver import (
+    EXPLORATION_LEVEL,
+    NO_ROAD_M,
+    NO_ROAD_S,
+    FleetProblem,
+    FleetSolution,
+    Locations,
+    better,
+    methods_for,
+    solve_fleet,
+    solve_method,
+)
 from optimize_service.routing import RouteClient
-from optimize_service.scheduler import Scheduler
+from optimize_service.scheduler import Job, Lane, Scheduler
 
 ROUTE_TYPE = "fastest"
 POINT_PARAMETER = re.compile(r"^(sources|destinations|waypoints)\[(\d+)\]$")
@@ -65,7 +77,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         durations = {kind: m[0] for kind, m in zip(request.kinds, matrices, strict=True)}
         distances = {kind: m[1] for kind, m in zip(request.kinds, matrices, strict=True)}
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
-        solution = await lane.call(job, solve_fleet, problem)
+        solution = await solve_in(lane, job, problem)
     answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
     plans = [plan for plan, _ in answers]
     meta = next((info for _, info in answers if info), {})
@@ -75,14 +87,28 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         routes=plans,
         unassigned=[explain(item, problem) for item in solution.unassigned],
         solver={
-            "method": "vroom",
-            "explorationLevel": 5,
+            "method": solution.method,
+            "explorationLevel": EXPLORATION_LEVEL,
             "timeLimit": solution.time_limit_s,
             "cost": solution.cost,
         },
         dataset=str(meta.get("dataset", "")),
         provider=str(meta.get("provider", "")),
     )
+
+
+async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution:
+    """The portfolio (`methods_for`): with two processes in the lane each search in its own,
+    at once, VROOM on one thread; otherwise all in one process one after the other."""
+    methods = methods_for(problem.request)
+    if len(methods) == 1 or lane.parallel < 2:
+        return await lane.call(job, solve_fleet, problem)
+    alone = replace(problem, threads=1)
+    found = await lane.call_each(job, [(solve_method, (alone, method)) for method in methods])
+    if isinstance(found[0], BaseException):  # VROOM's (first) own input checks: a 400
+        raise found[0]
+    # A PyVRP failure leaves VROOM's plan, which models every rule anyway.
+    return better([item for item in found if isinstance(item, FleetSolution)])
 
 
 def profile(kind: str, request: FleetRequest) -> dict[str, Any]:

@@ -21,10 +21,19 @@ MESSAGES = {
 }
 
 
+OK = "ok"
+
+
 def explain(item: Unassigned, problem: FleetProblem) -> Unassigned:
-    reasons = [alone(item, index, problem) for index in candidates(item, problem)]
-    reason = "capacity-or-time" if "ok" in reasons else ("time-window" if "time-window" in reasons else "no-route")
+    reason = explain_alone(item, problem)
+    reason = "capacity-or-time" if reason == OK else reason
     return Unassigned(item.type, item.task, reason, MESSAGES[reason])
+
+
+def explain_alone(item: Unassigned, problem: FleetProblem) -> str:
+    """OK when some vehicle could serve the task alone, else time-window or no-route."""
+    reasons = [alone(item, index, problem) for index in candidates(item, problem)]
+    return OK if OK in reasons else ("time-window" if "time-window" in reasons else "no-route")
 
 
 def candidates(item: Unassigned, problem: FleetProblem) -> list[int]:

@@ -11,7 +11,8 @@ indexes into the request.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from common.errors import InvalidParameter
 from optimize_service.fleet_model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
 
+VROOM, PYVRP = "vroom", "pyvrp"
 EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two threads
 # A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
 NO_ROAD_S = 10_000_000
@@ -53,11 +55,69 @@ class FleetSolution:
     cost: int
     time_limit_s: float
     computing_s: float
+    method: str = "vroom"
+    left_priority: int = 0  # the priorities of the tasks left out, summed
+
+
+def pyvrp_fits(request: FleetRequest) -> bool:
+    """Whether PyVRP's model (optimize_service/fleet_pyvrp.py) is the request's whole problem:
+    jobs only, at most one time window each, no breaks, no skills, one priority."""
+    jobs = request.jobs
+    return (
+        bool(jobs)
+        and not request.shipments
+        and all(len(job.place.windows) == 1 and not job.skills for job in jobs)
+        and all(not vehicle.breaks and not vehicle.skills for vehicle in request.vehicles)
+        and len({job.priority for job in jobs}) == 1
+    )
+
+
+def methods_for(request: FleetRequest) -> tuple[str, ...]:
+    """VROOM always (it models every rule and may leave jobs out); PyVRP beside it wherever its
+    model is the whole problem. On the quality bench PyVRP given the same second is ahead of
+    VROOM level 5 by several per cent (see docs/decisions.md, "Fleet routing quality")."""
+    return (VROOM, PYVRP) if pyvrp_fits(request) else (VROOM,)
+
+
+def time_limit(request: FleetRequest) -> float:
+    return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+
+
+def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+    """One search of the portfolio, in its own solver process; None: PyVRP served not every job."""
+    if method == PYVRP:
+        from optimize_service.fleet_pyvrp import solve_pyvrp  # PyVRP only in solver processes
+
+        return solve_pyvrp(problem, time_limit(problem.request))
+    return solve_vroom(problem)
 
 
 def solve_fleet(problem: FleetProblem) -> FleetSolution:
+    """The portfolio in one process: VROOM for half the time limit, then PyVRP from VROOM's
+    plan for the other half, the better kept (a lane with one process, the threaded tests)."""
     request = problem.request
-    limit = request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+    if methods_for(request) == (VROOM,):
+        return solve_vroom(problem)
+    half = time_limit(request) / 2
+    first = solve_vroom(replace(problem, request=replace(request, time_limit_s=half)))
+    from optimize_service.fleet_pyvrp import solve_pyvrp
+
+    return better([first, solve_pyvrp(problem, half, initial=first)])
+
+
+def better(solutions: Sequence[FleetSolution | None]) -> FleetSolution:
+    """Fewer priority points left out, then fewer tasks left out, then the lower cost."""
+    found = [s for s in solutions if s is not None]
+
+    def key(solution: FleetSolution) -> tuple[int, int, int]:
+        return (solution.left_priority, len(solution.unassigned), solution.cost)
+
+    return min(found, key=key)
+
+
+def solve_vroom(problem: FleetProblem) -> FleetSolution:
+    request = problem.request
+    limit = time_limit(request)
     from optimize_service.fleet_vroom import vroom_input  # VROOM only in solver processes
 
     began = time.perf_counter()
@@ -72,14 +132,20 @@ def solve_fleet(problem: FleetProblem) -> FleetSolution:
         raise InvalidParameter(f"the solver refused the problem: {exc}") from None
     answer = solution.to_dict()
     routes = [route_plan(route, request) for route in answer["routes"]]
+    # VROOM lists a shipment's pickup and delivery: one entry per shipment here.
+    left = list(dict.fromkeys(unassigned(item, request) for item in answer["unassigned"]))
     return FleetSolution(
         routes=sorted(routes, key=lambda r: r.vehicle),
-        # VROOM lists a shipment's pickup and delivery: one entry per shipment here.
-        unassigned=list(dict.fromkeys(unassigned(item, request) for item in answer["unassigned"])),
+        unassigned=left,
         cost=int(answer["summary"]["cost"]),
         time_limit_s=limit,
         computing_s=round(time.perf_counter() - began, 3),
+        left_priority=sum(priority(item, request) for item in left),
     )
+
+
+def priority(item: Unassigned, request: FleetRequest) -> int:
+    return request.jobs[item.task].priority if item.type == "job" else request.shipments[item.task].priority
 
 
 def task_index(step_type: str, ident: int, request: FleetRequest) -> int:
@@ -117,5 +183,6 @@ def unassigned(item: dict[str, Any], request: FleetRequest) -> Unassigned:
 
 def warm_up_fleet() -> None:
     """Run once in each solver process at start: imports VROOM (and pandas with it, ~0.35 s),
-    which the first fleet request would pay otherwise."""
+    which the first fleet request would pay otherwise, and PyVRP's model."""
+    import optimize_service.fleet_pyvrp
     import optimize_service.fleet_vroom  # noqa: F401

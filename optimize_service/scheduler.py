@@ -137,6 +137,15 @@ class Lane:
             job.started = self.clock()
             return await self.pool.run(work, *args)
 
+    async def call_each(
+        self, job: Job, calls: list[tuple[Callable[..., T], tuple[Any, ...]]]
+    ) -> list[T | BaseException]:
+        """Several works at once, one per process (fleet routing's portfolio), once its turn
+        comes; every one to its end, a failure returned in its place."""
+        async with self._turn:
+            job.started = self.clock()
+            return await asyncio.gather(*(self.pool.run(work, *args) for work, args in calls), return_exceptions=True)
+
     async def run(self, problem: TourProblem) -> Tour:
         if not needs_search(problem) or self.parallel < 2:
             return await self.pool.run(solve, problem)

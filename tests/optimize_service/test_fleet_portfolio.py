@@ -1,0 +1,220 @@
+"""The fleet solver's portfolio: which searches a request gets, PyVRP's plan translated into our
+answer (checked by the independent feasibility checker on Monaco's roads), and how the
+planner keeps the better of two plans."""
+
+from __future__ import annotations
+
+import random
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+from aiohttp.test_utils import TestServer
+
+from common.errors import InvalidParameter
+from common.pools import RestartingPool
+from optimize_service import fleet_planner
+from optimize_service.fleet_check import check_feasible
+from optimize_service.fleet_formatter import fleet_body
+from optimize_service.fleet_model import FleetPlan, Unassigned
+from optimize_service.fleet_parsing import parse_fleet_request
+from optimize_service.fleet_planner import locate, solve_in
+from optimize_service.fleet_pyvrp import solve_pyvrp
+from optimize_service.fleet_reasons import explain
+from optimize_service.fleet_solver import PYVRP, VROOM, FleetProblem, FleetSolution, methods_for, solve_fleet
+from optimize_service.scheduler import Lane
+from tests.optimize_service.test_fleet_app import Client, at, point, post, road_matrix, seeded_instance
+
+START = "2026-11-23T08:00:00+01:00"
+
+
+def jobs_only(seed: int, jobs: int, vehicles: int, *, open_routes: bool = False, costs: bool = False) -> dict[str, Any]:
+    """Jobs with one window each, no skills or breaks: what PyVRP models. Generous shifts and
+    capacities, so that every job fits (PyVRP's plan counts only when it serves them all)."""
+    rng = random.Random(seed)
+    fleet = []
+    for v in range(vehicles):
+        vehicle: dict[str, Any] = {
+            "id": f"v{v}",
+            "start": point(v, 0.002, rng),
+            "capacity": [40, 20 + 5 * v],  # two dimensions, vehicle types differ
+            "shift": {"start": at(600 * (v % 2)), "end": at(8 * 3600 - 1800 * (v % 2))},
+        }
+        if not open_routes:
+            vehicle["end"] = vehicle["start"]
+        if costs:
+            vehicle["costs"] = {"fixed": 500 * v, "perHour": 3600, "perKm": 20}
+        fleet.append(vehicle)
+    items = []
+    for j in range(jobs):
+        opens = rng.randrange(0, 4 * 3600)
+        items.append(
+            {
+                "id": f"j{j}",
+                "location": point(rng.randrange(20), 0.002, rng),
+                "serviceTime": rng.choice([60, 180, 300]),
+                "timeWindows": [{"start": at(opens), "end": at(opens + rng.choice([3600, 7200]))}],
+                "demand": [rng.randint(0, 3), rng.randint(0, 2)],
+            }
+        )
+    return {"startTime": START, "vehicles": fleet, "jobs": items, "timeLimit": 1}
+
+
+async def problem_for(server: TestServer, body: dict[str, Any]) -> FleetProblem:
+    """The problem as the planner builds it, on the route service's matrix."""
+    request = parse_fleet_request(body, datetime.now(UTC))
+    points, where = locate(request)
+    roads = await road_matrix(server, body)
+    rows = [roads.index[(p.lat, p.lon)] for p in points.points]
+    cut = np.ix_(rows, rows)
+    seconds = np.rint(roads.durations[cut]).astype(np.int64)
+    metres = np.rint(roads.distances[cut]).astype(np.int64)
+    return FleetProblem(request, where, {"car": seconds}, {"car": metres})
+
+
+def answer_of(problem: FleetProblem, solution: FleetSolution) -> dict[str, Any]:
+    plan = FleetPlan(
+        problem.request,
+        locate(problem.request)[0].points,
+        solution.routes,
+        [explain(item, problem) for item in solution.unassigned],
+        {"method": solution.method},
+    )
+    return fleet_body(plan)
+
+
+# ---------------------------------------------------------------- which searches
+
+
+def test_pyvrp_runs_beside_vroom_only_where_it_models_the_whole_problem() -> None:
+    now = datetime.now(UTC)
+    fits = jobs_only(1, 10, 2)
+    assert methods_for(parse_fleet_request(fits, now)) == (VROOM, PYVRP)
+    assert methods_for(parse_fleet_request(jobs_only(1, 10, 2, open_routes=True, costs=True), now)) == (VROOM, PYVRP)
+    no_window = jobs_only(1, 10, 2)
+    del no_window["jobs"][0]["timeWindows"]  # the whole horizon: still one window
+    assert methods_for(parse_fleet_request(no_window, now)) == (VROOM, PYVRP)
+    two_windows = jobs_only(1, 10, 2)
+    two_windows["jobs"][0]["timeWindows"] = [{"start": at(0), "end": at(600)}, {"start": at(3600), "end": at(4000)}]
+    skills = jobs_only(1, 10, 2)
+    skills["vehicles"][0]["skills"] = skills["jobs"][0]["skills"] = ["cold"]
+    breaks = jobs_only(1, 10, 2)
+    breaks["vehicles"][0]["breaks"] = [
+        {"id": "lunch", "timeWindows": [{"start": at(3600), "end": at(7200)}], "duration": 900}
+    ]
+    priorities = jobs_only(1, 10, 2)
+    priorities["jobs"][0]["priority"] = 10
+    for body in (seeded_instance(1, 10, 2, 2), two_windows, skills, breaks, priorities):
+        assert methods_for(parse_fleet_request(body, now)) == (VROOM,)
+
+
+# ---------------------------------------------------------------- PyVRP's plan as our answer
+
+
+@pytest.mark.parametrize(
+    ("seed", "jobs", "vehicles", "open_routes", "costs"),
+    [(1, 40, 3, False, False), (2, 30, 3, True, True), (3, 60, 4, False, True)],
+)
+async def test_pyvrp_plans_pass_the_feasibility_checker(
+    monaco_route: TestServer, seed: int, jobs: int, vehicles: int, open_routes: bool, costs: bool
+) -> None:
+    body = jobs_only(seed, jobs, vehicles, open_routes=open_routes, costs=costs)
+    problem = await problem_for(monaco_route, body)
+    solution = solve_pyvrp(problem, 1.0)
+    assert solution is not None, "these shifts hold every job"
+    answer = answer_of(problem, solution)
+    check_feasible(body, answer, await road_matrix(monaco_route, body))
+    assert answer["totals"]["unassigned"] == 0 and solution.method == PYVRP
+    # Its cost is VROOM's: fixed + per hour driven + per km, route by route.
+    for route in answer["routes"]:
+        vehicle = next(v for v in body["vehicles"] if v["id"] == route["vehicle"])
+        rates = vehicle.get("costs", {"fixed": 0, "perHour": 3600, "perKm": 0})
+        driving = route["duration"] * rates["perHour"] / 3600 + route["distance"] * rates["perKm"] / 1000
+        assert route["cost"] == rates["fixed"] + round(driving)
+
+
+async def test_pyvrp_from_vroom_s_plan_is_never_worse(monaco_route: TestServer) -> None:
+    """One process (threaded tests, a lane of one): VROOM for half the limit, then PyVRP from it."""
+    body = jobs_only(4, 50, 3)
+    problem = await problem_for(monaco_route, body)
+    solution = solve_fleet(problem)
+    check_feasible(body, answer_of(problem, solution), await road_matrix(monaco_route, body))
+    assert solution.method in (VROOM, PYVRP) and not solution.unassigned
+
+
+async def test_the_endpoint_answers_with_the_portfolio(client: Client, monaco_route: TestServer) -> None:
+    body = jobs_only(5, 35, 3)
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    check_feasible(body, answer, await road_matrix(monaco_route, body))
+    assert answer["solver"]["method"] in (VROOM, PYVRP) and answer["totals"]["unassigned"] == 0
+
+
+# ---------------------------------------------------------------- keeping the better plan
+
+
+def fake(cost: int, left: int = 0, method: str = VROOM) -> FleetSolution:
+    return FleetSolution([], [Unassigned("job", i, "", "") for i in range(left)], cost, 1.0, 0.1, method)
+
+
+def two_process_lane() -> Lane:
+    return Lane("test", RestartingPool("test", lambda: ThreadPoolExecutor(max_workers=2)), 2, None, 40.0)
+
+
+@pytest.mark.parametrize(
+    ("vroom", "pyvrp", "kept"),
+    [
+        (fake(100), fake(95, method=PYVRP), PYVRP),  # cheaper
+        (fake(100), fake(105, method=PYVRP), VROOM),
+        (fake(100, left=1), fake(120, method=PYVRP), PYVRP),  # serves more
+        (fake(100), None, VROOM),  # PyVRP served not every job
+        (fake(100), RuntimeError("lost"), VROOM),  # PyVRP failed: VROOM's plan stands
+    ],
+)
+async def test_the_planner_keeps_the_better_plan(
+    monkeypatch: pytest.MonkeyPatch, vroom: FleetSolution, pyvrp: FleetSolution | Exception | None, kept: str
+) -> None:
+    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+        assert problem.threads == 1, "each search on one core"
+        found = vroom if method == VROOM else pyvrp
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    problem = FleetProblem(parse_fleet_request(jobs_only(1, 5, 2), datetime.now(UTC)), locate_only(), {}, {}, threads=2)
+    lane = two_process_lane()
+    job = lane.admit(1.0)
+    assert (await solve_in(lane, job, problem)).method == kept
+
+
+async def test_vroom_s_refusal_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+        if method == VROOM:
+            raise InvalidParameter("the solver refused the problem: x")
+        return fake(1, method=PYVRP)
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    problem = FleetProblem(parse_fleet_request(jobs_only(1, 5, 2), datetime.now(UTC)), locate_only(), {}, {}, threads=2)
+    lane = two_process_lane()
+    with pytest.raises(InvalidParameter):
+        await solve_in(lane, lane.admit(1.0), problem)
+
+
+def locate_only() -> Any:
+    return locate(parse_fleet_request(jobs_only(1, 5, 2), datetime.now(UTC)))[1]
+
+
+async def test_pyvrp_leaves_out_the_jobs_no_vehicle_can_serve_alone(monaco_route: TestServer) -> None:
+    body = jobs_only(6, 20, 2)
+    body["jobs"][3]["timeWindows"] = [{"start": at(0), "end": at(1)}]  # nobody drives across Monaco that fast
+    body["jobs"][7]["demand"] = [41, 0]  # above the first vehicle's capacity, within the second's
+    body["vehicles"][1]["capacity"] = [60, 60]
+    problem = await problem_for(monaco_route, body)
+    solution = solve_pyvrp(problem, 1.0)
+    assert solution is not None
+    answer = answer_of(problem, solution)
+    check_feasible(body, answer, await road_matrix(monaco_route, body))
+    assert [(item["id"], item["reason"]) for item in answer["unassigned"]] == [("j3", "time-window")]
