@@ -20,7 +20,7 @@ from route_service.importer import Progress, import_maps
 
 PBF = REPO_ROOT.parent / "shared" / "osm" / "munich.osm.pbf"
 CACHE_DIR = REPO_ROOT / "var" / "bench-cache" / "platform"
-SERVICES = ["auth_service", "geo_service", "route_service", "optimize_service"]
+SERVICES = ["auth_service", "geo_service", "route_service", "optimize_service", "job_service"]
 
 
 def import_munich() -> tuple[Path, Path]:

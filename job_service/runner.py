@@ -15,7 +15,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from common.errors import ApiError, JobStoreFull
+from common.errors import ApiError, InternalError, JobStoreFull
 from common.logging import request_id_var
 from job_service.model import Outcome
 from job_service.replay import Replayer, error_fields
@@ -52,25 +52,33 @@ class Runner:
         self._loops = [loop.create_task(self._claim_loop()), loop.create_task(self._reap_loop())]
 
     async def stop(self) -> None:
-        """Stops claiming and drops the running calls; their leases run out and another
-        process (or this one, restarted) runs them again."""
+        """Stops claiming, drops the running calls and hands their jobs back to the queue, so
+        another process (or this one, restarted) runs them at once; a job this process could
+        not hand back waits for its lease to run out."""
+        running = list(self.running)
         tasks = [*self._loops, *self.running.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for job_id in running:
+            with contextlib.suppress(ApiError):
+                await self.store.release(job_id, self.worker)
 
     async def _claim_loop(self) -> None:
         while True:
-            if len(self.running) < self.settings.concurrency and await self._claim_one():
+            if len(self.running) < self.settings.concurrency and await self._claimed_one():
                 continue
             self.wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), self.settings.poll_seconds)
 
-    async def _claim_one(self) -> bool:
+    async def _claimed_one(self) -> bool:
         try:
             job_id = await self.store.claim(self.worker, self.settings.lease_seconds)
         except ApiError:  # Redis is down: the next turn tries again
+            return False
+        except Exception:  # never end the loop: no job would run in this process again
+            log.exception("claiming a job failed")
             return False
         if job_id is None:
             return False
@@ -85,11 +93,16 @@ class Runner:
 
     async def _reap_loop(self) -> None:
         while True:
-            with contextlib.suppress(ApiError):
+            try:
                 moved = await self.store.reap(self.settings.max_attempts)
-                if moved:
-                    log.warning("jobs whose process stopped while running them: %s", ", ".join(moved))
-                    self.wake.set()
+            except ApiError:  # Redis is down: the next turn tries again
+                moved = []
+            except Exception:  # never end the loop: interrupted jobs would wait forever
+                log.exception("re-queueing interrupted jobs failed")
+                moved = []
+            if moved:
+                log.warning("jobs whose process stopped while running them: %s", ", ".join(moved))
+                self.wake.set()
             await asyncio.sleep(self.beat_seconds)
 
     async def execute(self, job_id: str) -> None:
@@ -100,7 +113,7 @@ class Runner:
                 return
             call = asyncio.get_running_loop().create_task(self.replayer.run(*stored))
             if await self._hold_lease(job_id, call):
-                await self._record(job_id, call.result())
+                await self._record(job_id, outcome_of(call))
         except ApiError as exc:  # Redis went away: the lease runs out and the job runs again
             log.warning("job %s left to be run again: %s", job_id, exc)
         finally:
@@ -133,3 +146,13 @@ class Runner:
             stored = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused)))
         status = "succeeded" if outcome.result is not None else "failed"
         log.info("job %s %s", job_id, status if stored else "finished after it was cancelled: not kept")
+
+
+def outcome_of(call: asyncio.Task[Outcome]) -> Outcome:
+    """The call's outcome; a fault of ours fails the job (logged), rather than leaving it to be
+    re-run into the same fault until its attempts are used up."""
+    try:
+        return call.result()
+    except Exception:
+        log.exception("a job's call failed unexpectedly")
+        return Outcome(error=error_fields(InternalError("the job failed unexpectedly")))

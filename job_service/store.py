@@ -91,6 +91,17 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 'cancelled'
 """
 
+_RELEASE = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('HSET', KEYS[1], 'status', 'queued')
+redis.call('HINCRBY', KEYS[1], 'attempts', -1)
+redis.call('SREM', KEYS[3], ARGV[2])
+redis.call('RPUSH', KEYS[4], ARGV[2])
+return 1
+"""
+
 _REAP = """
 local moved = {}
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -155,6 +166,7 @@ class JobStore:
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._finish = client.register_script(_FINISH)
         self._cancel = client.register_script(_CANCEL)
+        self._release = client.register_script(_RELEASE)
         self._reap = client.register_script(_REAP)
         self._memory_checked_at = -MEMORY_CHECK_SECONDS
         self._memory_full = False
@@ -274,6 +286,12 @@ class JobStore:
         """Removes a finished job and its result."""
         await self._call(lambda r: r.delete(job_key(job_id)))
         await self._call(lambda r: r.zrem(owner_key(owner), job_id))
+
+    async def release(self, job_id: str, worker: str) -> bool:
+        """Hands a running job back to the queue's front at a graceful stop, not counted as an
+        attempt; False when it was no longer this worker's."""
+        keys = [job_key(job_id), lease_key(job_id), RUNNING_SET, QUEUE]
+        return bool(await self._call(lambda _: self._release(keys=keys, args=[worker, job_id])))
 
     async def reap(self, max_attempts: int) -> list[str]:
         """Jobs whose lease ran out (their process died): queued again, or failed once they

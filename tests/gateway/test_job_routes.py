@@ -8,6 +8,7 @@ from multidict import MultiDict
 
 from common.tiers import DEFAULT_JOB_LIMITS, parse_tier_limits
 from gateway.docs import openapi_spec
+from gateway.proxy import FORWARDED_RESPONSE_HEADERS
 from gateway.routes import ASYNC_PATHS, as_job, match_route, needs_token, wants_job
 from job_service.config import JobConfig
 from job_service.model import OPERATIONS
@@ -63,3 +64,7 @@ def test_the_documented_job_limits_are_the_codes() -> None:
     assert f"kept for {hours} hours" in spec["paths"]["/v1/jobs/{jobId}"]["get"]["description"]
     for path in ASYNC_PATHS:
         assert "202" in spec["paths"][path]["post"]["responses"], path
+
+
+def test_a_jobs_location_reaches_the_client() -> None:
+    assert "Location" in FORWARDED_RESPONSE_HEADERS

@@ -86,8 +86,11 @@ def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) ->
     run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda _line: None)
     # One solver process per lane (small, large): the machine has few cores and most tests send
     # one request at a time.
-    services = ["auth_service", "geo_service", "route_service", "optimize_service"]
-    stack = make_stack(data_dir, services, OPTIMIZE_SOLVER_PROCESSES="1", OPTIMIZE_SMALL_PROCESSES="1")
+    services = ["auth_service", "geo_service", "route_service", "optimize_service", "job_service"]
+    # Short job leases: a job interrupted by a killed job service runs again within seconds.
+    stack = make_stack(
+        data_dir, services, OPTIMIZE_SOLVER_PROCESSES="1", OPTIMIZE_SMALL_PROCESSES="1", JOB_LEASE_SECONDS="3"
+    )
     stack.start()
     try:
         yield stack

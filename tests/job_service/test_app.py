@@ -165,19 +165,33 @@ async def test_without_the_gateways_identity_a_job_is_refused(jobs_client: Clien
     assert (await jobs_client.get("/v1/jobs")).status == 401
 
 
-async def test_a_job_interrupted_by_a_restart_runs_again(
+async def test_a_job_running_at_a_graceful_stop_is_handed_back_and_runs_again(
     aiohttp_client: ClientFactory, redis_url: str, upstream: Upstream
 ) -> None:
-    config = job_config(redis_url, upstream.url, lease_seconds=0.6)
+    config = job_config(redis_url, upstream.url, lease_seconds=30.0)  # no waiting for a lease here
     first: TestClient[Any, Any] = await aiohttp_client(create_app(config))
     _, job, _ = await submit(first, "/v1/optimize/stops?async=true&seconds=30")
     await upstream.wait_for_call()
-    await first.close()  # the process ends mid-job: its lease is left to run out
+    await first.close()  # SIGTERM: the running job goes back to the queue's front
     upstream.calls.clear()
     upstream.called.clear()
     second: TestClient[Any, Any] = await aiohttp_client(create_app(config))
-    await upstream.wait_for_call()  # the interrupted job runs again
-
+    await upstream.wait_for_call(seconds=5)  # at once, not after the 30 s lease
     state = await (await second.get(f"/v1/jobs/{job['id']}", headers=caller())).json()
-    assert state["status"] == "running" and state["attempts"] == 2
+    assert state["status"] == "running" and state["attempts"] == 1  # a hand-back is no attempt
     await second.delete(f"/v1/jobs/{job['id']}", headers=caller())
+
+
+@pytest.mark.parametrize("accept", [LEGACY, {}])
+async def test_redis_down_is_503_in_both_formats(
+    aiohttp_client: ClientFactory, upstream: Upstream, accept: dict[str, str]
+) -> None:
+    client = await aiohttp_client(create_app(job_config("redis://127.0.0.1:1/0", upstream.url)))
+    status, problem, _ = await submit(client, headers=accept)
+    assert status == 503, problem
+    if accept:
+        assert problem["details"][0]["code"] == "ERROR_SERVICE_UNAVAILABLE"
+    else:
+        assert problem["type"] == "/problems/general/service-unavailable" and "job store" in problem["detail"]
+    response = await client.get("/v1/jobs/" + "a" * 32, headers={**caller(), **accept})
+    assert response.status == 503

@@ -96,6 +96,18 @@ async def test_a_job_whose_lease_ran_out_is_queued_again_then_failed_with_the_re
     assert await store.submit("e" * 32, ALICE, REQUEST, 1)  # no longer counted as active
 
 
+async def test_a_released_job_goes_back_to_the_front_of_the_queue_uncounted(store: JobStore) -> None:
+    await submitted(store, "r1" * 16)
+    await submitted(store, "r2" * 16)
+    assert await store.claim("w", 5) == "r1" * 16
+    assert not await store.release("r1" * 16, "someone-else")
+    assert await store.release("r1" * 16, "w")
+    job = await store.get("r1" * 16)
+    assert job is not None and (job.status, job.attempts, job.queue_position) == ("queued", 0, 0)
+    assert await store.heartbeat("r1" * 16, "w", 5) is False
+    assert await store.claim("w2", 5) == "r1" * 16  # before the job queued behind it
+
+
 async def test_finishing_keeps_the_result_compressed_for_its_lifetime_and_drops_the_request(
     store: JobStore, redis_url: str
 ) -> None:
