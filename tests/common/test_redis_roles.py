@@ -60,7 +60,7 @@ async def config_of(url: str) -> dict[str, str]:
 async def test_make_up_starts_a_capped_state_redis_and_a_capped_lru_cache_redis(stack_redis: Stack) -> None:
     env = stack_redis.env()
 
-    assert await config_of(env["REDIS_URL"]) == {"maxmemory": str(64 * MIB), "maxmemory-policy": "noeviction"}
+    assert await config_of(env["REDIS_URL"]) == {"maxmemory": str(256 * MIB), "maxmemory-policy": "noeviction"}
     assert await config_of(env["REDIS_CACHE_URL"]) == {"maxmemory": str(128 * MIB), "maxmemory-policy": "allkeys-lru"}
     assert env["REDIS_CACHE_URL"] != env["REDIS_URL"]
 
