@@ -25,6 +25,8 @@ from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
 from common.processes import start_pool_process
 from route_service.dataset import Dataset
+from route_service.detour.csvfile import DetourCase, LineError
+from route_service.detour.engine import DetourResult, Router, answer_cases
 from route_service.diagnostics import SnapDiagnostics
 from route_service.matching import match_in_chunks
 from route_service.model import MatchResult, MatrixQuery, MatrixResult, RouteResult, WaypointsQuery, WaypointsResult
@@ -94,6 +96,13 @@ def child_route_waypoints(query: WaypointsQuery) -> WaypointsResult:
         trim_heap()
 
 
+def child_detour_cases(
+    vehicle: str, route_type: str, cases: list[DetourCase]
+) -> tuple[list[DetourResult], list[LineError]]:
+    """A share of a large detour file (`route_service.detour_handlers`)."""
+    return answer_cases(Router(_plugins()[1], vehicle, route_type), cases)
+
+
 # ---------------------------------------------------------------- in the route worker
 
 
@@ -129,6 +138,11 @@ class LargeCalls:
 
     async def route_waypoints(self, query: WaypointsQuery) -> WaypointsResult:
         return await self.run(child_route_waypoints, query)
+
+    async def detour_cases(
+        self, vehicle: str, route_type: str, cases: list[DetourCase]
+    ) -> tuple[list[DetourResult], list[LineError]]:
+        return await self.run(child_detour_cases, vehicle, route_type, cases)
 
     def health(self) -> dict[str, int]:
         return {"processes": self.processes, "restarts": self.pool.restarts}

@@ -249,6 +249,24 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class DetourQuery:
+    """One detour line: the route from `origin` to `destination`, and the one through `via`
+    (a stop where turning around is allowed)."""
+
+    origin: LatLon
+    via: LatLon
+    destination: LatLon
+    vehicle: str = "car"
+    route_type: str = "fastest"
+
+
+@dataclass(frozen=True)
+class DetourCosts:
+    direct: Cost
+    via: Cost
+
+
+@dataclass(frozen=True)
 class Matching:
     """One stretch of a track matched to roads: input points first_index..last_index."""
 

@@ -19,6 +19,8 @@ from typing import Protocol
 from route_service.model import (
     Cost,
     CostQuery,
+    DetourCosts,
+    DetourQuery,
     IsochroneQuery,
     IsochroneResult,
     MatchQuery,
@@ -59,6 +61,15 @@ class CostPlugin(Protocol):
     def __call__(self, query: CostQuery, /) -> Cost: ...
 
 
+class DetourPlugin(Protocol):
+    """A detour line's direct and via costs in one or two engine calls, or None where this fast path
+    cannot answer the line (a point off the roads, no route, no such graph for the profile):
+    the caller then asks `cost`, whose errors name the point at fault. It raises no routing
+    errors itself, so the registry does not wrap it for diagnostics."""
+
+    def __call__(self, query: DetourQuery, /) -> DetourCosts | None: ...
+
+
 class MatchPlugin(Protocol):
     """A recorded track matched to the roads driven (detour tracks)."""
 
@@ -84,6 +95,7 @@ class Plugins:
     cost: CostPlugin | None = None
     match: MatchPlugin | None = None
     isochrone: IsochronePlugin | None = None
+    detour: DetourPlugin | None = None
 
 
 class RouteProvider(Protocol):
@@ -109,6 +121,7 @@ class Capabilities:
     cost: CostPlugin
     match: MatchPlugin | None
     isochrone: IsochronePlugin | None = None
+    detour: DetourPlugin | None = None  # detour files' fast path; without it, `cost` twice a line
 
     @property
     def name(self) -> str:

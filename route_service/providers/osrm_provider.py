@@ -22,13 +22,15 @@ import numpy as np
 import osrm
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
-from common.geo import LatLon
+from common.geo import LatLon, haversine_m
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.model import (
     NOT_ASKED,
     SNAP_RADIUS_M,
     Cost,
     CostQuery,
+    DetourCosts,
+    DetourQuery,
     Leg,
     Maneuver,
     Matching,
@@ -58,6 +60,10 @@ OSRM_DIR = "osrm"
 # 1x1000 0.18 s, 1000x1000 1.3 s). 1000x1000 durations: two calls, peak +64 MiB, not +195.
 MAX_TABLE_VALUES = 500_000
 MATCH_RADIUS_M = 10.0  # map matching: the GPS error (standard deviation) OSRM assumes per point
+# From and to farther apart than this are taken not to lie on one of the small pieces of road cut
+# off from the rest (OSRM's components of under 1000 nodes): their direct route is read from the
+# via's Table (OsrmProvider.detour); closer ones get a Table of their own.
+TINY_COMPONENT_M = 2000.0
 _SEGMENT_ERROR = re.compile(r"NoSegment.*coordinate (\d+)")
 
 
@@ -145,7 +151,12 @@ class OsrmProvider:
 
     def plugins(self) -> Plugins:
         return Plugins(
-            route=self.route, matrix=self.matrix, waypoints=self.route_waypoints, cost=self.cost, match=self.match
+            route=self.route,
+            matrix=self.matrix,
+            waypoints=self.route_waypoints,
+            cost=self.cost,
+            match=self.match,
+            detour=self.detour,
         )
 
     # ------------------------------------------------------------ route
@@ -223,6 +234,34 @@ class OsrmProvider:
         best = call(engine.Route, params, query.names, query.vehicle, radius)["routes"][0]
         return Cost(float(best["distance"]), float(best["duration"]))
 
+    def detour(self, query: DetourQuery) -> DetourCosts | None:
+        """A detour line's direct and via costs from one CH Table call: sources [from, via],
+        destinations [via, to]; via = from→via + via→to (turning around at via is allowed, as
+        in `cost`). Heidelberg, 2000 lines, CPU: 0.53 s, where two `cost()` Route calls on MLD
+        took 1.28 s (CH Route calls 1.04, a CH Table per cost() 0.81). None without a CH
+        graph for the profile, or when a point does not snap or a leg has no route: the
+        caller's `cost()` then says why. How its numbers compare with `cost()`'s:
+        bench/RESULTS.md, Detour files, and docs/decisions.md."""
+        profile = profile_name(query.vehicle, query.route_type)
+        if profile not in self._contracted:
+            return None
+        engine, radius = self._engine(profile, "CH"), SNAP_RADIUS_M[query.vehicle]
+        points = (query.origin, query.via, query.destination)
+        table = lean_table(engine, points, [0, 1], [1, 2], radius)
+        if table is None:
+            return None
+        direct, to_via, via_to = table_cost(table, 0, 1), table_cost(table, 0, 0), table_cost(table, 1, 1)
+        if haversine_m(query.origin, query.destination) < TINY_COMPONENT_M:
+            # OSRM snaps a request's points onto a small piece of road cut off from the rest only
+            # when all of them lie on that piece; the via route and this Table snap as one
+            # request of 3 points, the direct route as one of 2 (Heidelberg: 2 of 5000 lines
+            # differ, 0 m against 1257.8 m where from and to lie on one such piece).
+            single = lean_table(engine, (query.origin, query.destination), [0], [1], radius)
+            direct = None if single is None else table_cost(single, 0, 0)
+        if direct is None or to_via is None or via_to is None:  # a leg with no route
+            return None
+        return DetourCosts(direct, Cost(to_via.distance_m + via_to.distance_m, to_via.duration_s + via_to.duration_s))
+
     def match(self, query: MatchQuery) -> MatchResult:
         """OSRM Match: the track's points snapped to the roads most likely driven. No point near a
         road gives an empty result (the caller falls back to straight lines), not an error."""
@@ -259,7 +298,11 @@ class OsrmProvider:
 
     def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
         """Whether a route exists from each source to each destination, snapped as routes snap
-        (within the vehicle's radius: beyond it OSRM would reach a bigger network than a route)."""
+        (within the vehicle's radius: beyond it OSRM would reach a bigger network than a route).
+        On CH where the profile has it: the same answers (1000 detour lines' points against the
+        references, Heidelberg and Helsinki), and a point cut off from the network no longer
+        makes MLD search the whole map: Helsinki 3.4 -> 0.6 s for those 2000 tables, the
+        diagnosis of a failed detour line 5.5 ms of which 5.2 were these tables."""
         coordinates = [(p.lon, p.lat) for p in [*sources, *destinations]]
         params = osrm.TableParameters(
             coordinates=coordinates,
@@ -270,7 +313,7 @@ class OsrmProvider:
             generate_hints=False,
         )
         durations = np.full((len(sources), len(destinations)), np.nan)
-        copy_rows(self._engine_for(vehicle, route_type).Table(params)["durations"], durations)
+        copy_rows(self._matrix_engine_for(vehicle, route_type).Table(params)["durations"], durations)
         return np.isfinite(durations)
 
     # ------------------------------------------------------------ one route through many waypoints (stop tours)
@@ -322,7 +365,33 @@ def translate(message: str, names: Sequence[str], vehicle: str, radius: float) -
     return RuntimeError(f"OSRM failed: {message}")
 
 
+# ---------------------------------------------------------------- lean tables (detours)
+
+
+def lean_table(engine: osrm.OSRM, points: Sequence[LatLon], sources: list[int], destinations: list[int],
+               radius: float) -> Any | None:  # fmt: skip
+    """Durations and distances, or None when a point does not snap (the caller's fallback names it)."""
+    params = osrm.TableParameters(
+        coordinates=[(p.lon, p.lat) for p in points],
+        sources=sources,
+        destinations=destinations,
+        annotations=["duration", "distance"],
+        radiuses=[radius] * len(points),
+        generate_hints=False,
+    )
+    try:
+        return engine.Table(params)
+    except RuntimeError:
+        return None
+
+
+def table_cost(table: Any, row: int, column: int) -> Cost | None:
+    duration, distance = table["durations"][row][column], table["distances"][row][column]
+    return None if duration is None or distance is None else Cost(float(distance), float(duration))
+
+
 # ---------------------------------------------------------------- conversion
+
 
 
 def to_snapped(waypoint: Any) -> Snapped:

@@ -38,6 +38,7 @@ def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None)
             cost=plugins.cost and diagnosing(plugins.cost, diagnostics),
             match=plugins.match,
             isochrone=plugins.isochrone,
+            detour=plugins.detour,
         )
     legs = LegByLeg(plugins.route)
     return Capabilities(
@@ -48,6 +49,7 @@ def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None)
         cost=plugins.cost or legs.cost,
         match=plugins.match,
         isochrone=plugins.isochrone,
+        detour=plugins.detour,
     )
 
 

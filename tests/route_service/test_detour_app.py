@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from common.geo import EARTH_RADIUS_M, LatLon
+from route_service import detour_handlers
 from route_service.app import create_app
+from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.detour import csvfile
 from route_service.importer import ImportResult
@@ -124,6 +127,64 @@ async def test_via_on_the_route_costs_nothing_and_far_off_costs_much(client: Cli
     assert (summary["linesRead"], summary["answered"], summary["failed"]) == (2, 2, 0) and body["errors"] == []
     assert summary["extraDistance"] == pytest.approx(near["extraDistance"] + far["extraDistance"], abs=0.2)
     assert "OpenStreetMap" in body["attribution"]
+
+
+def random_lines(count: int, seed: int) -> str:
+    """`count` detour lines of seeded random points in Heidelberg's dense centre (a few fail)."""
+    rng = np.random.default_rng(seed)
+    lats, lons = rng.uniform(49.37, 49.43, (count, 3)), rng.uniform(8.62, 8.75, (count, 3))
+    rows = (f"c{i}," + ",".join(f"{lats[i, k]:.6f},{lons[i, k]:.6f}" for k in range(3)) for i in range(count))
+    return HEADER + "\n" + "\n".join(rows) + "\n"
+
+
+async def test_a_large_file_shared_with_the_large_call_process_gets_the_same_answer(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shares: list[int] = []
+    in_child = LargeCalls.detour_cases
+
+    async def counted(self: LargeCalls, *args: Any) -> Any:
+        shares.append(len(args[-1]))
+        return await in_child(self, *args)
+
+    monkeypatch.setattr(LargeCalls, "detour_cases", counted)
+    text = random_lines(700, seed=1)
+    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 10**6)
+    alone = await ok_json(await post(client, text))
+    assert shares == []
+    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 100)
+    monkeypatch.setattr(detour_handlers, "CHILD_CHUNKS", 1)
+    shared = await ok_json(await post(client, text))
+    assert shared == alone and 0 < sum(shares) < 700
+    assert alone["summary"]["answered"] > 650 and [r["line"] for r in alone["results"]] == sorted(
+        r["line"] for r in alone["results"]
+    )
+
+
+async def test_a_failing_large_call_process_leaves_the_file_to_the_worker(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: LargeCalls, *args: Any) -> Any:
+        raise RuntimeError("the child died")
+
+    text = random_lines(300, seed=2)
+    expected = await ok_json(await post(client, text))
+    monkeypatch.setattr(LargeCalls, "detour_cases", broken)
+    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 100)
+    assert await ok_json(await post(client, text)) == expected
+
+
+async def test_the_largest_file_is_answered(client: Client) -> None:
+    """20 000 lines, the documented maximum: every line answered or failed with its error. The
+    goal (≤ 15 s) is measured by bench/detour.py; this bound only catches a return to the
+    69-80 s the issue reported."""
+    started = time.perf_counter()
+    body = await ok_json(await post(client, random_lines(csvfile.MAX_DETOUR_LINES, seed=3)))
+    took = time.perf_counter() - started
+    summary = body["summary"]
+    assert summary["linesRead"] == csvfile.MAX_DETOUR_LINES == summary["answered"] + summary["failed"]
+    assert len(body["results"]) == summary["answered"] > 19_800 and len(body["errors"]) == summary["failed"]
+    assert took < 45, took
 
 
 async def test_bad_lines_get_their_own_errors_and_the_rest_is_answered(client: Client) -> None:

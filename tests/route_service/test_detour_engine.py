@@ -16,6 +16,8 @@ from route_service.model import (
     EVERY_PROFILE,
     Cost,
     CostQuery,
+    DetourCosts,
+    DetourQuery,
     Matching,
     MatchQuery,
     MatchResult,
@@ -101,6 +103,24 @@ class Lean(RouteOnly):
         return MatchResult([Matching(0, len(points) - 1, 1.1 * length, 1.1 * length / 10, 0.9)], [True] * len(points))
 
 
+class Fast(Lean):
+    """With a detour plugin (like OSRM with a CH graph) that gives up on lines through C."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.detour_calls: list[DetourQuery] = []
+
+    def plugins(self) -> Plugins:
+        return Plugins(route=self.route, matrix=self.matrix, cost=self.cost, match=self.match, detour=self.detour)
+
+    def detour(self, query: DetourQuery) -> DetourCosts | None:
+        self.detour_calls.append(query)
+        if C in (query.origin, query.via, query.destination):
+            return None
+        direct = straight(query.origin, query.destination)
+        return DetourCosts(direct, Cost(direct.distance_m + 1000, direct.duration_s + 100))
+
+
 A, B, C = LatLon(49.40, 8.70), LatLon(49.41, 8.70), LatLon(49.40, 8.71)
 
 
@@ -140,6 +160,22 @@ def test_lean_provider_is_called_once_per_route_and_duplicates_once() -> None:
     assert len(results) == 3 and provider.calls == 0
     # direct A→B once, via A→C→B once, via A→A→B once
     assert provider.cost_calls == [(A, B), (A, C, B), (A, A, B)]
+
+
+def test_the_detour_plugin_answers_lines_once_and_cost_the_rest() -> None:
+    provider = Fast()
+    cases = [case(2, A, B, A), case(3, A, B, A), case(4, A, B, C)]
+    results, errors = answer_cases(Router(resolve(provider), "car", "fastest"), cases)
+    assert errors == [] and [r.case.line for r in results] == [2, 3, 4]
+    assert results[0].extra_distance_m == pytest.approx(1000) and results[0].extra_duration_s == pytest.approx(100)
+    assert [(q.origin, q.via, q.destination) for q in provider.detour_calls] == [(A, A, B), (A, C, B)]
+    assert provider.cost_calls == [(A, B), (A, C, B)]  # line 4: the plugin gave up
+
+
+def test_a_line_the_plugin_gives_up_on_fails_with_the_cost_error() -> None:
+    results, errors = answer_cases(Router(resolve(Fast()), "car", "fastest"), [case(2, A, FAR, C)])
+    assert results == [] and [(e.line, e.code) for e in errors] == [(2, "ROUTE_ERROR_POINT_NOT_ROUTABLE")]
+    assert errors[0].message.startswith("to: ")
 
 
 @pytest.mark.parametrize("provider_type", [Lean, RouteOnly])
