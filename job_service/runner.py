@@ -112,7 +112,11 @@ class Runner:
             if stored is None:  # cancelled between the claim and now
                 return
             call = asyncio.get_running_loop().create_task(self.replayer.run(*stored))
-            if await self._hold_lease(job_id, call):
+            try:
+                held = await self._hold_lease(job_id, call)
+            finally:
+                call.cancel()  # when this task is cancelled (a stop), its call goes with it
+            if held:
                 await self._record(job_id, outcome_of(call))
         except ApiError as exc:  # Redis went away: the lease runs out and the job runs again
             log.warning("job %s left to be run again: %s", job_id, exc)
