@@ -29,6 +29,11 @@ from geo_service.parser import HouseNumber, ParsedQuery, parse_query, parse_stru
 from geo_service.store import AddressRow, IndexReader, NameRow
 
 CANDIDATES = 60
+# House numbers are looked up on this many streets of a group (names alike in every text, see
+# `store`): the largest street group in the five shared extracts' index has 4 (Grasweg,
+# Heidelberg: one street in 4 pieces), so no answer there changes; 10 copies of Heidelberg hold
+# groups of up to 32 streets.
+GROUP_ADDRESS_ROWS = 4
 # A typo leaves only the name's common trigrams ("enw", "weg" of Erlenweg): more names share them.
 TYPO_CANDIDATES = 150
 MAX_WORDS = 10
@@ -79,6 +84,9 @@ class Reading:
     country: str | None
 
 
+Member = tuple[int, float]  # a street of a candidate's group: (name id, importance)
+
+
 @dataclass
 class Candidate:
     row: NameRow
@@ -110,9 +118,9 @@ class Matcher:
         total = sum(meta.get("counts", {}).get(k, 0) for k in ("streets", "places", "pois")) or 1
         self.common_trigrams = frozenset(t for t, c in self.trigram_counts.items() if c > COMMON_TRIGRAM_SHARE * total)
         self._city_keys: dict[str, str] = {}
-        short = reader.short_keys(SHORT_NAME)
-        self.short_ids = [i for i, _ in short]
-        self.short_keys = [k for _, k in short]
+        self.short_keys = reader.short_keys(SHORT_NAME)
+        # an index written before name_keys existed ranks name rows (as every index did before)
+        self.rank_keys = reader.has_table("name_keys_fts")
 
     # ------------------------------------------------------------ forward
 
@@ -134,7 +142,7 @@ class Matcher:
         results: list[tuple[GeocodeResult, float]] = []
         for reading in readings:
             if reading.words:
-                results += self.results(self.candidates(reading.words, reading.country), parsed)
+                results += self.results(self.candidates(reading.words, reading.country), parsed, reading.country)
             elif parsed.postcode:
                 results += self.postcode_only(parsed, reading.country)
         return results, named_country
@@ -174,22 +182,30 @@ class Matcher:
 
     def exact_rows(self, words: list[str], span_texts: list[str], country: str | None) -> list[NameRow]:
         """Every name that is exactly a run of the words, and short names near a short word."""
-        rows = self.reader.names_with_keys(span_texts, country)
-        similar_short = self.similar_short_names(words) - {r.id for r in rows}
+        rows = self.reader.names_with_keys(span_texts, country, first_of_group=True)
+        similar_short = sorted(self.similar_short_keys(words) - set(span_texts))
         if similar_short:
-            rows += self.reader.names_by_ids(sorted(similar_short), country)
+            rows += self.reader.names_with_keys(similar_short, country, first_of_group=True)
         return rows
 
     def trigram_rows(self, fts: str | None, country: str | None, seen: set[int], limit: int) -> list[NameRow]:
-        rows = [row for row, _ in self.reader.search_names(fts, country, limit)] if fts else []
+        """The names of the `limit` keys (without name_keys: the `limit` names) best ranked by bm25."""
+        if not fts:
+            return []
+        if self.rank_keys:
+            keys = self.reader.search_keys(fts, limit)
+            order = {key: i for i, key in enumerate(keys)}
+            rows = sorted(self.reader.names_with_keys(keys, country, first_of_group=True), key=lambda r: order[r.key])
+        else:
+            rows = [row for row, _ in self.reader.search_names(fts, country, limit)]
         return [r for r in rows if r.id not in seen]
 
-    def similar_short_names(self, words: list[str]) -> set[int]:
+    def similar_short_keys(self, words: list[str]) -> set[str]:
         short_words = [w for w in words if 3 <= len(w) <= SHORT_NAME + 1]
         if not short_words or not self.short_keys:
             return set()
         scores = process.cdist(short_words, self.short_keys, scorer=fuzz.ratio, score_cutoff=SHORT_NAME_SIMILARITY)
-        return {self.short_ids[int(i)] for i in np.flatnonzero(scores.max(axis=0))}
+        return {self.short_keys[int(i)] for i in np.flatnonzero(scores.max(axis=0))}
 
     def candidates(self, words: list[str], country: str | None) -> list[Candidate]:
         """Names found by the rare trigrams first; only when none of them matches well (a typo in
@@ -273,16 +289,20 @@ class Matcher:
                 factors[s] = np.where(contains[row, city_columns] >= CITY_MATCH, with_city, unexplained)
         return factors
 
-    def results(self, candidates: list[Candidate], parsed: ParsedQuery) -> list[tuple[GeocodeResult, float]]:
+    def results(
+        self, candidates: list[Candidate], parsed: ParsedQuery, country: str | None
+    ) -> list[tuple[GeocodeResult, float]]:
         number = parsed.house_number
         out: list[tuple[GeocodeResult, float]] = []
         streets = [c for c in candidates if c.row.kind == "street"]
-        addresses = self.addresses_for(streets, number) if number else {}
+        members = self.group_members(streets, country) if number else {}
+        addresses = self.addresses_for([m for ms in members.values() for m, _ in ms], number) if number else {}
         for candidate in candidates:
             base = candidate.similarity * candidate.city_factor
             row = candidate.row
             if row.kind == "street":
-                out += self.street_results(candidate, base, number, addresses.get(row.id, []), parsed.postcode)
+                group = members.get(row.id, [(row.id, row.importance)])
+                out += self.street_results(candidate, base, number, group, addresses, parsed.postcode)
             elif row.kind == "place":
                 # With a house number the other words are a street we did not find: the town is
                 # the fallback, at a fixed lower score, whatever those words were.
@@ -299,10 +319,24 @@ class Matcher:
                 )
         return out
 
-    def addresses_for(self, streets: list[Candidate], number: HouseNumber) -> dict[int, list[AddressRow]]:
+    def group_members(self, streets: list[Candidate], country: str | None) -> dict[int, list[Member]]:
+        """(id, importance) of the streets of each candidate's group (`store`), most important
+        first: they share its score, and the house number may be on any of them. The first
+        GROUP_ADDRESS_ROWS only, so that a street name that many copies of a town repeat is not
+        looked up in each."""
+        if not streets or not self.reader.grouped:
+            return {c.row.id: [(c.row.id, c.row.importance)] for c in streets}
+        found: dict[int, list[Member]] = {}
+        for member, group, importance in self.reader.group_member_ids(
+            sorted({c.row.group_id for c in streets}), country, GROUP_ADDRESS_ROWS
+        ):
+            found.setdefault(group, []).append((member, importance))
+        return {c.row.id: found.get(c.row.group_id, [(c.row.id, c.row.importance)]) for c in streets}
+
+    def addresses_for(self, street_ids: list[int], number: HouseNumber) -> dict[int, list[AddressRow]]:
         found: dict[int, list[AddressRow]] = {}
-        if streets:
-            for address in self.reader.addresses_on([c.row.id for c in streets], number.base):
+        if street_ids:
+            for address in self.reader.addresses_on(street_ids, number.base):
                 found.setdefault(address.street_id, []).append(address)
         return found
 
@@ -311,9 +345,12 @@ class Matcher:
         candidate: Candidate,
         base: float,
         number: HouseNumber | None,
-        addresses: list[AddressRow],
+        members: list[Member],
+        addresses: dict[int, list[AddressRow]],
         postcode: str | None,
     ) -> list[tuple[GeocodeResult, float]]:
+        """The street's addresses with the number, on each street of its group; the street itself
+        when one of them has no such number (the most important one: they read alike)."""
         row = candidate.row
         if number is None:
             return [
@@ -322,16 +359,22 @@ class Matcher:
                     row.importance,
                 )
             ]
-        exact = [a for a in addresses if a.house_key == number.text]
-        chosen, factor = (exact, ADDRESS_EXACT) if exact else (addresses, ADDRESS_OTHER_SUFFIX)
-        if not chosen:
-            score = base * STREET_NUMBER_UNKNOWN * self.postcode_factor(row, postcode)
-            return [(self.name_result(row, "street", score), row.importance)]
         results = []
-        for address in chosen:
-            postcode_factor = address_postcode_factor(address, postcode)
-            factor_here = factor * (0.99 if address.interpolated else 1.0)
-            results.append((address_result(address, base * factor_here * postcode_factor), row.importance))
+        without: int | None = None
+        for member, importance in members:
+            found = addresses.get(member, [])
+            exact = [a for a in found if a.house_key == number.text]
+            chosen, factor = (exact, ADDRESS_EXACT) if exact else (found, ADDRESS_OTHER_SUFFIX)
+            if not chosen and without is None:
+                without = member
+            for address in chosen:
+                postcode_factor = address_postcode_factor(address, postcode)
+                factor_here = factor * (0.99 if address.interpolated else 1.0)
+                results.append((address_result(address, base * factor_here * postcode_factor), importance))
+        if without is not None:
+            street = row if without == row.id else self.reader.names_by_ids([without], None)[0]
+            score = base * STREET_NUMBER_UNKNOWN * self.postcode_factor(street, postcode)
+            results.append((self.name_result(street, "street", score), street.importance))
         return results
 
     def postcode_factor(self, row: NameRow, postcode: str | None) -> float:

@@ -6,6 +6,16 @@
     addresses_rtree  R*Tree over addresses for reverse geocoding
     name_words    (word, name_id) for every distinct word of every name's key: autocomplete
                   finds the names with a word starting with a prefix by a range scan
+    names.group_id  names alike in every text a query is scored on and answered with (the same
+                  street name, town and postcodes: one street in many pieces, or in many
+                  copies of a town; not the country: a name repeated across a border answers
+                  from its most important side, and the five shared extracts have no such
+                  group), nth their order by importance (nth_in_country among those of one
+                  country, for a country filter): the geocoder scores a group once (nth = 1)
+                  and looks up house numbers on its first members only
+    name_keys     every distinct name key once, searched through name_keys_fts (FTS5, trigram):
+                  the geocoder's candidates, so a street name that a thousand towns share is
+                  ranked once, not a thousand times (issue 16: 10 copies of Heidelberg)
     meta          dataset hash, counts, default country/city, vocabulary, known postcodes
 
 Readers open the file with `mode=ro&immutable=1`: no locks and no journal, so any number of
@@ -29,7 +39,8 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE names (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
     city TEXT, postcode TEXT, postcodes TEXT, country TEXT, lat REAL NOT NULL, lon REAL NOT NULL,
-    importance REAL NOT NULL, category TEXT, street TEXT, house_number TEXT, geometry TEXT
+    importance REAL NOT NULL, category TEXT, street TEXT, house_number TEXT, geometry TEXT,
+    group_id INTEGER NOT NULL, nth INTEGER NOT NULL, nth_in_country INTEGER NOT NULL
 );
 CREATE VIRTUAL TABLE names_fts USING fts5(key, content='names', content_rowid='id', tokenize='trigram');
 CREATE TABLE addresses (
@@ -39,10 +50,15 @@ CREATE TABLE addresses (
 );
 CREATE VIRTUAL TABLE addresses_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon);
 CREATE TABLE name_words (word TEXT NOT NULL, name_id INTEGER NOT NULL, PRIMARY KEY (word, name_id)) WITHOUT ROWID;
+CREATE TABLE name_keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE VIRTUAL TABLE name_keys_fts USING fts5(key, content='name_keys', content_rowid='id', tokenize='trigram');
 """
 INDEXES = """
 CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
-CREATE INDEX names_by_key ON names (key);
+CREATE INDEX names_by_key ON names (key, nth);
+CREATE INDEX names_by_key_in_country ON names (key, country, nth_in_country);
+CREATE INDEX names_by_group ON names (group_id, nth);
+CREATE INDEX names_by_group_in_country ON names (group_id, country, nth_in_country);
 CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
 """
 INDEX_FILE = "index.sqlite3"
@@ -57,11 +73,33 @@ def _geometry_json(named: Named) -> str | None:
     return json.dumps({"type": "MultiLineString", "coordinates": lines}, separators=(",", ":"))
 
 
+def text_identity(n: Named) -> tuple[Any, ...]:
+    """What a query is scored on and answered with: names alike in all of it form one group."""
+    return (n.kind, n.key, n.name, n.city, n.postcode, tuple(sorted(n.postcodes)), n.category, n.street,
+            n.house_number)  # fmt: skip
+
+
+def name_groups(names: list[Named]) -> tuple[list[int], list[int], list[int]]:
+    """Each name's group (1, 2, … by first appearance) and its rank by importance (1 = most) in
+    the group and among the group's names of its country."""
+    ids: dict[tuple[Any, ...], int] = {}
+    group = [ids.setdefault(text_identity(n), len(ids) + 1) for n in names]
+    seen: dict[Any, int] = {}
+    nth, nth_in_country = [0] * len(names), [0] * len(names)
+    for i in sorted(range(len(names)), key=lambda i: -names[i].importance):  # stable: ties by position
+        nth[i] = seen[group[i]] = seen.get(group[i], 0) + 1
+        both = (group[i], names[i].country)
+        nth_in_country[i] = seen[both] = seen.get(both, 0) + 1
+    return group, nth, nth_in_country
+
+
 def _name_rows(names: list[Named]) -> Iterable[tuple[Any, ...]]:
+    group, nth, nth_in_country = name_groups(names)
     for i, n in enumerate(names, start=1):
         postcodes = " ".join(sorted(n.postcodes)) or None
-        yield (i, n.kind, n.name, n.key, n.city, n.postcode, postcodes, n.country, n.lat, n.lon,
-               n.importance, n.category, n.street, n.house_number, _geometry_json(n))  # fmt: skip
+        yield (i, n.kind, n.name, n.key, n.city, n.postcode, postcodes, n.country, n.lat, n.lon, n.importance,
+               n.category, n.street, n.house_number, _geometry_json(n), group[i - 1], nth[i - 1],
+               nth_in_country[i - 1])  # fmt: skip
 
 
 def _address_rows(addresses: list[Address]) -> Iterable[tuple[Any, ...]]:
@@ -84,18 +122,21 @@ def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
         connection.execute("PRAGMA synchronous = OFF")
         connection.executescript(SCHEMA)
         with connection:
-            names_sql = f"INSERT INTO names VALUES ({','.join('?' * 15)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            names_sql = f"INSERT INTO names VALUES ({','.join('?' * 18)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             connection.executemany(names_sql, _name_rows(dataset.names))
             addresses_sql = f"INSERT INTO addresses VALUES ({','.join('?' * 12)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             connection.executemany(addresses_sql, _address_rows(dataset.addresses))
             connection.executemany("INSERT INTO name_words VALUES (?, ?)", _name_word_rows(dataset.names))
             connection.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
+            connection.execute("INSERT INTO name_keys (key) SELECT DISTINCT key FROM names ORDER BY key")
+            connection.execute("INSERT INTO name_keys_fts(name_keys_fts) VALUES ('rebuild')")
             connection.execute("INSERT INTO addresses_rtree SELECT id, lat, lat, lon, lon FROM addresses")
             connection.executescript(INDEXES)
             connection.executemany(
                 "INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, ensure_ascii=False)) for k, v in meta.items()]
             )
         connection.execute("INSERT INTO names_fts(names_fts) VALUES ('optimize')")
+        connection.execute("INSERT INTO name_keys_fts(name_keys_fts) VALUES ('optimize')")
         connection.execute("ANALYZE")
         connection.commit()
         connection.execute("VACUUM")
@@ -119,6 +160,7 @@ class NameRow:
     category: str | None
     street: str | None
     house_number: str | None
+    group_id: int = 0  # 0: an index without groups (written before issue 16), or not read
 
 
 @dataclass(frozen=True)
@@ -176,6 +218,9 @@ class IndexReader:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self.meta = {k: json.loads(v) for k, v in self.connection().execute("SELECT key, value FROM meta")}
+        columns = {str(r[1]) for r in self.connection().execute("PRAGMA table_info(names)")}
+        self.grouped = "group_id" in columns  # see the module doc; older indexes have no groups
+        self._columns = NAME_COLUMNS + (", group_id" if self.grouped else "")
 
     def connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
@@ -207,27 +252,60 @@ class IndexReader:
         params.append(limit)
         return [(name_row(r[:-1]), float(r[-1])) for r in self.connection().execute(sql, params)]
 
-    def names_with_keys(self, keys: list[str], country: str | None) -> list[NameRow]:
-        """Names whose key is exactly one of `keys`: short names ("Tal") that trigrams rank low."""
-        return self._names_where("key", keys, country)
+    def search_keys(self, fts_query: str, limit: int) -> list[str]:
+        """Distinct name keys that share trigrams with the query, best bm25 first: the work
+        follows the number of distinct names, not of the towns that repeat them."""
+        sql = (
+            "SELECT k.key FROM name_keys_fts f JOIN name_keys k ON k.id = f.rowid "
+            "WHERE name_keys_fts MATCH ? ORDER BY f.rank LIMIT ?"
+        )
+        return [str(r[0]) for r in self.connection().execute(sql, (fts_query, limit))]
+
+    def names_with_keys(self, keys: list[str], country: str | None, first_of_group: bool = False) -> list[NameRow]:
+        """Names whose key is exactly one of `keys`; with `first_of_group` only the most important
+        of each group (every name of an index without groups)."""
+        return self._names_where("key", keys, country, self._first(country, 1) if first_of_group else "")
 
     def names_by_ids(self, ids: list[int], country: str | None) -> list[NameRow]:
         return self._names_where("id", ids, country)
 
-    def _names_where(self, column: str, values: list[Any], country: str | None) -> list[NameRow]:
-        """Names whose `column` (a constant of ours, never input) is one of `values`."""
+    def group_member_ids(
+        self, group_ids: list[int], country: str | None, per_group: int
+    ) -> list[tuple[int, int, float]]:
+        """(id, group, importance) of the `per_group` most important names of each group (of
+        the country), most important first."""
+        marks = ",".join("?" * len(group_ids))
+        sql = f"SELECT id, group_id, importance FROM names WHERE group_id IN ({marks})"  # noqa: S608 - "?" only
+        params: list[Any] = list(group_ids)
+        if country:
+            sql += " AND country = ?"
+            params.append(country)
+        sql += self._first(country, per_group) + " ORDER BY group_id, " + ("nth_in_country" if country else "nth")
+        return [(int(i), int(g), float(w)) for i, g, w in self.connection().execute(sql, params)]
+
+    def _first(self, country: str | None, count: int) -> str:
+        """The condition for a group's `count` most important names (of the filtered country)."""
+        if not self.grouped:
+            return ""
+        return f" AND {'nth_in_country' if country else 'nth'} <= {int(count)}"
+
+    def _names_where(self, column: str, values: list[Any], country: str | None, condition: str = "",
+                     condition_params: list[Any] | None = None) -> list[NameRow]:  # fmt: skip
+        """Names whose `column` is one of `values`, and `condition` holds (both constants of ours,
+        never input; the country's filter comes first)."""
         marks = ",".join("?" * len(values))
-        sql = f"SELECT {NAME_COLUMNS} FROM names WHERE {column} IN ({marks})"  # noqa: S608 - constant column, "?" only
+        sql = f"SELECT {self._columns} FROM names WHERE {column} IN ({marks})"  # noqa: S608 - constant column, "?" only
         params: list[Any] = list(values)
         if country:
             sql += " AND country = ?"
             params.append(country)
-        return [name_row(r) for r in self.connection().execute(sql, params)]
+        sql += condition
+        return [name_row(r) for r in self.connection().execute(sql, params + (condition_params or []))]
 
-    def short_keys(self, max_length: int) -> list[tuple[int, str]]:
-        """(id, key) of names whose key has at most max_length characters."""
-        rows = self.connection().execute("SELECT id, key FROM names WHERE length(key) <= ?", (max_length,))
-        return [(int(i), str(k)) for i, k in rows]
+    def short_keys(self, max_length: int) -> list[str]:
+        """Every distinct key of at most max_length characters."""
+        rows = self.connection().execute("SELECT DISTINCT key FROM names WHERE length(key) <= ?", (max_length,))
+        return sorted(str(k) for (k,) in rows)
 
     # ------------------------------------------------------------ autocomplete
 
