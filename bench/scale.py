@@ -6,13 +6,15 @@ wait4, and of the whole process tree, sampled every 0.2 s), then the whole platf
 (`launcher.stack.Stack`: Redis, the four services, the gateway) is started on each map. Per
 service: start-up time (process start → /health 200) and memory (RSS and PSS summed over the
 service's processes, workers included; PSS splits the pages the workers share). Per operation:
-warm latency p50/p99 through the gateway with a token, sequential requests, every request
+warm latency p50/p99 through the gateway with a token, sequential requests, the maps' platforms
+running at once and taking each operation's requests in turn, every request
 distinct (coordinates jittered by ≤ 1 m, distinct addresses) so the answer caches never hit;
 every query lies in the FIRST copy, so the work per request is the same at every scale.
 
 Scale factors: BENCH_SCALE_FACTORS (default "1,10"; 30x takes too long on a 2-core machine).
 Imports are cached under var/bench-cache/scale/x<N> with their measurements (import.json);
-BENCH_SCALE_REIMPORT=1 measures them again.
+BENCH_SCALE_REIMPORT=1 measures them again, BENCH_SCALE_REIMPORT=geo only the geocoder's (its
+index format changed, the routing import did not).
 
 `run()` returns a Markdown section; `python -m bench scale` writes it to RESULTS.md.
 """
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.detour import detour_file
+from bench.detour import boxes_of, detour_file
 from bench.route_http import routable_pairs
 from bench.synthetic_map import SHARED_OSM, write_copies
 from common.config import DEFAULT_PORTS, REPO_ROOT
@@ -225,11 +227,23 @@ def import_factor(factor: int) -> Imported:
         print(f"   geo import {factor}x: {geo}", flush=True)
         record.write_text(json.dumps({"routing": routing.__dict__, "geo": geo.__dict__,
                                       "build_seconds": build_seconds}))  # fmt: skip
+    elif os.environ.get("BENCH_SCALE_REIMPORT") == "geo":
+        reimport_geo(base, pbf, factor)
     saved = json.loads(record.read_text())
     maps, geo_dir = base / "maps", base / "geo"
     manifest = json.loads((current_dir(maps) / "manifest.json").read_text())
     return Imported(factor, pbf.stat().st_size, saved["build_seconds"], Measured(**saved["routing"]),
                     Measured(**saved["geo"]), manifest, maps, geo_dir, dir_bytes(current_dir(geo_dir)))  # fmt: skip
+
+
+def reimport_geo(base: Path, pbf: Path, factor: int) -> None:
+    """The geocoder's import again, its measurement replacing the recorded one."""
+    shutil.rmtree(base / "geo", ignore_errors=True)
+    geo = measured_run([sys.executable, "-m", "geo_service.importer", "--osm", str(pbf), "--out", str(base / "geo")],
+                       base / "geo-import.log")  # fmt: skip
+    print(f"   geo import {factor}x: {geo}", flush=True)
+    record = base / "import.json"
+    record.write_text(json.dumps({**json.loads(record.read_text()), "geo": geo.__dict__}))
 
 
 # ---------------------------------------------------------------- the platform
@@ -326,7 +340,11 @@ def calls(pairs: list[tuple[float, float, float, float]]) -> dict[str, Call]:
         return "/v1/optimize/stops", json.dumps(stops).encode(), "application/json"
 
     def detour(i: int) -> tuple[str, bytes | None, str]:
-        return "/v1/detour/file?filename=trips.csv", detour_file(1000, seed=1000 + i), "text/csv"
+        return (
+            "/v1/detour/file?filename=trips.csv",
+            detour_file(boxes_of("heidelberg"), 1000, seed=1000 + i),
+            "text/csv",
+        )
 
     return {
         "route": route,
@@ -348,28 +366,39 @@ def is_empty(payload: bytes) -> bool:
     return isinstance(answer, dict) and answer.get("results") == []
 
 
-def measure_latency(stack: Stack, pairs: list[tuple[float, float, float, float]], salt: int) -> dict[str, Latency]:
-    headers = {"Authorization": "Bearer " + stack.login()}
-    found: dict[str, Latency] = {}
+def record(latency: Latency, measured: bool, answer: tuple[float, int, bytes]) -> None:
+    ms, status, payload = answer
+    if status != 200:
+        latency.failures += 1
+        latency.note = latency.note or f"{status}: {payload[:160].decode(errors='replace')}"
+    elif measured:
+        latency.samples.append(ms)
+        latency.empty += is_empty(payload)
+
+
+def measure_latency(stacks: list[Stack], factors: list[int],
+                    pairs: list[tuple[float, float, float, float]]) -> list[dict[str, Latency]]:  # fmt: skip
+    """Each operation's requests on every map in turn (1x, 10x, 1x, …): a change in the other
+    work on the shared machine reaches every map alike, so their ratios hold."""
+    headers = [{"Authorization": "Bearer " + stack.login()} for stack in stacks]
+    found: list[dict[str, Latency]] = [{} for _ in stacks]
     for name, call in calls(pairs).items():
-        latency = Latency()
+        latencies = [Latency() for _ in stacks]
         warmup = 3 if COUNTS[name] >= 20 else 1
         for serial in range(COUNTS[name] + warmup):
-            path, body, kind = call(salt + serial)
-            ms, status, payload = request(stack.base_url + path, headers, body, kind or "application/json")
-            if status != 200:
-                latency.failures += 1
-                latency.note = latency.note or f"{status}: {payload[:160].decode(errors='replace')}"
-            elif serial >= warmup:
-                latency.samples.append(ms)
-                latency.empty += is_empty(payload)
-        found[name] = latency
-        print(f"   {name}: p50 {latency.p50:.1f} ms, p99 {latency.p99:.1f} ms, failures {latency.failures}, empty {latency.empty} "
-              f"{latency.note}", flush=True)  # fmt: skip
+            for stack, header, factor, latency in zip(stacks, headers, factors, latencies, strict=True):
+                path, body, kind = call(factor * 100_000 + serial)
+                record(
+                    latency, serial >= warmup, request(stack.base_url + path, header, body, kind or "application/json")
+                )
+        for factor, latency, into in zip(factors, latencies, found, strict=True):
+            into[name] = latency
+            print(f"   {factor}x {name}: p50 {latency.p50:.1f} ms, p99 {latency.p99:.1f} ms, failures "
+                  f"{latency.failures}, empty {latency.empty} {latency.note}", flush=True)  # fmt: skip
     return found
 
 
-def serve(imported: Imported, pairs: list[tuple[float, float, float, float]]) -> Served:
+def start_stack(imported: Imported) -> TimedStack:
     data_dir = CACHE / f"run-x{imported.factor}"
     shutil.rmtree(data_dir, ignore_errors=True)
     stack = TimedStack(
@@ -382,15 +411,28 @@ def serve(imported: Imported, pairs: list[tuple[float, float, float, float]]) ->
         startup_timeout=600,
     )
     stack.start()
+    print(f"   {imported.factor}x started: {stack.healthy_after}", flush=True)
+    return stack
+
+
+def service_memory(stack: Stack) -> dict[str, tuple[int, int, int]]:
+    return {name: tree_memory(stack.processes[name].pid) for name in [*SERVICES, "gateway"]}
+
+
+def serve(imports: list[Imported], pairs: list[tuple[float, float, float, float]]) -> list[Served]:
+    """Every map's platform at once (started one after the other), their requests interleaved."""
+    stacks: list[TimedStack] = []
     try:
-        startup = dict(stack.healthy_after)
-        print(f"   {imported.factor}x started: {startup}", flush=True)
-        memory = {name: tree_memory(stack.processes[name].pid) for name in [*SERVICES, "gateway"]}
-        latency = measure_latency(stack, pairs, salt=imported.factor * 100_000)
-        after = {name: tree_memory(stack.processes[name].pid) for name in [*SERVICES, "gateway"]}
+        for imported in imports:
+            stacks.append(start_stack(imported))
+        memory = [service_memory(stack) for stack in stacks]
+        latency = measure_latency(list(stacks), [i.factor for i in imports], pairs)
+        after = [service_memory(stack) for stack in stacks]
     finally:
-        stack.stop()
-    return Served(imported.factor, startup, {n: max(memory[n], after[n], key=lambda m: m[1]) for n in memory}, latency)
+        for stack in stacks:
+            stack.stop()
+    return [Served(i.factor, dict(stack.healthy_after), {n: max(m[n], a[n], key=lambda v: v[1]) for n in m}, lat)
+            for i, stack, m, a, lat in zip(imports, stacks, memory, after, latency, strict=True)]  # fmt: skip
 
 
 # ---------------------------------------------------------------- report
@@ -514,7 +556,9 @@ def section(imports: list[Imported], served: list[Served], pairs_rejected: int) 
         "(`BENCH_SCALE_REIMPORT=1` imports and measures again).",
         "",
         "Latency: sequential requests through the gateway with a token, warm (a few requests first, the "
-        "same stack), each distinct so no answer cache hits (coordinates jittered by ≤ 1 m, addresses with "
+        "same stack); every map's platform runs at once and they take each operation's requests in turn "
+        "(1x, 10x, 1x, …), so a change in the shared machine's other load reaches every map alike; each "
+        "request distinct so no answer cache hits (coordinates jittered by ≤ 1 m, addresses with "
         f"distinct house numbers), all inside the first copy (pairs drawn as in `route_http`, {pairs_rejected} "
         "drawn pairs not routable rejected), so the work per request is the same at every scale. Emergency "
         "route: `emergencyRoutingRadius=2000` (graph provider); matrix and optimize: 100 of those points; "
@@ -553,7 +597,7 @@ def run() -> str:
     imports = [import_factor(n) for n in factors()]
     map_osrm = current_dir(imports[0].maps) / "osrm" / "car-fastest" / "map.osrm"
     pairs, rejected = routable_pairs(map_osrm, count=300)
-    served = [serve(i, pairs) for i in imports]
+    served = serve(imports, pairs)
     return section(imports, served, rejected)
 
 

@@ -135,7 +135,7 @@ class RoadGraph:
             piece_bwd=piece_dir[1],
             emergency_centers=None if centers is None else cKDTree(centers),
             metres_per_cost={"fastest": top_speed(length, duration), "shortest": 1.0},
-            edge_tiles=edge_tiles(self.tiles, indptr),
+            edge_tiles=edge_tiles(self.tiles, indptr, self.a["edge_dst"][edges]),
         )
 
 

@@ -98,11 +98,19 @@ class QueryGraph:
         data = np.append(self.weights.dense(), [e[1] for e in exits])
         return csr_matrix((data, indices, indptr), shape=(n + 1, n + 1))
 
-    def edge_between(self, a: int, b: int) -> int:
+    def edges_along(self, nodes: list[int]) -> np.ndarray:
+        """The position of the cheapest edge from each node of the path to the next (the first
+        of equally cheap ones), all in a few array operations rather than a search per step."""
         graph = self.graph
-        lo, hi = int(graph.indptr[a]), int(graph.indptr[a + 1])
-        candidates = lo + np.flatnonzero(graph.dst[lo:hi] == b)
-        return int(candidates[np.argmin(self.weights.take(candidates))])
+        a, b = np.asarray(nodes[:-1], dtype=np.int64), np.asarray(nodes[1:], dtype=np.int64)
+        first = graph.indptr[a].astype(np.int64)
+        count = graph.indptr[a + 1] - first
+        step = np.repeat(np.arange(len(a)), count)
+        pos = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+        weight = np.where(graph.dst[pos] == b[step], self.weights.take(pos), np.inf)
+        order = np.lexsort((weight, step))  # by step, then weight; stable, so ties keep edge order
+        _, best = np.unique(step[order], return_index=True)
+        return np.asarray(pos[order[best]])
 
     def stretch(self, pos: int, start_m: float, end_m: float) -> Stretch:
         road, graph = self.road, self.graph

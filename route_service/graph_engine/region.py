@@ -25,7 +25,7 @@ from scipy.sparse.csgraph import dijkstra
 from route_service.graph_engine.prepare import to_xyz
 from route_service.graph_engine.query_graph import Crossing, Found, QueryGraph
 from route_service.graph_engine.snap import SnapPoint
-from route_service.graph_engine.tiles import NodeTiles, gather
+from route_service.graph_engine.tiles import NodeTiles, Runs, concat_runs, runs_of
 
 # The first region, by route type: its ellipse's size in straight lines between the snapped
 # points, plus a margin. Measured on 100 Heidelberg emergency routes (bench/scale.py's pairs),
@@ -43,24 +43,18 @@ BOUND_SLACK = 1.0 - 1e-6
 
 @dataclass(frozen=True)
 class Region:
-    """A search region as a CSR graph. Its nodes are those of `tiles` (sorted), tile after
-    tile, each tile's in id order: local node i is `nodes[i]`, the virtual start is len(nodes)."""
+    """A search region as a CSR graph: the nodes of its tiles, local node i is `nodes[i]`, the
+    virtual start is len(nodes)."""
 
     road_tiles: NodeTiles
-    tiles: np.ndarray
-    offset: np.ndarray  # local id of each region tile's first node
+    runs: Runs
     nodes: np.ndarray
     matrix: csr_matrix
     leaving_src: np.ndarray  # local source node of each usable edge leaving the region
     leaving_cost: np.ndarray  # its weight plus the least cost from its end to the destination
 
     def local(self, node: int) -> int:
-        return int(local_ids(self.road_tiles, self.tiles, self.offset, np.array([node]))[0])
-
-
-def local_ids(tiles: NodeTiles, chosen: np.ndarray, offset: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The local ids of nodes of the region of the `chosen` tiles."""
-    return np.asarray(offset[np.searchsorted(chosen, tiles.node_tile[nodes])] + tiles.node_rank[nodes])
+        return int(self.runs.locals(self.road_tiles.node_ord[[node]])[0][0])
 
 
 @dataclass(frozen=True)
@@ -123,29 +117,32 @@ def region_tiles(query: QueryGraph, ends: Ends, reach_m: float) -> np.ndarray:
 
 
 def build_region(query: QueryGraph, chosen: np.ndarray, exits: list[Crossing], ends: Ends) -> Region:
-    """The region's usable edges as a CSR graph with the virtual start, and the edges leaving it."""
+    """The region's usable edges as a CSR graph with the virtual start, and the edges leaving it.
+    Tile ids run along rows of latitude, so the chosen tiles are a few runs of consecutive ids
+    whose nodes and edges are contiguous slices (`tiles.Runs`)."""
     road, graph = query.road, query.graph
     tiles, by_tile = road.tiles, graph.edge_tiles
     assert by_tile is not None
-    nodes, node_count = gather(tiles.nodes, tiles.ptr, chosen)
-    offset = np.cumsum(node_count) - node_count
-    pos, edge_count = gather(by_tile.positions, by_tile.ptr, chosen)
-    src = np.repeat(offset, edge_count) + tiles.node_rank[by_tile.source[pos]]
-    dst = graph.dst[pos]
-    slot = np.minimum(np.searchsorted(chosen, tiles.node_tile[dst]), len(chosen) - 1)
+    runs = runs_of(tiles, by_tile, chosen)
+    nodes = concat_runs(tiles.nodes, runs.start, runs.end)
+    pos = concat_runs(by_tile.positions, runs.edge_start, runs.edge_end)
+    shift = np.repeat(runs.local - runs.start, runs.edge_end - runs.edge_start)
+    src = concat_runs(by_tile.src_ord, runs.edge_start, runs.edge_end) + shift
+    dst_ord = concat_runs(by_tile.dst_ord, runs.edge_start, runs.edge_end).astype(np.int64)
+    dst, inside = runs.locals(dst_ord)
     weight = query.weights.take(pos)
     usable = np.isfinite(weight)
-    inside = usable & (chosen[slot] == tiles.node_tile[dst])
+    inside &= usable
     leaving = usable & ~inside
     k = len(nodes)
-    start_to = local_ids(tiles, chosen, offset, np.array([e[0] for e in exits], dtype=np.int64))
+    start_to, _ = runs.locals(tiles.node_ord[[e[0] for e in exits]])
     indptr = np.concatenate([[0], np.cumsum(np.bincount(src[inside], minlength=k)), [0]])
     indptr[-1] = indptr[-2] + len(exits)
-    indices = np.concatenate([offset[slot[inside]] + tiles.node_rank[dst[inside]], start_to]).astype(np.int32)
+    indices = np.concatenate([dst[inside], start_to]).astype(np.int32)
     data = np.concatenate([weight[inside], [e[1] for e in exits]])
-    ahead = np.linalg.norm(road.node_xyz[dst[leaving]] - ends.dest, axis=1) * ends.per_metre
+    ahead = np.linalg.norm(road.node_xyz[tiles.nodes[dst_ord[leaving]]] - ends.dest, axis=1) * ends.per_metre
     matrix = csr_matrix((data, indices, indptr), shape=(k + 1, k + 1))
-    return Region(tiles, chosen, offset, nodes, matrix, src[leaving], weight[leaving] + ahead)
+    return Region(tiles, runs, nodes, matrix, src[leaving], weight[leaving] + ahead)
 
 
 def search_region(region: Region, entries: list[Crossing], direct_cost: float) -> tuple[Found, bool]:

@@ -13,8 +13,6 @@ settled node's distance is exact, so the limit never changes the answer).
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from route_service.graph_engine.path import PathResult, Stretch, assemble_path
@@ -127,8 +125,7 @@ def trace(query: QueryGraph, found: Found, exits: list[Crossing], origin: SnapPo
     assert entry is not None
     first = min((e for e in exits if e[0] == nodes[0]), key=lambda e: e[1])
     stretches = [query.stretch(first[2], origin.offset_m, first[3])]
-    for a, b in itertools.pairwise(nodes):
-        pos = query.edge_between(a, b)
+    for pos in query.edges_along(nodes).tolist():
         piece = int(road.a["edge_piece"][graph.edges[pos]])
         if piece < 0:
             continue  # zero-length barrier connector

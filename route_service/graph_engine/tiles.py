@@ -16,8 +16,8 @@ TILE_LON_DEG = 0.015  # 1.1 km at 48° N, 0.6 km at 67° N: only the count of ti
 @dataclass(frozen=True)
 class NodeTiles:
     node_tile: np.ndarray  # node -> its tile
-    node_rank: np.ndarray  # node -> its place among its tile's nodes
-    nodes: np.ndarray  # node ids ordered by tile, then id
+    node_ord: np.ndarray  # node -> its place in `nodes`
+    nodes: np.ndarray  # node ids ordered by tile, then id; tile ids follow rows of latitude
     ptr: np.ndarray  # tile t's nodes are nodes[ptr[t]:ptr[t + 1]]
     center: np.ndarray  # (tiles, 3) mean position of each tile's nodes (xyz metres)
     radius: np.ndarray  # the farthest node of the tile from its centre
@@ -31,37 +31,62 @@ def node_tiles(lat: np.ndarray, lon: np.ndarray, xyz: np.ndarray) -> NodeTiles:
     order = np.argsort(tile, kind="stable")
     counts = np.bincount(tile)
     ptr = np.concatenate([[0], np.cumsum(counts)])
-    rank = np.empty(len(tile), dtype=np.int64)
-    rank[order] = np.arange(len(tile)) - ptr[tile[order]]
+    node_ord = np.empty(len(tile), dtype=np.int64)
+    node_ord[order] = np.arange(len(tile))
     center = np.zeros((len(counts), 3))
     np.add.at(center, tile, xyz)
     center /= np.maximum(counts, 1)[:, None]
     radius = np.zeros(len(counts))
     np.maximum.at(radius, tile, np.linalg.norm(xyz - center[tile], axis=1))
-    return NodeTiles(tile.astype(np.int64), rank, order.astype(np.int64), ptr, center, radius,
+    return NodeTiles(tile.astype(np.int64), node_ord, order.astype(np.int64), ptr, center, radius,
                      cKDTree(center), float(radius.max(initial=0.0)))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class EdgeTiles:
-    """One vehicle graph's edge positions ordered by the tile of their source node, then source id."""
+    """One vehicle graph's edges ordered by the tile of their source node, then source id: the
+    edge positions and where their ends stand in `NodeTiles.nodes` (int32: 8 bytes an edge)."""
 
     positions: np.ndarray
     ptr: np.ndarray  # tile t's edges are positions[ptr[t]:ptr[t + 1]]
-    source: np.ndarray  # edge position -> its source node
+    src_ord: np.ndarray
+    dst_ord: np.ndarray
 
 
-def edge_tiles(tiles: NodeTiles, indptr: np.ndarray) -> EdgeTiles:
+def edge_tiles(tiles: NodeTiles, indptr: np.ndarray, dst: np.ndarray) -> EdgeTiles:
     source = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
     edge_tile = tiles.node_tile[source]
     order = np.argsort(edge_tile, kind="stable")  # CSR positions ascend with the source id
     ptr = np.concatenate([[0], np.cumsum(np.bincount(edge_tile, minlength=len(tiles.ptr) - 1))])
-    return EdgeTiles(order.astype(np.int64), ptr, source.astype(np.int64))
+    return EdgeTiles(order.astype(np.int64), ptr, tiles.node_ord[source[order]].astype(np.int32),
+                     tiles.node_ord[dst[order]].astype(np.int32))  # fmt: skip
 
 
-def gather(values: np.ndarray, ptr: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """values[ptr[t]:ptr[t + 1]] for each chosen t, concatenated; and each slice's length."""
-    first = ptr[chosen]
-    count = ptr[chosen + 1] - first
-    offset = np.repeat(first - (np.cumsum(count) - count), count)
-    return values[offset + np.arange(int(count.sum()))], count
+@dataclass(frozen=True)
+class Runs:
+    """Chosen tiles as runs of consecutive ids (a row of latitude each, mostly): their nodes are
+    nodes[start[i]:end[i]] and get local ids from local[i] on; edges[i] their edges' range."""
+
+    start: np.ndarray
+    end: np.ndarray
+    local: np.ndarray
+    edge_start: np.ndarray
+    edge_end: np.ndarray
+
+    def locals(self, ords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The local ids of nodes by their place in `nodes`, and which of them are chosen."""
+        slot = np.maximum(np.searchsorted(self.start, ords, side="right") - 1, 0)
+        inside = (ords >= self.start[slot]) & (ords < self.end[slot])
+        return ords - self.start[slot] + self.local[slot], inside
+
+
+def runs_of(tiles: NodeTiles, edges: EdgeTiles, chosen: np.ndarray) -> Runs:
+    """`chosen`: sorted distinct tile ids."""
+    cut = np.flatnonzero(np.diff(chosen) != 1) + 1
+    first, last = chosen[np.concatenate([[0], cut])], chosen[np.concatenate([cut - 1, [len(chosen) - 1]])]
+    start, end = tiles.ptr[first], tiles.ptr[last + 1]
+    return Runs(start, end, np.cumsum(end - start) - (end - start), edges.ptr[first], edges.ptr[last + 1])
+
+
+def concat_runs(values: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    return np.concatenate([values[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)])
