@@ -31,6 +31,7 @@ SECTIONS = (
     "optimize_wall",
     "fleet",
     "detour",
+    "jobs",
     "soak",
     "scale",
 )

@@ -31,19 +31,25 @@ def import_munich() -> tuple[Path, Path]:
     return maps, geo
 
 
-@contextmanager
-def full_stack(data_dir: Path, **extra_env: str) -> Iterator[Stack]:
-    """Every service and the gateway on Munich, started and healthy; stopped on exit."""
-    maps, geo = import_munich()
-    stack = Stack(
+def loopback_stack(data_dir: Path, services: list[str], **extra_env: str) -> Stack:
+    """`services` and the gateway on free loopback ports, the state and cache Redis beside them
+    (not started yet)."""
+    return Stack(
         data_dir=data_dir,
         ports={name: free_port() for name in DEFAULT_PORTS},
         redis_port=free_port(),
         redis_cache_port=free_port(),
-        services=list(SERVICES),
-        extra_env={"MAP_DIR": str(maps), "GEO_INDEX_DIR": str(geo), "LOG_LEVEL": "WARNING", **extra_env},
+        services=list(services),
+        extra_env={"LOG_LEVEL": "WARNING", **extra_env},
         startup_timeout=90,
     )
+
+
+@contextmanager
+def full_stack(data_dir: Path, **extra_env: str) -> Iterator[Stack]:
+    """Every service and the gateway on Munich, started and healthy; stopped on exit."""
+    maps, geo = import_munich()
+    stack = loopback_stack(data_dir, SERVICES, MAP_DIR=str(maps), GEO_INDEX_DIR=str(geo), **extra_env)
     stack.start()
     try:
         yield stack

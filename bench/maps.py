@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -58,11 +59,16 @@ class BenchMap:
         return chosen
 
 
-def bench_map(name: str) -> BenchMap:
+def map_dir(name: str) -> Path:
+    """The map's directory (a route service's MAP_DIR), imported when missing."""
     inputs = [SHARED_OSM / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
     out = CACHE_DIR / name
     import_maps(inputs, out, profiles=["car-fastest"], progress=Progress(emit=lambda _line: None))
-    dataset = current_dataset(out)
+    return out
+
+
+def bench_map(name: str) -> BenchMap:
+    dataset = current_dataset(map_dir(name))
     return BenchMap(name, dataset, ProviderRegistry.load(dataset))
 
 
