@@ -10,20 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from common.geo import EARTH_RADIUS_M
 from common.vocabulary import VEHICLES
-from route_service.graph_engine.tiles import EdgeTiles, edge_tiles, node_tiles
+from route_service.graph_engine.tiles import EdgeTiles, edge_tiles, node_tiles, to_xyz
 from route_service.graph_format import MODE_YES
 
 # Speed of an emergency vehicle on a relaxed stretch (km/h): careful driving, not the class speed.
 EMERGENCY_MAX_KMH = 30.0
-
-
-def to_xyz(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """Earth-centred coordinates in metres: chord distance equals straight-line distance."""
-    phi, lam = np.radians(lat), np.radians(lon)
-    cos_phi = np.cos(phi)
-    return np.column_stack([cos_phi * np.cos(lam), cos_phi * np.sin(lam), np.sin(phi)]) * EARTH_RADIUS_M
 
 
 @dataclass
@@ -58,9 +50,8 @@ class RoadGraph:
     def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
         self.a = {key: np.asarray(value) for key, value in arrays.items()}
         self.n_nodes = len(self.a["node_lat"])
-        # the junctions in space and by tiles: a query's search region is the tiles near its ends
-        self.node_xyz = to_xyz(self.a["node_lat"], self.a["node_lon"])
-        self.tiles = node_tiles(self.a["node_lat"], self.a["node_lon"], self.node_xyz)
+        # the junctions by tiles: a query's search region is the tiles near its ends
+        self.tiles = node_tiles(self.a["node_lat"], self.a["node_lon"])
         self.names = [str(n) for n in self.a["names"]]
         self._init_pieces()
         # pieces with a height, width, length, weight or axle-load limit (graph_format), few

@@ -140,7 +140,9 @@ def build_region(query: QueryGraph, chosen: np.ndarray, exits: list[Crossing], e
     indptr[-1] = indptr[-2] + len(exits)
     indices = np.concatenate([dst[inside], start_to]).astype(np.int32)
     data = np.concatenate([weight[inside], [e[1] for e in exits]])
-    ahead = np.linalg.norm(road.node_xyz[tiles.nodes[dst_ord[leaving]]] - ends.dest, axis=1) * ends.per_metre
+    out = tiles.nodes[dst_ord[leaving]]
+    out_xyz = to_xyz(road.a["node_lat"][out], road.a["node_lon"][out])
+    ahead = np.linalg.norm(out_xyz - ends.dest, axis=1) * ends.per_metre
     matrix = csr_matrix((data, indices, indptr), shape=(k + 1, k + 1))
     return Region(tiles, runs, nodes, matrix, src[leaving], weight[leaving] + ahead)
 

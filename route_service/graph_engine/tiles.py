@@ -9,8 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from common.geo import EARTH_RADIUS_M
+
 TILE_LAT_DEG = 0.01  # 1.1 km
 TILE_LON_DEG = 0.015  # 1.1 km at 48° N, 0.6 km at 67° N: only the count of tiles per region changes
+
+
+def to_xyz(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """Earth-centred coordinates in metres: chord distance equals straight-line distance."""
+    phi, lam = np.radians(lat), np.radians(lon)
+    cos_phi = np.cos(phi)
+    return np.column_stack([cos_phi * np.cos(lam), cos_phi * np.sin(lam), np.sin(phi)]) * EARTH_RADIUS_M
 
 
 @dataclass(frozen=True)
@@ -25,27 +34,29 @@ class NodeTiles:
     max_radius: float
 
 
-def node_tiles(lat: np.ndarray, lon: np.ndarray, xyz: np.ndarray) -> NodeTiles:
+def node_tiles(lat: np.ndarray, lon: np.ndarray) -> NodeTiles:
+    """Node ids are int32 here (as in the CSR graphs): 12 bytes a node, with the int32 tile."""
+    xyz = to_xyz(lat, lon)
     keys = np.floor(lat / TILE_LAT_DEG).astype(np.int64) * 100_000 + np.floor(lon / TILE_LON_DEG).astype(np.int64)
     _, tile = np.unique(keys, return_inverse=True)
     order = np.argsort(tile, kind="stable")
     counts = np.bincount(tile)
     ptr = np.concatenate([[0], np.cumsum(counts)])
-    node_ord = np.empty(len(tile), dtype=np.int64)
+    node_ord = np.empty(len(tile), dtype=np.int32)
     node_ord[order] = np.arange(len(tile))
     center = np.zeros((len(counts), 3))
     np.add.at(center, tile, xyz)
     center /= np.maximum(counts, 1)[:, None]
     radius = np.zeros(len(counts))
     np.maximum.at(radius, tile, np.linalg.norm(xyz - center[tile], axis=1))
-    return NodeTiles(tile.astype(np.int64), node_ord, order.astype(np.int64), ptr, center, radius,
+    return NodeTiles(tile.astype(np.int32), node_ord, order.astype(np.int32), ptr, center, radius,
                      cKDTree(center), float(radius.max(initial=0.0)))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class EdgeTiles:
     """One vehicle graph's edges ordered by the tile of their source node, then source id: the
-    edge positions and where their ends stand in `NodeTiles.nodes` (int32: 8 bytes an edge)."""
+    edge positions and where their ends stand in `NodeTiles.nodes` (int32: 12 bytes an edge)."""
 
     positions: np.ndarray
     ptr: np.ndarray  # tile t's edges are positions[ptr[t]:ptr[t + 1]]
@@ -58,7 +69,7 @@ def edge_tiles(tiles: NodeTiles, indptr: np.ndarray, dst: np.ndarray) -> EdgeTil
     edge_tile = tiles.node_tile[source]
     order = np.argsort(edge_tile, kind="stable")  # CSR positions ascend with the source id
     ptr = np.concatenate([[0], np.cumsum(np.bincount(edge_tile, minlength=len(tiles.ptr) - 1))])
-    return EdgeTiles(order.astype(np.int64), ptr, tiles.node_ord[source[order]].astype(np.int32),
+    return EdgeTiles(order.astype(np.int32), ptr, tiles.node_ord[source[order]].astype(np.int32),
                      tiles.node_ord[dst[order]].astype(np.int32))  # fmt: skip
 
 
