@@ -410,6 +410,21 @@ def end_to_end(city: str, repeats: int) -> list[float]:
     return walls
 
 
+def end_to_end_tries(city: str, repeats: int, tries: int = 2) -> list[float] | str:
+    """The walls, or why the stack did not start (on a loaded machine a service's warm-up
+    search may fail: the stack is started again once)."""
+    from launcher.stack import StartupError
+
+    reason = ""
+    for _ in range(tries):
+        try:
+            return end_to_end(city, repeats)
+        except (StartupError, AssertionError, OSError) as exc:
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+            log(f"   {city}: {reason}")
+    return reason
+
+
 # ---------------------------------------------------------------- the section
 
 
@@ -460,8 +475,16 @@ def run() -> str:
         log(rows[-1])
         gaps.setdefault((inst.jobs, inst.vehicles), []).append((gap_pct(mine, best), gap_pct(idle, best)))
     searches.shutdown()
-    walls = {city: end_to_end(city, E2E_REPEATS) for city in BENCH_CITIES[:2]} if E2E_REPEATS else {}
+    walls = {city: end_to_end_tries(city, E2E_REPEATS) for city in BENCH_CITIES[:2]} if E2E_REPEATS else {}
     return section(rows, gaps, walls, len(insts))
+
+
+def wall_row(city: str, walls: list[float] | str) -> str:
+    if isinstance(walls, str):
+        return f"| {city} | not measured: {walls} | | |"
+    return (
+        f"| {city} | {statistics.median(walls):.2f} | {max(walls):.2f} | {'✓' if max(walls) <= WALL_GOAL_S else '✗'} |"
+    )
 
 
 def summary_row(jobs: int, vehicles: int, found: list[tuple[float, float]]) -> str:
@@ -473,13 +496,13 @@ def summary_row(jobs: int, vehicles: int, found: list[tuple[float, float]]) -> s
 
 
 def section(
-    rows: list[str], gaps: dict[tuple[int, int], list[tuple[float, float]]], walls: dict[str, list[float]], count: int
+    rows: list[str],
+    gaps: dict[tuple[int, int], list[tuple[float, float]]],
+    walls: dict[str, list[float] | str],
+    count: int,
 ) -> str:
     summary = [summary_row(jobs, vehicles, found) for (jobs, vehicles), found in gaps.items()]
-    e2e = [
-        f"| {city} | {statistics.median(w):.2f} | {max(w):.2f} | {'✓' if max(w) <= WALL_GOAL_S else '✗'} |"
-        for city, w in walls.items()
-    ]
+    e2e = [wall_row(city, w) for city, w in walls.items()]
     return "\n".join(
         [
             "## Fleet routing quality (POST /v1/optimize/routes)",
