@@ -20,17 +20,19 @@ path before issue 17), and whether their numbers agree; on Heidelberg's 1000 lin
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
+import psutil
 
 from bench.maps import EVERY_MAP, BenchMap, bench_map
 from common.config import DEFAULT_PORTS
@@ -135,17 +137,6 @@ def post(url: str, body: bytes, filename: str, headers: dict[str, str]) -> tuple
     return time.perf_counter() - started, answer
 
 
-def repeated(
-    call: Callable[[], tuple[float, dict[str, Any]]], times: int = REPEATS
-) -> tuple[list[float], dict[str, Any]]:
-    seconds: list[float] = []
-    answer: dict[str, Any] = {}
-    for _ in range(times):
-        took, answer = call()
-        seconds.append(took)
-    return seconds, answer
-
-
 def start_route_service(dataset: Dataset, data_dir: Path) -> Stack:
     stack = Stack(
         data_dir=data_dir,
@@ -167,15 +158,30 @@ def start_route_service(dataset: Dataset, data_dir: Path) -> Stack:
 
 @dataclass
 class Posted:
-    """One file posted REPEATS (or MAX_REPEATS) times: the seconds and the last answer."""
+    """One file posted REPEATS (or MAX_REPEATS) times: the seconds, the route service's CPU
+    seconds (all its processes) and the load average around them, and the last answer."""
 
     size: int
     times: list[float]
+    cpu: list[float]
+    load: float
     answer: dict[str, Any]
 
     @property
     def median(self) -> float:
         return statistics.median(self.times)
+
+
+def cpu_seconds(service: psutil.Process) -> float:
+    """User and system CPU of the service and its children (workers, large-call processes)."""
+    total = 0.0
+    for process in [service, *service.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def over_http(dataset: Dataset, files: dict[str, bytes]) -> dict[str, Posted]:
@@ -185,15 +191,23 @@ def over_http(dataset: Dataset, files: dict[str, bytes]) -> dict[str, Posted]:
         try:
             url, internal = stack.url("route_service"), stack.internal_headers()
             post(url, next(iter(files.values()))[:2000], "warmup.csv", internal)
-            return {label: post_repeatedly(url, internal, label, body) for label, body in files.items()}
+            service = psutil.Process(stack.processes["route_service"].pid)
+            return {label: post_repeatedly(url, internal, label, body, service) for label, body in files.items()}
         finally:
             stack.stop()
 
 
-def post_repeatedly(url: str, internal: dict[str, str], label: str, body: bytes) -> Posted:
-    count = MAX_REPEATS if label == "max" else REPEATS
-    times, answer = repeated(lambda: post(url, body, f"{label}.csv", internal), count)
-    return Posted(len(body), times, answer)
+def post_repeatedly(url: str, internal: dict[str, str], label: str, body: bytes, service: psutil.Process) -> Posted:
+    times: list[float] = []
+    cpu: list[float] = []
+    answer: dict[str, Any] = {}
+    load = os.getloadavg()[0]
+    for _ in range(MAX_REPEATS if label == "max" else REPEATS):
+        before = cpu_seconds(service)
+        took, answer = post(url, body, f"{label}.csv", internal)
+        times.append(took)
+        cpu.append(cpu_seconds(service) - before)
+    return Posted(len(body), times, cpu, (load + os.getloadavg()[0]) / 2, answer)
 
 
 # ---------------------------------------------------------------- in process
@@ -282,6 +296,7 @@ def run_map(bench: BenchMap) -> MapRun:
 
 
 def run() -> str:
+    started = time.perf_counter()
     runs = []
     for name in EVERY_MAP:
         runs.append(run_map(bench_map(name)))
@@ -293,7 +308,7 @@ def run() -> str:
     provider = OsrmProvider.load(heidelberg.dataset.path, heidelberg.dataset.manifest)
     track_body, track_length = track_file(track_geometry(provider))
     track = over_http(heidelberg.dataset, {"track": track_body})["track"]
-    return report(runs, paths, track, track_length)
+    return report(runs, paths, track, track_length, time.perf_counter() - started)
 
 
 def row(run: MapRun) -> str:
@@ -302,18 +317,21 @@ def row(run: MapRun) -> str:
     verdict = "yes" if cases.median <= TARGET_S and most.median <= MAX_TARGET_S else "**no**"
     return (
         f"| {run.name} | {cases.median:.2f} | {most.median:.2f} ({min(most.times):.2f}-{max(most.times):.2f}) "
-        f"| {verdict} | {summary['answered']} / {summary['failed']} | {local.fast_s:.2f} | {local.routes_s:.2f} "
-        f"| {local.routes_s / local.fast_s:.1f} | {local.durations_equal} | {local.distances_equal} "
-        f"| {local.max_duration_s:.1f} | {local.max_distance_m:.1f} | {'yes' if local.same_failures else '**no**'} |"
+        f"| {statistics.median(most.cpu):.1f} | {most.load:.1f} | {verdict} | {summary['answered']} / {summary['failed']} "
+        f"| {local.fast_s:.2f} | {local.routes_s:.2f} | {local.routes_s / local.fast_s:.1f} | {local.durations_equal} "
+        f"| {local.distances_equal} | {local.max_duration_s:.1f} | {local.max_distance_m:.1f} "
+        f"| {'yes' if local.same_failures else '**no**'} |"
     )
 
 
-def report(runs: list[MapRun], paths: dict[str, float], track: Posted, track_length: float) -> str:
+def report(runs: list[MapRun], paths: dict[str, float], track: Posted, track_length: float, took_s: float) -> str:
     answer = track.answer["results"][0]
     lean, full = paths["lean cost()"], paths["full route()"]
     return "\n".join(
         [
             "## Detour files (`POST /v1/detour/file`)",
+            "",
+            f"Command: `python -m bench detour` ({took_s / 60:.1f} min).",
             "",
             "Every shared extract and all five as one map (`all`), car fastest, route service as its own process "
             "(Redis beside it), called over HTTP on loopback; time from sending the request to having read the "
@@ -322,7 +340,11 @@ def report(runs: list[MapRun], paths: dict[str, float], track: Posted, track_len
             "each line in one city); failed lines are points with no road within 1000 m. Goals: "
             f"{CASES} lines ≤ {TARGET_S:g} s, {MAX_CASES} lines (the documented maximum) ≤ {MAX_TARGET_S:g} s.",
             "Files of 2000 lines or more are shared between the route worker and its large-call process "
-            "(`route_service/detour_handlers.py`): two cores when the machine has them free.",
+            "(`route_service/detour_handlers.py`): two cores when the machine has them free. *Its CPU s*: the "
+            f"median CPU time of the route service's processes for one {MAX_CASES}-line file (worker and "
+            "large-call process together), which other work on the machine does not change; *load*: the "
+            "1-minute load average while the file was posted (2 cores: above 2, other work takes CPU time from "
+            "the route service and the wall time grows with it).",
             f"In process on the first {AGREEMENT_CASES} of the 20 000 lines, one process: the OSRM detour plugin "
             "(one CH Table call per line: sources [from, via], destinations [via, to]; a second Table for the "
             "direct route when from and to are less than 2 km apart) against two lean `cost()` Route calls per "
@@ -330,10 +352,10 @@ def report(runs: list[MapRun], paths: dict[str, float], track: Posted, track_len
             "the plugin cannot answer, so failed lines get the same errors), and how many lines give the same "
             "numbers to 0.1 (direct and via alike).",
             "",
-            f"| map | {CASES} lines s | {MAX_CASES} lines s (min-max) | goals met | answered / failed | plugin s "
-            "| 2 cost() calls s | speed-up | durations equal | distances equal | max duration diff s "
-            "| max distance diff m | same failed lines |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| map | {CASES} lines s | {MAX_CASES} lines s (min-max) | its CPU s | load | goals met "
+            "| answered / failed | plugin s | 2 cost() calls s | speed-up | durations equal | distances equal "
+            "| max duration diff s | max distance diff m | same failed lines |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
             *(row(r) for r in runs),
             "",
             "Where the numbers differ: a distance where two routes tie on time (the engines may pick either); "

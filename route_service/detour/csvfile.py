@@ -32,8 +32,10 @@ from common.errors import (
 from common.geo import LatLon
 
 MAX_BYTES = 10 * 1024 * 1024
-# Bounded by time: a detour case costs two route computations (~1-2 ms each), a track point
-# a fraction of a map-matching call; the gateway gives a detour request 120 s.
+# Bounded by time: a detour case costs one or two OSRM CH Table calls (~0.3 ms; a failed line
+# a few ms more for its diagnosis), a track point a fraction of a map-matching call; 20 000
+# lines are 5-25 s of CPU shared by two processes (issue 17, bench/RESULTS.md), and the gateway
+# gives a detour request 120 s.
 MAX_DETOUR_LINES = 20_000
 MAX_TRACK_POINTS = 100_000
 MAX_ID_LENGTH = 200
