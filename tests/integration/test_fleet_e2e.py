@@ -27,33 +27,31 @@ async def roads_for(api: Caller, body: dict[str, Any]) -> Roads:
     return Roads(points, durations, distances)
 
 
-async def test_fleet_routes_through_the_gateway_break_no_rule(api: Caller) -> None:
-    body = seeded_instance(11, 100, 0, 5)
+async def hundred_by_five(api: Caller, body: dict[str, Any]) -> dict[str, Any]:
+    """100 jobs x 5 vehicles at the default time limit, checked, within the time goal."""
     body.pop("timeLimit")  # the default for 100 stops
     began = time.perf_counter()
     status, answer = await api("POST", URL, body)
     elapsed = time.perf_counter() - began
     assert status == 200, answer
     check_feasible(body, answer, await roads_for(api, body))
-    assert answer["totals"]["assigned"] >= 50 and answer["solver"]["method"] == "vroom"
     # The issue's goal is 2 s for 100 jobs x 5 vehicles; the margin is for a shared machine.
     assert elapsed < 4.0, f"100 jobs x 5 vehicles took {elapsed:.2f} s"
-    print(f"100 jobs x 5 vehicles end to end: {elapsed:.2f} s")
+    print(f"100 jobs x 5 vehicles end to end: {elapsed:.2f} s ({answer['solver']['method']})")
+    result: dict[str, Any] = answer
+    return result
+
+
+async def test_fleet_routes_through_the_gateway_break_no_rule(api: Caller) -> None:
+    answer = await hundred_by_five(api, seeded_instance(11, 100, 0, 5))
+    assert answer["totals"]["assigned"] >= 50 and answer["solver"]["method"] == "vroom"
 
 
 async def test_pyvrp_beside_vroom_in_the_solver_processes(api: Caller) -> None:
     """Jobs with one window each: VROOM and PyVRP in two solver processes at once, the better
-    plan kept, within the 2 s goal's time at 100 jobs x 5 vehicles."""
-    body = jobs_only(13, 100, 5)
-    body.pop("timeLimit")  # the default for 100 stops
-    began = time.perf_counter()
-    status, answer = await api("POST", URL, body)
-    elapsed = time.perf_counter() - began
-    assert status == 200, answer
-    check_feasible(body, answer, await roads_for(api, body))
+    plan kept."""
+    answer = await hundred_by_five(api, jobs_only(13, 100, 5))
     assert answer["solver"]["method"] in ("vroom", "pyvrp") and answer["totals"]["unassigned"] == 0
-    assert elapsed < 4.0, f"100 jobs x 5 vehicles took {elapsed:.2f} s"
-    print(f"100 jobs x 5 vehicles, the portfolio, end to end: {elapsed:.2f} s ({answer['solver']['method']})")
 
 
 async def test_shipments_and_breaks_through_the_gateway(api: Caller) -> None:
