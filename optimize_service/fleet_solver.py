@@ -100,9 +100,13 @@ def solve_fleet(problem: FleetProblem) -> FleetSolution:
         return solve_vroom(problem)
     half = time_limit(request) / 2
     first = solve_vroom(replace(problem, request=replace(request, time_limit_s=half)))
-    from optimize_service.fleet_pyvrp import solve_pyvrp
+    from optimize_service.fleet_pyvrp import Infeasible, solve_pyvrp
 
-    return better([first, solve_pyvrp(problem, half, initial=first)])
+    try:
+        chained = solve_pyvrp(problem, half, initial=first)
+    except Infeasible:  # never seen; VROOM's plan stands, as when the lane runs both at once
+        chained = None
+    return better([first, chained])
 
 
 def better(solutions: Sequence[FleetSolution | None]) -> FleetSolution:
