@@ -187,6 +187,7 @@ def test_region_search_equals_the_whole_graph_search(monaco: GraphProvider, monk
     """The region search (bounded) finds exactly the unlimited Dijkstra's path on the whole graph,
     for every vehicle and route type, with emergency radii and closed pieces; `tiny` first
     regions make nearly every search grow its region, some up to the whole-graph fallback."""
+    monkeypatch.setattr(region, "WHOLE_MAP_SHARE", 2.0)  # Monaco is one town: search regions all the same
     if first_reach == "tiny":
         monkeypatch.setattr(region, "FIRST_REACH", {"fastest": 0.0, "shortest": 0.0})
         monkeypatch.setattr(region, "REACH_MARGIN_M", 0.0)
