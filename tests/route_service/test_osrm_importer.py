@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,15 @@ from common.datasets import CURRENT, Progress
 from common.errors import NoRouteFound
 from route_service import osrm_profiles
 from route_service.dataset import MANIFEST
-from route_service.importer import ImportResult, has_large_component, import_maps, main, parse_counts
+from route_service.importer import (
+    WIDE_PROFILES,
+    ImportResult,
+    has_large_component,
+    import_maps,
+    import_order,
+    main,
+    parse_counts,
+)
 from route_service.model import MatrixQuery, RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
@@ -75,7 +86,9 @@ def test_only_car_and_truck_profiles_are_contracted_by_default(tmp_path: Path, t
     assert (osrm_dir / "truck-shortest" / "map.osrm.hsgr").is_file()
     assert not (osrm_dir / "pedestrian-fastest" / "map.osrm.hsgr").exists()
     provider = OsrmProvider.load(result.dataset_dir, result.manifest)
-    assert provider.matrix_algorithm("truck-shortest") == "CH" and provider.matrix_algorithm("pedestrian-fastest") == "MLD"
+    assert (
+        provider.matrix_algorithm("truck-shortest") == "CH" and provider.matrix_algorithm("pedestrian-fastest") == "MLD"
+    )
 
 
 @pytest.mark.parametrize("algorithm", ["mld+ch", "mld", "ch"])
@@ -157,3 +170,37 @@ def test_the_scc_count_of_the_last_extract_decides(tmp_path: Path) -> None:
     assert has_large_component(log)
     log.write_text("no counts\n")
     assert has_large_component(log), "unknown: OSRM's default stays"
+
+
+def test_wide_profiles_alternate_with_narrow_ones() -> None:
+    order = import_order(osrm_profiles.PROFILE_NAMES)
+    assert sorted(order) == sorted(osrm_profiles.PROFILE_NAMES)
+    wide = [p.startswith(WIDE_PROFILES) for p in order]
+    assert wide == [False, True] * 4
+
+
+class TimedProgress(Progress):
+    """Progress that also keeps when each extract ran (its printed tenths are too coarse)."""
+
+    def __init__(self) -> None:
+        super().__init__(emit=lambda _line: None)
+        self.extracts: list[tuple[float, float]] = []
+
+    def run[T](self, step: str, action: Callable[[], T]) -> T:
+        started = time.perf_counter()
+        try:
+            return super().run(step, action)
+        finally:
+            if step.startswith("extract "):
+                self.extracts.append((started, time.perf_counter()))
+
+
+def test_two_wide_extracts_never_run_at_once(tmp_path: Path, tiny_map: TinyMap) -> None:
+    """osrm-extract of a bicycle or pedestrian profile is the import's memory peak (2.0-2.1 GB
+    on 30 copies of Heidelberg): two at once took the import to 4.2 GB."""
+    wide = [p for p in osrm_profiles.PROFILE_NAMES if p.startswith(WIDE_PROFILES)]
+    progress = TimedProgress()
+    import_maps([tiny_map.pbf], tmp_path, profiles=wide, jobs=2, progress=progress)
+    spans = sorted(progress.extracts)
+    assert len(spans) >= len(wide)
+    assert all(later[0] >= earlier[1] for earlier, later in pairwise(spans)), spans
