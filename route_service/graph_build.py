@@ -93,7 +93,7 @@ class WayColumns:
             modes = {
                 v: DirectionModes(self.forward[v][w], self.backward[v][w], self.speed[v][w])
                 for v in VEHICLES
-                if (self.forward[v][w], self.backward[v][w]) != (MODE_NO, MODE_NO) or self.speed[v][w]
+                if (self.forward[v][w], self.backward[v][w]) != (MODE_NO, MODE_NO)  # a vehicle the way admits
             }
             yield WayRecord(
                 self.osm_id[w], list(self.refs[start:end]), list(self.lats[start:end]), list(self.lons[start:end]),
