@@ -7,7 +7,16 @@ import os
 
 import pytest
 
-from bench.scale import extrapolate, human_bytes, human_seconds, linear_fit, percentile, tree_memory, verdict
+from bench.scale import (
+    extrapolate,
+    human_bytes,
+    human_seconds,
+    linear_fit,
+    linearity,
+    percentile,
+    tree_memory,
+    verdict,
+)
 
 
 def test_percentile_interpolates_between_ranks() -> None:
@@ -18,6 +27,15 @@ def test_percentile_interpolates_between_ranks() -> None:
     assert percentile(values, 99) == pytest.approx(4.96)
     assert percentile([7.0], 99) == 7.0
     assert math.isnan(percentile([], 50))
+
+
+def test_import_time_is_linear_when_each_added_copy_costs_about_the_same() -> None:
+    # what a copy costs, not the top/1x ratio: a fast 1x import does not make 30x "superlinear"
+    assert "growth 1.09 (meets" in linearity({1: 23.3, 10: 277.6, 30: 891.4})
+    assert "growth 1.35 (**misses**" in linearity({1: 10.0, 10: 100.0, 30: 370.0})
+    # two factors: the time ratio against the factor ratio
+    assert "10x/1x 8.0 (meets ≤ 10" in linearity({1: 3.0, 10: 24.0})
+    assert "10x/1x 12.0 (**misses** ≤ 10" in linearity({1: 3.0, 10: 36.0})
 
 
 def test_linear_fit_and_extrapolation() -> None:

@@ -16,7 +16,9 @@ from route_service import osrm_profiles
 from route_service.dataset import MANIFEST
 from route_service.importer import (
     WIDE_PROFILES,
+    ImportFailed,
     ImportResult,
+    build_graph,
     has_large_component,
     import_maps,
     import_order,
@@ -204,3 +206,11 @@ def test_two_wide_extracts_never_run_at_once(tmp_path: Path, tiny_map: TinyMap) 
     spans = sorted(progress.extracts)
     assert len(spans) >= len(wide)
     assert all(later[0] >= earlier[1] for earlier, later in pairwise(spans)), spans
+
+
+def test_a_failed_graph_build_fails_the_import_with_its_output(tmp_path: Path) -> None:
+    # the build runs in a child process (its memory leaves with it): its failure must not pass silently
+    broken = tmp_path / "broken.osm.pbf"
+    broken.write_bytes(b"not a pbf")
+    with pytest.raises(ImportFailed, match="graph build failed with exit code 1"):
+        build_graph(broken, tmp_path / "work", Progress(lambda _: None))
