@@ -19,9 +19,9 @@ Per instance:
   BENCH_FLEET_REFERENCE_SECONDS = 60 s at most) and PyVRP (the model of
   optimize_service/fleet_pyvrp.py, every job required, 60 s); the reference is the better of
   the two (fewer jobs left out, then less driving);
-- ours: the service's solver on the same problem in this process (`solve_fleet`: the
-  portfolio it chooses for the size, with its default time limit), then its answer body
-  (`fleet_body`, no geometry);
+- ours: the service's portfolio on the same problem (`methods_for`: PyVRP and the VROOM-then-
+  PyVRP chain, each in its own worker process, at the default time limit), then its answer
+  body (`fleet_body`, no geometry);
 - every answer, ours and the references', goes through the independent feasibility checker
   (optimize_service/fleet_check.py) on the bench's own matrices;
 - once per city with 100 jobs: the whole request through the gateway (real processes, wall time).
@@ -71,7 +71,6 @@ from optimize_service.fleet_solver import (
     better,
     methods_for,
     solve_method,
-    time_limit,
     warm_up_fleet,
 )
 from route_service.model import MatrixQuery
@@ -347,22 +346,16 @@ def references(insts: list[FleetInstance]) -> dict[tuple[str, str], Scored]:
 
 def timed_search(problem: FleetProblem, method: str, cpu_limit: bool) -> tuple[FleetSolution | None, float]:
     """One search of the portfolio in a worker process, and the CPU seconds it got. `cpu_limit`:
-    PyVRP stops after its time limit in CPU seconds of this process (as on an idle machine,
-    a core each) instead of wall seconds (VROOM's limit is wall time either way)."""
+    PyVRP stops after its time in CPU seconds of this process (as on an idle machine, a core
+    each) instead of wall seconds (VROOM's limit is wall time either way)."""
     began = time.process_time()
-    if method == PYVRP and cpu_limit:
-        from optimize_service.fleet_pyvrp import solve_pyvrp
-
-        limit = time_limit(problem.request)
-        found = solve_pyvrp(problem, limit, stop=CpuTime(limit))
-    else:
-        found = solve_method(problem, method)
+    found = solve_method(problem, method, stop_after=CpuTime if cpu_limit else None)
     return found, time.process_time() - began
 
 
 def ours(inst: FleetInstance, searches: ProcessPoolExecutor, cpu_limit: bool) -> Scored:
     """As the planner solves with two processes in its lane (`fleet_planner.solve_in`): each
-    search of the portfolio in its own process at once, VROOM on one thread, the better kept;
+    search of the portfolio in its own process at once, on one thread each, the better kept;
     `cpu_s` is the kept search's."""
     problem = problem_of(inst)
     methods = methods_for(problem.request)
@@ -515,7 +508,7 @@ def section(
             "cost at its default 3600 per hour). References: VROOM exploration level 5 (one thread, at most "
             f"{REFERENCE_SECONDS:g} s of wall time, its only limit) and PyVRP ({REFERENCE_SECONDS:g} s of CPU, "
             f"at most {WALL_CAP:g} x as much wall time, every job required); the gap is against the better one. "
-            "Ours: the service's portfolio in two worker processes at its default time limit, twice: as the service "
+            "Ours: the service's portfolio (PyVRP, and VROOM for a quarter of the limit then PyVRP with another seed from its plan) in two worker processes at its default time limit, twice: as the service "
             "runs it (limits in wall time, on this machine shared with other work) and with PyVRP's limit counted "
             "in CPU seconds of its process (what a core of its own gives; the goal's column). The CPU columns say "
             "what each search got. Every answer, ours and the references', went through the independent "

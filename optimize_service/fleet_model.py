@@ -6,6 +6,7 @@ the formatter turns them back into date-times with the start time's offset.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -113,19 +114,24 @@ class FleetRequest:
         return list(dict.fromkeys(vehicle.kind for vehicle in self.vehicles))
 
 
-SMALL_STOPS = 100  # up to here the whole request should take at most 2 s (issue 17)
-SECONDS_PER_STOP_ABOVE = 0.09  # 1 s at 100 stops, 10 s at 200, 30 s (the API's maximum) from 323
+# (stops, seconds) between which the default time limit is interpolated; flat beyond the ends.
+TIME_LIMIT_POINTS = ((50, 1.0), (100, 1.4), (200, 10.0), (433, MAX_TIME_LIMIT_S))
 
 
 def default_time_limit(stops: int) -> float:
-    """Seconds each search may take (VROOM and PyVRP at once). 1 s up to 100 stops: 100 jobs x
-    5 vehicles must answer in 2 s end to end (matrix, solve, five geometries). Above, PyVRP's
-    plan keeps improving for tens of seconds: measured on the seeded instances of `python -m
-    bench fleet` (one core each), at 200 jobs x 10 vehicles 5 s of search were 1.0-1.5 % above
-    the same search at 40-60 s, 10 s 0.05-0.9 %; hence 0.09 s more per stop above 100."""
-    if stops <= SMALL_STOPS:
-        return 1.0
-    return min(MAX_TIME_LIMIT_S, 1.0 + SECONDS_PER_STOP_ABOVE * (stops - SMALL_STOPS))
+    """Seconds each search may take (two at once). 100 jobs x 5 vehicles must answer in 2 s end
+    to end (issue 17): matrix and five geometries took 0.24-0.33 s around a 1 s search, so 1.4 s
+    at 100 stops; 1 s up to 50. Above, PyVRP's plan keeps improving for tens of seconds:
+    measured on the seeded instances of `python -m bench fleet` (one core each), at 200 jobs x
+    10 vehicles 5 s of search were 1.0-1.5 % above the same search at 40-60 s, 10 s 0.05-0.9 %;
+    hence 10 s at 200 stops, growing as fast to the API's 30 s."""
+    (first, low), *_ = TIME_LIMIT_POINTS
+    if stops <= first:
+        return low
+    for (a, at_a), (b, at_b) in itertools.pairwise(TIME_LIMIT_POINTS):
+        if stops <= b:
+            return round(at_a + (at_b - at_a) * (stops - a) / (b - a), 3)
+    return TIME_LIMIT_POINTS[-1][1]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from common.errors import UpstreamError, Violation
+from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet_model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
 from optimize_service.fleet_reasons import explain
@@ -105,10 +105,15 @@ async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution
         return await lane.call(job, solve_fleet, problem)
     alone = replace(problem, threads=1)
     found = await lane.call_each(job, [(solve_method, (alone, method)) for method in methods])
-    if isinstance(found[0], BaseException):  # VROOM's (first) own input checks: a 400
-        raise found[0]
-    # A PyVRP failure leaves VROOM's plan, which models every rule anyway.
-    return better([item for item in found if isinstance(item, FleetSolution)])
+    solutions = [item for item in found if isinstance(item, FleetSolution)]
+    failures = [item for item in found if isinstance(item, BaseException)]
+    refusal = next((item for item in failures if isinstance(item, InvalidParameter)), None)
+    if refusal is not None:  # VROOM's own input checks: a 400
+        raise refusal
+    if not solutions and failures:
+        raise failures[0]
+    # One search failing leaves the other's plan (the chain's VROOM models every rule anyway).
+    return better(solutions)
 
 
 def profile(kind: str, request: FleetRequest) -> dict[str, Any]:

@@ -162,10 +162,14 @@ def vehicle_type(vehicle: FleetVehicle, start: int, end: int, profile: int, unit
 
 
 def solve_pyvrp(
-    problem: FleetProblem, limit_s: float, initial: FleetSolution | None = None, stop: StoppingCriterion | None = None
+    problem: FleetProblem,
+    limit_s: float,
+    initial: FleetSolution | None = None,
+    stop: StoppingCriterion | None = None,
+    seed: int = 0,
 ) -> FleetSolution | None:
     """PyVRP's best in `limit_s` seconds (or until `stop`) as our routes, or None when it
-    serves not every job."""
+    serves not every job. Two searches at once differ by `seed`."""
     began = time.perf_counter()
     model = build_model(problem)
     if not model.jobs:
@@ -177,7 +181,7 @@ def solve_pyvrp(
         result = pyvrp_solve(
             model.data,
             stop=stop or MaxRuntime(limit_s),
-            seed=0,
+            seed=seed,
             collect_stats=False,
             display=False,
             initial_solution=start,

@@ -11,17 +11,27 @@ indexes into the request.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from common.errors import InvalidParameter
 from optimize_service.fleet_model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
 
+if TYPE_CHECKING:  # PyVRP itself only in solver processes
+    from pyvrp.stop import StoppingCriterion
+
 VROOM, PYVRP = "vroom", "pyvrp"
+# A search of the portfolio, not an answer's method: VROOM for CHAIN_VROOM_SHARE of the time
+# limit, then PyVRP (another seed) from VROOM's plan; it answers "vroom" or "pyvrp".
+CHAIN = "vroom-then-pyvrp"
+# VROOM's part of the chain beside a PyVRP search: its plan is the fallback when PyVRP serves
+# not every job, and the second PyVRP's start. On the bench's 100 x 5 instances VROOM's plan
+# after 0.4 s was 10-15 % above the reference and PyVRP's after 1.5 s 1-3 %.
+CHAIN_VROOM_SHARE = 0.25
 EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two threads
 # A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
 NO_ROAD_S = 10_000_000
@@ -73,38 +83,54 @@ def pyvrp_fits(request: FleetRequest) -> bool:
 
 
 def methods_for(request: FleetRequest) -> tuple[str, ...]:
-    """VROOM always (it models every rule and may leave jobs out); PyVRP beside it wherever its
-    model is the whole problem. On the quality bench PyVRP given the same second is ahead of
-    VROOM level 5 by several per cent (see docs/decisions.md, "Fleet routing quality")."""
-    return (VROOM, PYVRP) if pyvrp_fits(request) else (VROOM,)
+    """The searches run at once, one a process. Where PyVRP's model is the whole problem: PyVRP,
+    and beside it the chain (VROOM, then PyVRP with another seed from VROOM's plan), so both
+    cores search with PyVRP, ahead of VROOM level 5 by several per cent on the quality bench,
+    and one PyVRP's bad seed is the other's chance: on the bench's 200 x 10 instances (10 s)
+    one seed was up to 2.3 % above the reference, the better of two at most 0.5 % (docs/decisions.md,
+    "Fleet routing quality"). Elsewhere VROOM alone (it models every rule and may leave jobs out)."""
+    return (PYVRP, CHAIN) if pyvrp_fits(request) else (VROOM,)
 
 
 def time_limit(request: FleetRequest) -> float:
     return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
 
 
-def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+type StopAfter = Callable[[float], StoppingCriterion]  # seconds -> PyVRP's stop (the bench counts CPU)
+
+
+def solve_method(problem: FleetProblem, method: str, stop_after: StopAfter | None = None) -> FleetSolution | None:
     """One search of the portfolio, in its own solver process; None: PyVRP served not every job."""
     if method == PYVRP:
         from optimize_service.fleet_pyvrp import solve_pyvrp  # PyVRP only in solver processes
 
-        return solve_pyvrp(problem, time_limit(problem.request))
+        limit = time_limit(problem.request)
+        return solve_pyvrp(problem, limit, stop=None if stop_after is None else stop_after(limit))
+    if method == CHAIN:
+        return solve_chain(problem, CHAIN_VROOM_SHARE, seed=1, stop_after=stop_after)
     return solve_vroom(problem)
 
 
 def solve_fleet(problem: FleetProblem) -> FleetSolution:
-    """The portfolio in one process: VROOM for half the time limit, then PyVRP from VROOM's
-    plan for the other half, the better kept (a lane with one process, the threaded tests)."""
-    request = problem.request
-    if methods_for(request) == (VROOM,):
+    """The portfolio in one process (a lane with one process, the threaded tests): VROOM for
+    half the time limit, then PyVRP from VROOM's plan for the other half, the better kept."""
+    if methods_for(problem.request) == (VROOM,):
         return solve_vroom(problem)
-    half = time_limit(request) / 2
-    first = solve_vroom(replace(problem, request=replace(request, time_limit_s=half)))
+    return solve_chain(problem, 0.5, seed=0)
+
+
+def solve_chain(problem: FleetProblem, vroom_share: float, seed: int, stop_after: StopAfter | None = None) -> FleetSolution:
+    """VROOM for `vroom_share` of the time limit, PyVRP from its plan for the time left."""
+    request = problem.request
+    limit = time_limit(request)
+    first = solve_vroom(replace(problem, request=replace(request, time_limit_s=limit * vroom_share)))
     from optimize_service.fleet_pyvrp import Infeasible, solve_pyvrp
 
+    left = max(0.0, limit - first.computing_s)
     try:
-        chained = solve_pyvrp(problem, half, initial=first)
-    except Infeasible:  # never seen; VROOM's plan stands, as when the lane runs both at once
+        stop = None if stop_after is None else stop_after(left)
+        chained = solve_pyvrp(problem, left, initial=first, seed=seed, stop=stop)
+    except Infeasible:  # never seen; VROOM's plan stands
         chained = None
     return better([first, chained])
 

@@ -23,7 +23,7 @@ from optimize_service.fleet_parsing import parse_fleet_request
 from optimize_service.fleet_planner import locate, solve_in
 from optimize_service.fleet_pyvrp import solve_pyvrp
 from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import PYVRP, VROOM, FleetProblem, FleetSolution, methods_for, solve_fleet
+from optimize_service.fleet_solver import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution, methods_for, solve_fleet
 from optimize_service.scheduler import Lane
 from tests.optimize_service.test_fleet_app import Client, at, point, post, road_matrix, seeded_instance
 
@@ -88,14 +88,14 @@ def answer_of(problem: FleetProblem, solution: FleetSolution) -> dict[str, Any]:
 # ---------------------------------------------------------------- which searches
 
 
-def test_pyvrp_runs_beside_vroom_only_where_it_models_the_whole_problem() -> None:
+def test_two_pyvrp_searches_run_only_where_it_models_the_whole_problem() -> None:
     now = datetime.now(UTC)
     fits = jobs_only(1, 10, 2)
-    assert methods_for(parse_fleet_request(fits, now)) == (VROOM, PYVRP)
-    assert methods_for(parse_fleet_request(jobs_only(1, 10, 2, open_routes=True, costs=True), now)) == (VROOM, PYVRP)
+    assert methods_for(parse_fleet_request(fits, now)) == (PYVRP, CHAIN)
+    assert methods_for(parse_fleet_request(jobs_only(1, 10, 2, open_routes=True, costs=True), now)) == (PYVRP, CHAIN)
     no_window = jobs_only(1, 10, 2)
     del no_window["jobs"][0]["timeWindows"]  # the whole horizon: still one window
-    assert methods_for(parse_fleet_request(no_window, now)) == (VROOM, PYVRP)
+    assert methods_for(parse_fleet_request(no_window, now)) == (PYVRP, CHAIN)
     two_windows = jobs_only(1, 10, 2)
     two_windows["jobs"][0]["timeWindows"] = [{"start": at(0), "end": at(600)}, {"start": at(3600), "end": at(4000)}]
     skills = jobs_only(1, 10, 2)
@@ -110,11 +110,14 @@ def test_pyvrp_runs_beside_vroom_only_where_it_models_the_whole_problem() -> Non
         assert methods_for(parse_fleet_request(body, now)) == (VROOM,)
 
 
-def test_each_search_s_time_grows_with_the_size_above_100_stops() -> None:
-    """1 s up to 100 stops (100 x 5 within 2 s end to end), 10 s at 200 (PyVRP within 1 % of
-    its 60 s search on the bench), the API's 30 s at most."""
-    assert [default_time_limit(n) for n in (1, 25, 100, 200, 500)] == [1.0, 1.0, 1.0, 10.0, MAX_TIME_LIMIT_S]
-    assert default_time_limit(150) == pytest.approx(5.5)
+def test_each_search_s_time_grows_with_the_size_above_50_stops() -> None:
+    """1 s up to 50 stops, 1.4 s at 100 (100 x 5 within 2 s end to end), 10 s at 200 (PyVRP
+    within 1 % of its 60 s search on the bench), the API's 30 s at most."""
+    assert [default_time_limit(n) for n in (1, 25, 50, 100, 200, 500)] == [1.0, 1.0, 1.0, 1.4, 10.0, MAX_TIME_LIMIT_S]
+    assert default_time_limit(75) == pytest.approx(1.2)
+    assert default_time_limit(150) == pytest.approx(5.7)
+    limits = [default_time_limit(n) for n in range(1, 1001)]
+    assert limits == sorted(limits) and max(limits) == MAX_TIME_LIMIT_S
 
 
 # ---------------------------------------------------------------- PyVRP's plan as our answer
@@ -171,21 +174,25 @@ def two_process_lane() -> Lane:
 
 
 @pytest.mark.parametrize(
-    ("vroom", "pyvrp", "kept"),
+    ("chain", "pyvrp", "kept"),
     [
         (fake(100), fake(95, method=PYVRP), PYVRP),  # cheaper
         (fake(100), fake(105, method=PYVRP), VROOM),
         (fake(100, left=1), fake(120, method=PYVRP), PYVRP),  # serves more
         (fake(100), None, VROOM),  # PyVRP served not every job
-        (fake(100), RuntimeError("lost"), VROOM),  # PyVRP failed: VROOM's plan stands
+        (fake(100), RuntimeError("lost"), VROOM),  # PyVRP failed: the chain's plan stands
+        (RuntimeError("lost"), fake(95, method=PYVRP), PYVRP),  # and the other way round
     ],
 )
 async def test_the_planner_keeps_the_better_plan(
-    monkeypatch: pytest.MonkeyPatch, vroom: FleetSolution, pyvrp: FleetSolution | Exception | None, kept: str
+    monkeypatch: pytest.MonkeyPatch,
+    chain: FleetSolution | Exception,
+    pyvrp: FleetSolution | Exception | None,
+    kept: str,
 ) -> None:
     def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
         assert problem.threads == 1, "each search on one core"
-        found = vroom if method == VROOM else pyvrp
+        found = chain if method == CHAIN else pyvrp
         if isinstance(found, Exception):
             raise found
         return found
@@ -197,9 +204,20 @@ async def test_the_planner_keeps_the_better_plan(
     assert (await solve_in(lane, job, problem)).method == kept
 
 
+async def test_a_failure_of_every_search_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+        raise RuntimeError(f"{method} lost")
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    problem = FleetProblem(parse_fleet_request(jobs_only(1, 5, 2), datetime.now(UTC)), locate_only(), {}, {}, threads=2)
+    lane = two_process_lane()
+    with pytest.raises(RuntimeError, match="lost"):
+        await solve_in(lane, lane.admit(1.0), problem)
+
+
 async def test_vroom_s_refusal_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
-        if method == VROOM:
+        if method == CHAIN:
             raise InvalidParameter("the solver refused the problem: x")
         return fake(1, method=PYVRP)
 
