@@ -132,7 +132,8 @@ def solve_chain(problem: FleetProblem, vroom_share: float, seed: int, stop_after
         chained = solve_pyvrp(problem, left, initial=first, seed=seed, stop=stop)
     except Infeasible:  # never seen; VROOM's plan stands
         chained = None
-    return better([first, chained])
+    # The answer's `solver.timeLimit` is the request's, not the part either search had.
+    return replace(better([first, chained]), time_limit_s=limit)
 
 
 def better(solutions: Sequence[FleetSolution | None]) -> FleetSolution:

@@ -152,6 +152,7 @@ async def test_pyvrp_from_vroom_s_plan_is_never_worse(monaco_route: TestServer) 
     solution = solve_fleet(problem)
     check_feasible(body, answer_of(problem, solution), await road_matrix(monaco_route, body))
     assert solution.method in (VROOM, PYVRP) and not solution.unassigned
+    assert solution.time_limit_s == default_time_limit(50), "the request's limit, not half of it"
 
 
 async def test_the_endpoint_answers_with_the_portfolio(client: Client, monaco_route: TestServer) -> None:
@@ -160,6 +161,7 @@ async def test_the_endpoint_answers_with_the_portfolio(client: Client, monaco_ro
     assert status == 200, answer
     check_feasible(body, answer, await road_matrix(monaco_route, body))
     assert answer["solver"]["method"] in (VROOM, PYVRP) and answer["totals"]["unassigned"] == 0
+    assert answer["solver"]["timeLimit"] == default_time_limit(35)
 
 
 # ---------------------------------------------------------------- keeping the better plan
