@@ -84,8 +84,8 @@ WALL_CLOCK_MARGIN_S = 0.01
 async def after_second(unix: int) -> None:
     """Waits until the clock has passed `unix` (at most a second): a token issued then has an
     `iat` after a revocation made at `unix`, which covers tokens with `iat <= unix`."""
-    # 10 ms beyond: asyncio sleeps on the monotonic clock, `iat` comes from the wall clock, and
-    # a token issued still at `unix` is revoked at birth (a console test's session got 401 so).
+    # 10 ms beyond, defensively: asyncio sleeps on the monotonic clock, `iat` comes from the wall
+    # clock (NTP may slew it), and a token issued still at `unix` would be revoked at birth.
     delay = unix + 1 - time.time()
     if delay > 0:
         await asyncio.sleep(delay + WALL_CLOCK_MARGIN_S)

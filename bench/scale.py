@@ -52,8 +52,8 @@ SERVICES = ["auth_service", "geo_service", "route_service", "optimize_service"]
 TARGET_RATIO = 1.5  # per-request p50 at N x within 1.5x of 1x
 RSS_LIMIT_BYTES = 4e9  # peak import RSS at 30x
 # Linear import: what one more copy of the map costs may grow this much from 1x-10x to 10x-30x.
-# OSRM's extract and contract sort (n log n): each of their steps took 34-36x as long at 30x as
-# at 1x (bench/RESULTS.md, Scale); n log n with 1e5-1e6 nodes a copy predicts 1.08-1.10.
+# OSRM's extract and contract sort (n log n): each of their steps took 34-44x as long at 30x as
+# at 1x (median 36) (bench/RESULTS.md, Scale); n log n with 1e5-1e6 nodes a copy predicts 1.08-1.10.
 PER_COPY_GROWTH = 1.1
 HEIDELBERG_PER_GERMANY = 1600  # ~4 GB of PBF
 HEIDELBERG_PER_EUROPE = 12000  # ~30 GB of PBF

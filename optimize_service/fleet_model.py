@@ -6,10 +6,11 @@ the formatter turns them back into date-times with the start time's offset.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from common.areas import AvoidArea
 from common.geo import LatLon
@@ -125,13 +126,8 @@ def default_time_limit(stops: int) -> float:
     measured on the seeded instances of `python -m bench fleet` (one core each), at 200 jobs x
     10 vehicles 5 s of search were 1.0-1.5 % above the same search at 40-60 s, 10 s 0.05-0.9 %;
     hence 10 s at 200 stops, growing as fast to the API's 30 s."""
-    (first, low), *_ = TIME_LIMIT_POINTS
-    if stops <= first:
-        return low
-    for (a, at_a), (b, at_b) in itertools.pairwise(TIME_LIMIT_POINTS):
-        if stops <= b:
-            return round(at_a + (at_b - at_a) * (stops - a) / (b - a), 3)
-    return TIME_LIMIT_POINTS[-1][1]
+    stops_at, seconds = zip(*TIME_LIMIT_POINTS, strict=True)
+    return round(float(np.interp(stops, stops_at, seconds)), 3)
 
 
 @dataclass(frozen=True)

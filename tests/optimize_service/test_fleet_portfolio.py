@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from aiohttp.test_utils import TestServer
+from pyvrp.stop import MaxRuntime
 
 from common.errors import InvalidParameter
 from common.pools import RestartingPool
@@ -23,7 +24,16 @@ from optimize_service.fleet_parsing import parse_fleet_request
 from optimize_service.fleet_planner import locate, solve_in
 from optimize_service.fleet_pyvrp import solve_pyvrp
 from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution, methods_for, solve_fleet
+from optimize_service.fleet_solver import (
+    CHAIN,
+    PYVRP,
+    VROOM,
+    FleetProblem,
+    FleetSolution,
+    methods_for,
+    solve_fleet,
+    solve_method,
+)
 from optimize_service.scheduler import Lane
 from tests.optimize_service.test_fleet_app import Client, at, point, post, road_matrix, seeded_instance
 
@@ -153,6 +163,25 @@ async def test_pyvrp_from_vroom_s_plan_is_never_worse(monaco_route: TestServer) 
     check_feasible(body, answer_of(problem, solution), await road_matrix(monaco_route, body))
     assert solution.method in (VROOM, PYVRP) and not solution.unassigned
     assert solution.time_limit_s == default_time_limit(50), "the request's limit, not half of it"
+
+
+async def test_the_chain_gives_pyvrp_the_time_vroom_left(monaco_route: TestServer) -> None:
+    """The second process's search (two processes in the lane): VROOM for a quarter of the
+    limit, then PyVRP from its plan for the rest; a feasible plan with the request's limit."""
+    body = jobs_only(6, 40, 3)
+    problem = await problem_for(monaco_route, body)
+    budgets: list[float] = []
+
+    def stop_after(seconds: float) -> MaxRuntime:
+        budgets.append(seconds)
+        return MaxRuntime(seconds)
+
+    solution = solve_method(problem, CHAIN, stop_after=stop_after)
+    assert solution is not None and not solution.unassigned
+    check_feasible(body, answer_of(problem, solution), await road_matrix(monaco_route, body))
+    limit = default_time_limit(40)
+    assert len(budgets) == 1 and limit * 0.5 < budgets[0] < limit, budgets  # VROOM took at most its quarter
+    assert solution.time_limit_s == limit
 
 
 async def test_the_endpoint_answers_with_the_portfolio(client: Client, monaco_route: TestServer) -> None:

@@ -212,5 +212,6 @@ def test_a_failed_graph_build_fails_the_import_with_its_output(tmp_path: Path) -
     # the build runs in a child process (its memory leaves with it): its failure must not pass silently
     broken = tmp_path / "broken.osm.pbf"
     broken.write_bytes(b"not a pbf")
-    with pytest.raises(ImportFailed, match="graph build failed with exit code 1"):
+    with pytest.raises(ImportFailed, match="graph build failed with exit code 1") as failed:
         build_graph(broken, tmp_path / "work", Progress(lambda _: None))
+    assert "PBF error" in str(failed.value), "the child's own error, not only its exit code"
