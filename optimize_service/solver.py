@@ -116,16 +116,22 @@ class Tour:
     time_limit_s: float | None = None
 
 
+# (stops, seconds of search): see default_time_limit.
+TIME_LIMIT_POINTS = ((62, 0.5), (100, 0.8), (200, 1.7), (500, 4.2), (1000, 8.0))
+
+
 def default_time_limit(stops: int) -> float:
-    """Seconds of search: 0.008 s per stop, at least 0.5 s (25 stops reached the 30 s result only
-    after 0.2 s), 3.5 s at 500 stops, then 0.005 s per further stop up to 6 s at 1000. The rest
-    of a request (matrix, geometry) takes ~0.1 s at 100 stops, ~0.8 s at 500 and ~2.5 s at 1000
-    (a 1000-stop request took 5.9 s with a 3.5 s search), so the whole request stays within its
-    goals of 1 s for 100 stops, 5 s for 500 and 10 s for 1000 (bench/optimize.py); at 1000 the
-    extra 2.5 s took the insertion search from +2.9 % to +1.5 % above a 20 s reference."""
-    if stops <= 500:
-        return min(3.5, max(0.5, 0.008 * stops))
-    return min(6.0, 3.5 + 0.005 * (stops - 500))
+    """Seconds of search, interpolated between TIME_LIMIT_POINTS: at least 0.5 s (25 stops reached
+    the 30 s result only after 0.2 s), then as much as the request's wall-time goal leaves (1 s at
+    100 stops, 2 s at 200, 5 s at 500, 10 s at 1000, bench/optimize.py). On the idle machine the
+    rest of a request (matrix, geometry, the hops) took 0.03-0.05 s at 100 stops, 0.09 s at 200,
+    0.26-0.30 s at 500 and 0.74-0.84 s at 1000 around searches of 0.8, 1.6, 3.5 and 6 s (every
+    city's round trips, `python -m bench optimize`), so these limits end a request at about 90 %
+    of its goal. More search was the one lever that helped: on the whole table (87 instances, the
+    60 s references) tours over 1 % went from 9 to 4 against 0.8/1.6/3.5/6 s, and PyVRP's
+    perturbation and neighbourhood sizes did worse than its defaults at 500 stops (scratch runs)."""
+    stops_at, seconds = zip(*TIME_LIMIT_POINTS, strict=True)
+    return round(float(np.interp(stops, stops_at, seconds)), 3)
 
 
 def needs_search(problem: TourProblem) -> bool:
