@@ -25,8 +25,9 @@ async def post(client: Client, body: Any, query: str, headers: dict[str, str]) -
 async def test_a_full_large_lane_answers_503_with_retry_after(client: Client) -> None:
     large = client.app[OPTIMIZER_KEY].scheduler.large
     assert large.queue_size is not None
-    # The lane's own admissions: one request solving for 6 s, the queue full behind it.
-    held = [large.admit(estimate_s(1000, None)) for _ in range(large.queue_size + 1)]
+    # The lane's own admissions: one request solving for 6 s, the queue full behind it (1000
+    # stops asking for 6 s each: at the default 8 s, four already fill OPTIMIZE_QUEUE_SECONDS).
+    held = [large.admit(estimate_s(1000, 6.0)) for _ in range(large.queue_size + 1)]
     held[0].started = large.clock()
     try:
         status, headers, legacy = await post(client, stops(15), "?timeLimit=5", LEGACY)  # 5 s: large
