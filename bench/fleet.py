@@ -468,7 +468,7 @@ def run() -> str:
         log(rows[-1])
         gaps.setdefault((inst.jobs, inst.vehicles), []).append((gap_pct(mine, best), gap_pct(idle, best)))
     searches.shutdown()
-    walls = {city: end_to_end_tries(city, E2E_REPEATS) for city in BENCH_CITIES[:2]} if E2E_REPEATS else {}
+    walls = {city: end_to_end_tries(city, E2E_REPEATS) for city in BENCH_CITIES} if E2E_REPEATS else {}
     return section(rows, gaps, walls, len(insts))
 
 

@@ -28,6 +28,7 @@ from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 
 from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
 from optimize_service.ils import iterated_local_search
+from optimize_service.time_limits import interpolated_seconds
 
 # Durations are solved in tenths of a second: OR-Tools needs integers, OSRM gives 0.1 s.
 COST_SCALE = 10
@@ -130,8 +131,7 @@ def default_time_limit(stops: int) -> float:
     of its goal. More search was the one lever that helped: on the whole table (87 instances, the
     60 s references) tours over 1 % went from 9 to 4 against 0.8/1.6/3.5/6 s, and PyVRP's
     perturbation and neighbourhood sizes did worse than its defaults at 500 stops (scratch runs)."""
-    stops_at, seconds = zip(*TIME_LIMIT_POINTS, strict=True)
-    return round(float(np.interp(stops, stops_at, seconds)), 3)
+    return interpolated_seconds(TIME_LIMIT_POINTS, stops)
 
 
 def needs_search(problem: TourProblem) -> bool:
