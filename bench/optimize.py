@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.maps import map_dir
 from bench.optimize_instances import (
     CACHE_DIR,
     CAPACITY_FACTOR,
@@ -95,6 +96,7 @@ class Settings:
     fairness_tries: int
     burst: int
     load: bool
+    merged: bool  # the round trips again on all five extracts loaded as one map
 
     @property
     def full(self) -> bool:
@@ -116,6 +118,7 @@ def settings_from_env() -> Settings:
         fairness_tries=int(os.environ.get("BENCH_OPTIMIZE_FAIRNESS_TRIES", "20")),
         burst=int(os.environ.get("BENCH_OPTIMIZE_BURST", "8")),
         load=os.environ.get("BENCH_OPTIMIZE_LOAD", "1") != "0",
+        merged=os.environ.get("BENCH_OPTIMIZE_MERGED", "1") != "0",
     )
 
 
@@ -228,17 +231,30 @@ def answered_order(inst: Instance, body: Json) -> list[int]:
 def city_stack(city: str, data_dir: Path) -> Iterator[Client]:
     """Auth, route and optimize services and the gateway on the city's cached map."""
     network(city)  # imports the map into the cache (a no-op when done) and makes it current there
+    with platform_stack(CACHE_DIR / "maps" / city, data_dir, instance(city, SMALL_SIZE, ROUND_TRIP)) as client:
+        yield client
+
+
+@contextmanager
+def merged_stack(data_dir: Path, warm_up_with: Instance) -> Iterator[Client]:
+    """The same platform on all five extracts imported together as one map (`bench.maps`)."""
+    with platform_stack(map_dir("all"), data_dir, warm_up_with) as client:
+        yield client
+
+
+@contextmanager
+def platform_stack(maps: Path, data_dir: Path, warm_up_with: Instance) -> Iterator[Client]:
     stack = Stack(
         data_dir=data_dir,
         ports={name: free_port() for name in DEFAULT_PORTS},
         redis_port=free_port(),
         services=["auth_service", "route_service", "optimize_service"],
-        extra_env={"LOG_LEVEL": "WARNING", "MAP_DIR": str(CACHE_DIR / "maps" / city)},
+        extra_env={"LOG_LEVEL": "WARNING", "MAP_DIR": str(maps)},
     )
     stack.start()
     try:
         client = Client(stack, stack.login())
-        client.optimize(instance(city, SMALL_SIZE, ROUND_TRIP))  # first requests load OSRM and solvers
+        client.optimize(warm_up_with)  # first requests load OSRM and solvers
         yield client
     finally:
         stack.stop()
@@ -446,9 +462,17 @@ class Load:
     burst: Burst
 
 
-def stack_measurements(settings: Settings, insts: list[Instance]) -> tuple[list[EndToEnd], Load | None]:
+@dataclass(frozen=True)
+class StackResults:
+    e2e: list[EndToEnd]  # each city's round trips on a platform serving that extract alone
+    load: Load | None
+    merged: list[EndToEnd]  # the same round trips on one platform serving all five extracts
+
+
+def stack_measurements(settings: Settings, insts: list[Instance]) -> StackResults:
     """One stack per city in turn: the round trips end to end; on the load city, first the
-    memory (so that idle is idle), then the round trips, then fairness and the burst."""
+    memory (so that idle is idle), then the round trips, then fairness and the burst. Then
+    one stack on all five extracts as one map: every round trip again."""
     load_city = next((c for c in settings.cities if LOAD_SIZE in supported_sizes(c)), None) if settings.load else None
     rows: list[EndToEnd] = []
     load: Load | None = None
@@ -469,7 +493,21 @@ def stack_measurements(settings: Settings, insts: list[Instance]) -> tuple[list[
                     small = instance(city, SMALL_SIZE, ROUND_TRIP)
                     fair = fairness(client, big, small, settings.fairness_tries)
                     load = Load(city, mem, fair, burst(client, big, settings.burst))
-    return rows, load
+        merged = merged_measurements(settings, insts, Path(tmp) / "all") if settings.merged else []
+    return StackResults(rows, load, merged)
+
+
+def merged_measurements(settings: Settings, insts: list[Instance], data_dir: Path) -> list[EndToEnd]:
+    round_trips = [i for i in insts if i.shape == ROUND_TRIP]
+    if not round_trips:
+        return []
+    log("   stack for all five extracts as one map")
+    rows = []
+    with merged_stack(data_dir, instance(round_trips[0].city, SMALL_SIZE, ROUND_TRIP)) as client:
+        for inst in round_trips:
+            rows.append(end_to_end(client, inst, settings.e2e_repeats))
+            log(f"   end to end on all five, {inst.key}: {statistics.median(rows[-1].walls_s):.2f} s")
+    return rows
 
 
 # ---------------------------------------------------------------- report
@@ -554,6 +592,36 @@ def e2e_rows(e2e: list[EndToEnd], refs: dict[tuple[str, str], Result]) -> list[s
     return rows
 
 
+def merged_section(merged: list[EndToEnd], own: list[EndToEnd], refs: dict[tuple[str, str], Result]) -> list[str]:
+    """The round trips on one platform serving all five extracts, beside the same request on a
+    platform serving the city's extract alone (the matrix, snapping and geometry run on the
+    larger map; the solver sees the same problem)."""
+    if not merged:
+        return ["All five extracts as one map: skipped (BENCH_OPTIMIZE_MERGED=0, or no round trip in the run).", ""]
+    alone = {row.inst.key: statistics.median(row.walls_s) for row in own}
+    rows = []
+    for row in merged:
+        median = statistics.median(row.walls_s)
+        gap = gap_pct(row.duration_s, best_of(refs, row.inst.key).duration_s)
+        base = alone.get(row.inst.key)
+        ratio = f"{median / base:.2f}" if base else "-"
+        rows.append(
+            f"| {row.inst.city} | {row.inst.size} | {median:.2f} | {max(row.walls_s):.2f} | "
+            f"{mark(wall_ok(row.inst.size, median))} | {'-' if base is None else f'{base:.2f}'} | {ratio} | "
+            f"{row.method} | {row.duration_s:.0f} | {gap:+.2f} % | {mark(gap <= GAP_GOAL_PCT)} |"
+        )
+    return [
+        "All five extracts loaded as one map (one platform whose map holds Heidelberg, Munich, Helsinki, Monaco and "
+        "Andorra, `bench/maps.py` \"all\"): the same round trips, the same repeats; the tour is scored on the "
+        "city's own matrix, so a different matrix on the larger map would show as a gap:",
+        "",
+        "| city | stops | wall median (s) | wall max (s) | goal | alone: wall median (s) | ratio | method | tour (s) | gap | ≤ 1 % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def load_section(load: Load | None, settings: Settings) -> list[str]:
     if load is None:
         return ["Load measurements skipped (BENCH_OPTIMIZE_LOAD=0, or no city of the run holds 1000 stops)."]
@@ -612,10 +680,10 @@ def report(
     insts: list[Instance],
     ours: dict[str, Ours],
     refs: dict[tuple[str, str], Result],
-    stacks: tuple[list[EndToEnd], Load | None],
+    stacks: StackResults,
     elapsed_s: float,
 ) -> str:
-    e2e, load = stacks
+    e2e, load = stacks.e2e, stacks.load
     quick = "" if settings.full else " (a partial run: its settings are in the command)"
     command = " ".join(
         [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_OPTIMIZE_")] + ["python -m bench optimize"]
@@ -661,6 +729,7 @@ def report(
         "|---|---|---|---|---|---|---|---|",
         *e2e_rows(e2e, refs),
         "",
+        *merged_section(stacks.merged, e2e, refs),
         *load_section(load, settings),
     ]
     return "\n".join(lines)
