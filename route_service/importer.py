@@ -29,6 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -41,12 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from common.datasets import Progress, dataset_name, file_sha256, publish_current, write_json_atomic
+from common.geo import Bounds
 from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
 from route_service import osrm_profiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
+from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extent, read_components, tiny_main_networks
 
-IMPORTER_VERSION = "2"  # 2: car and truck contracted for matrices; small maps re-extracted
+IMPORTER_VERSION = "3"  # 3: every input's main network routable (osrm_components); 2: car and truck contracted
 ALGORITHMS = ("mld+ch", "mld", "ch")
 # MLD answers routes (several alternatives, the faster import of the two), CH the car and truck
 # matrices: a 100x100 car table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in
@@ -135,20 +138,6 @@ _COUNTS = {
 }
 
 
-# OSRM snaps a point to a "large" strongly connected component (>= 1000 nodes by default) and
-# searches up to the whole radius for one. A small map (central Helsinki: 72 components, none of
-# 1000 nodes) has none, so every coordinate searched the whole radius: 0.32 ms a point, 64 ms
-# to snap a 100x100 matrix. Re-extracted with this size, its main network counts as large.
-SMALL_MAP_COMPONENT_NODES = 50
-_SCC_COUNTS = re.compile(r"Found \d+ SCC \((\d+) large")
-
-
-def has_large_component(logfile: Path) -> bool:
-    """Whether the last osrm-extract in the log found a large component (True when unsaid)."""
-    found = _SCC_COUNTS.findall(logfile.read_text(errors="replace"))
-    return not found or int(found[-1]) > 0
-
-
 def parse_counts(log_text: str) -> dict[str, int]:
     """Graph sizes from osrm-extract's log (the tool reports them nowhere else)."""
     counts: dict[str, int] = {}
@@ -189,22 +178,56 @@ def build_profile(
     threads: int,
     progress: Progress,
     extract_gate: AbstractContextManager[Any] | None = None,
+    extents: Sequence[Bounds | None] = (),
 ) -> dict[str, Any]:
-    """One profile's OSRM files; its extract (and a small map's second one) inside `extract_gate`."""
+    """One profile's OSRM files; its extracts inside `extract_gate`. `extents`: where each input
+    lies, so that each one's main network can be kept routable (`extract`)."""
     profile_dir = work / "osrm" / profile
     profile_dir.mkdir(parents=True)
     base, logfile = profile_dir / "map.osrm", profile_dir / "import.log"
     start = time.perf_counter()
+    component_size = SMALL_COMPONENT_SIZES[0]
     for tool, args in osrm_steps(profile, pbf, base, algorithm, threads):
         with extract_gate if tool == "extract" and extract_gate is not None else nullcontext():
-            progress.run(f"{tool} {profile}", partial(run_osrm, tool, args, logfile))
-            if tool == "extract" and not has_large_component(logfile):
-                small = ["--small-component-size", str(SMALL_MAP_COMPONENT_NODES)]
-                progress.run(f"extract {profile} (small map)", partial(run_osrm, tool, [*small, *args], logfile))
+            if tool == "extract":
+                component_size = extract(profile, args, base, logfile, extents, progress)
+            else:
+                progress.run(f"{tool} {profile}", partial(run_osrm, tool, args, logfile))
     stats: dict[str, Any] = {"algorithm": algorithm, "seconds": round(time.perf_counter() - start, 2)}
+    stats["small_component_size"] = component_size
     stats.update(parse_counts(logfile.read_text(errors="replace")))
     stats["bytes"] = dir_bytes(profile_dir)
     return stats
+
+
+def extract(
+    profile: str, args: Sequence[str], base: Path, logfile: Path, extents: Sequence[Bounds | None], progress: Progress
+) -> int:
+    """osrm-extract, then again with smaller `--small-component-size`s until no input's main
+    network is one OSRM counts as tiny (`route_service.osrm_components`); the size kept."""
+    progress.run(f"extract {profile}", partial(run_osrm, "extract", args, logfile))
+    size = SMALL_COMPONENT_SIZES[0]
+    for smaller in SMALL_COMPONENT_SIZES[1:]:
+        cut_off = inputs_cut_off(base, extents, logfile)
+        if not cut_off:
+            break
+        size = smaller
+        step = f"extract {profile} (input {', '.join(map(str, cut_off))} tiny: components of {size} nodes count)"
+        progress.run(step, partial(run_osrm, "extract", ["--small-component-size", str(size), *args], logfile))
+    return size
+
+
+def inputs_cut_off(base: Path, extents: Sequence[Bounds | None], logfile: Path) -> list[int]:
+    """The inputs whose main network the extract at `base` counts as tiny; none when its files
+    cannot be read (said in the log: OSRM's choice then stands)."""
+    if not any(extents):
+        return []
+    try:
+        return tiny_main_networks(read_components(base), extents)
+    except (OSError, KeyError, ValueError, tarfile.TarError) as exc:
+        with logfile.open("a") as out:
+            out.write(f"[importer] components not read, OSRM's tiny components kept: {exc}\n")
+        return []
 
 
 def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any]:
@@ -243,7 +266,13 @@ def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
 
 
 def build_parts(
-    profiles: Sequence[str], pbf: Path, work: Path, algorithm: str, jobs: int, progress: Progress
+    profiles: Sequence[str],
+    pbf: Path,
+    work: Path,
+    algorithm: str,
+    jobs: int,
+    progress: Progress,
+    extents: Sequence[Bounds | None] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every OSRM profile and the emergency graph, `jobs` of them at a time.
 
@@ -258,7 +287,7 @@ def build_parts(
         futures = {}
         for p in import_order(profiles):
             gate = wide_extract if p.startswith(WIDE_PROFILES) else None
-            futures[p] = pool.submit(build_profile, p, pbf, work, algorithm, threads, progress, gate)
+            futures[p] = pool.submit(build_profile, p, pbf, work, algorithm, threads, progress, gate, extents)
         return {p: futures[p].result() for p in profiles}, graph.result()
 
 
@@ -273,7 +302,8 @@ def build_dataset(
 ) -> dict[str, Any]:
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
-    per_profile, graph = build_parts(profiles, pbf, work, algorithm, jobs, progress)
+    extents = progress.run("input extents", lambda: [input_extent(p) for p in inputs])
+    per_profile, graph = build_parts(profiles, pbf, work, algorithm, jobs, progress, extents)
     first = next(iter(per_profile.values()))
     return {
         "hash": digest,

@@ -19,13 +19,13 @@ from route_service.importer import (
     ImportFailed,
     ImportResult,
     build_graph,
-    has_large_component,
     import_maps,
     import_order,
     main,
     parse_counts,
 )
 from route_service.model import MatrixQuery, RouteQuery
+from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extent, read_components, tiny_main_networks
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
@@ -157,21 +157,23 @@ def test_heidelberg_import_has_all_profiles_and_the_graph(heidelberg_maps: Impor
 
 
 def test_a_map_without_a_large_component_is_extracted_again(tmp_path: Path, shared_osm: Path) -> None:
-    """Central Helsinki has no car component of 1000 nodes: without the second extract every
-    snapped point searched the whole radius for one (0.32 ms a point)."""
+    """Central Helsinki has no car component of OSRM's 1000 nodes: extracted again with smaller
+    sizes until its main network counts as large (without it every snapped point searched the
+    whole radius for one, 0.32 ms a point), but not down to the smallest size."""
     result = import_maps([shared_osm / "helsinki.osm.pbf"], tmp_path, profiles=["car-fastest"], progress=QUIET)
-    log = (result.dataset_dir / "osrm" / "car-fastest" / "import.log").read_text()
-    assert log.count("osrm extract") == 2 and "--small-component-size 50" in log
+    base = result.dataset_dir / "osrm" / "car-fastest" / "map.osrm"
+    log = (base.parent / "import.log").read_text()
+    size = result.manifest["profiles"]["car-fastest"]["small_component_size"]
+    assert SMALL_COMPONENT_SIZES[-1] < size < SMALL_COMPONENT_SIZES[0]
+    assert log.count("osrm extract") >= 2 and f"--small-component-size {size}" in log
+    extent = input_extent(shared_osm / "helsinki.osm.pbf")
+    assert tiny_main_networks(read_components(base), [extent]) == []
 
 
-def test_the_scc_count_of_the_last_extract_decides(tmp_path: Path) -> None:
-    log = tmp_path / "import.log"
-    log.write_text("[info] Found 72 SCC (0 large, 72 small)\n")
-    assert not has_large_component(log)
-    log.write_text("[info] Found 444 SCC (1 large, 443 small)\n")
-    assert has_large_component(log)
-    log.write_text("no counts\n")
-    assert has_large_component(log), "unknown: OSRM's default stays"
+def test_a_large_map_keeps_osrms_component_size(heidelberg_maps: ImportResult) -> None:
+    for profile, stats in heidelberg_maps.manifest["profiles"].items():
+        assert stats["small_component_size"] == SMALL_COMPONENT_SIZES[0], profile
+        assert "--small-component-size" not in (heidelberg_maps.dataset_dir / "osrm" / profile / "import.log").read_text()
 
 
 def test_wide_profiles_alternate_with_narrow_ones() -> None:
