@@ -32,6 +32,12 @@ NamedPoint = tuple[str, LatLon]
 # another, at most MAX_REFERENCES of them. A point that reaches none of them, or that none
 # reaches, is cut off from the main network.
 MAX_REFERENCES = 8
+# A map of several areas that no road joins (extracts of several countries loaded together)
+# has a main network per area: the largest such group among the samples of each area, when at
+# least MIN_AREA_SAMPLES samples lie on it (a fenced site that one sample fell on is not an
+# area). On all five shared extracts merged, the 64 samples put 4 on central Helsinki, whose
+# points were otherwise all "cut off" from Heidelberg's network (2026-11-26).
+MIN_AREA_SAMPLES = 2
 
 
 class RoadNetwork(Protocol):
@@ -55,7 +61,7 @@ class SnapDiagnostics:
         self.roads = roads
         self.bounds = bounds
         self.samples = list(samples)
-        self._references: dict[tuple[str, str], list[LatLon]] = {}
+        self._areas: dict[tuple[str, str], list[list[LatLon]]] = {}
         self._lock = threading.Lock()
 
     def explain(self, error: ApiError, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> ApiError:
@@ -120,12 +126,17 @@ class SnapDiagnostics:
     # ------------------------------------------------------------ on a piece of road cut off
 
     def cut_off(self, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> list[Violation]:
-        references = self.references(vehicle, route_type)
+        """Points on a piece of road that the main network of no area both leaves to and
+        reaches; else, when the points lie in different areas, each point outside the first
+        one's area."""
+        areas = self.areas(vehicle, route_type)
+        references = [p for area in areas for p in area]
         if not references or not points:
             return []
         located = [point for _, point in points]
-        leaves = self.roads.reachable(vehicle, route_type, located, references).any(axis=1)
-        reached = self.roads.reachable(vehicle, route_type, references, located).any(axis=0)
+        leaving = self.roads.reachable(vehicle, route_type, located, references)
+        reaching = self.roads.reachable(vehicle, route_type, references, located)
+        leaves, reached = leaving.any(axis=1), reaching.any(axis=0)
         found = []
         for (name, point), out, into in zip(points, leaves, reached, strict=True):
             if out and into:
@@ -140,22 +151,59 @@ class SnapDiagnostics:
                 how = "routes reach it but none leaves it (one-way roads or turn restrictions)"
             message = f"this point snaps onto {where}, on a piece of road cut off from the rest of the {vehicle} network: {how}"
             found.append(Violation(name, message, NoRouteFound.code, NoRouteFound.type))
-        return found
+        return found or self.other_areas(points, areas, leaving, vehicle)
+
+    def other_areas(
+        self, points: Sequence[NamedPoint], areas: list[list[LatLon]], leaving: np.ndarray, vehicle: str
+    ) -> list[Violation]:
+        """Each point whose area (the area whose main network it reaches) is not the first point's."""
+        first = 0
+        bounds = np.cumsum([len(area) for area in areas])[:-1]
+        reach_area = [np.flatnonzero([part.any() for part in np.split(row, bounds)]) for row in leaving]
+        if len(areas) < 2 or not len(reach_area[first]):
+            return []
+        home = set(reach_area[first].tolist())
+        first_name = points[first][0]
+        return [
+            Violation(
+                name,
+                f"this point lies in another area of the map than {first_name}, and no {vehicle} road joins the two",
+                NoRouteFound.code,
+                NoRouteFound.type,
+            )
+            for (name, _), reached_areas in zip(points, reach_area, strict=True)
+            if not home.intersection(reached_areas.tolist())
+        ]
 
     def references(self, vehicle: str, route_type: str) -> list[LatLon]:
-        """Points of the main network for one profile, found once (one table among the samples)."""
+        """Points of the map's largest main network for one profile, found once (one table
+        among the samples)."""
+        areas = self.areas(vehicle, route_type)
+        return areas[0] if areas else []
+
+    def areas(self, vehicle: str, route_type: str) -> list[list[LatLon]]:
+        """Reference points of each area's main network (the first: the map's largest)."""
         key = (vehicle, route_type)
         with self._lock:
-            if key not in self._references:
-                self._references[key] = self.find_references(vehicle, route_type)
-            return self._references[key]
+            if key not in self._areas:
+                self._areas[key] = self.find_areas(vehicle, route_type)
+            return self._areas[key]
 
-    def find_references(self, vehicle: str, route_type: str) -> list[LatLon]:
+    def find_areas(self, vehicle: str, route_type: str) -> list[list[LatLon]]:
+        """Per group of samples joined by roads in any direction, its largest group that can all
+        reach one another; largest first, the map's largest area even below MIN_AREA_SAMPLES."""
         snapped = {s.location for p in self.samples if (s := self.roads.nearest_road(vehicle, route_type, p))}
         candidates = sorted(snapped, key=lambda p: (p.lat, p.lon))
         if not candidates:
             return []
         linked = self.roads.reachable(vehicle, route_type, candidates, candidates)
-        _, labels = connected_components(csr_array(linked), directed=True, connection="strong")
-        biggest = np.bincount(labels).argmax()
-        return [p for p, label in zip(candidates, labels, strict=True) if label == biggest][:MAX_REFERENCES]
+        _, strong = connected_components(csr_array(linked), directed=True, connection="strong")
+        _, weak = connected_components(csr_array(linked), directed=True, connection="weak")
+        sizes = np.bincount(strong)
+        mains: dict[int, int] = {}
+        for label in np.argsort(-sizes, kind="stable"):
+            area = weak[np.flatnonzero(strong == label)[0]]
+            mains.setdefault(int(area), int(label))
+        groups = [[p for p, lab in zip(candidates, strong, strict=True) if lab == label] for label in mains.values()]
+        groups.sort(key=len, reverse=True)
+        return [group[:MAX_REFERENCES] for i, group in enumerate(groups) if i == 0 or len(group) >= MIN_AREA_SAMPLES]

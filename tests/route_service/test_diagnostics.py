@@ -18,7 +18,7 @@ from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
 from route_service.graph_format import read_graph
 from route_service.importer import ImportResult
-from route_service.model import CostQuery, MatrixQuery, RouteQuery, WaypointsQuery
+from route_service.model import CostQuery, MatrixQuery, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import EVERY_MAP
 
@@ -124,11 +124,12 @@ def test_waypoints_and_costs_name_their_own_points(loaded: Loaded) -> None:
 
 def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
     """A road node that car routes can leave (or not) and reach (or not), never both, if the
-    map has one among 3000 sampled."""
+    map has one among 3000 sampled: judged against the main network of every area of the map
+    (on all five merged, a point of Helsinki's network is in another area, not cut off)."""
     nodes = read_graph(loaded.dataset.path / "graph")
     order = np.random.default_rng(7).permutation(len(nodes["node_lat"]))[:3000]
     points = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in order]
-    references = loaded.main_network()
+    references = [p for area in loaded.diagnostics.areas("car", "fastest") for p in area]
     roads = loaded.diagnostics.roads
     for first in range(0, len(points), 500):
         batch = points[first : first + 500]
@@ -195,3 +196,50 @@ def test_a_dataset_without_samples_keeps_the_engines_error() -> None:
     original = NoRouteFound("no car route connects the points", parameter="to")
     explained = SnapDiagnostics(NoRoads(), None).explain(original, [("from", LatLon(1, 1))], "car", "fastest")
     assert explained is original
+
+
+def test_a_route_between_two_areas_of_a_merged_map_blames_the_other_area(
+    city_maps: Callable[[str], ImportResult],
+) -> None:
+    """On all five extracts as one map, Helsinki's main network is an area of its own: a point on
+    it is not "cut off" (it was, judged against Heidelberg's larger network), and a route from it
+    to Heidelberg names `to` as lying in another area."""
+    merged, helsinki, heidelberg = (registry_of(city_maps(name)) for name in ("all", "helsinki", "heidelberg"))
+    assert merged.diagnostics is not None and helsinki.diagnostics is not None and heidelberg.diagnostics is not None
+    origin = helsinki.diagnostics.references("car", "fastest")[0]
+    destination = heidelberg.diagnostics.references("car", "fastest")[0]
+    areas = merged.diagnostics.areas("car", "fastest")
+    assert len(areas) >= 2, "Heidelberg's and Helsinki's networks are areas of the merged map"
+    error = failure(lambda: merged.providers["osrm"].route(RouteQuery(origin, destination, steps=False)))
+    assert isinstance(error, NoRouteFound), error
+    assert [v.parameter for v in error.violations] == ["to"], error.detail
+    assert "another area of the map than from" in error.detail and "cut off" not in error.detail
+    within = merged.providers["osrm"].route(
+        RouteQuery(origin, helsinki.diagnostics.references("car", "fastest")[-1], steps=False)
+    )
+    assert within.routes
+
+
+class TwoAreas:
+    """Samples 0-2 reach each other, 3-4 reach each other, 5 reaches nothing; no area joins another."""
+
+    groups = ({0, 1, 2}, {3, 4}, {5})
+
+    def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> Snapped:
+        return Snapped(point, 0.0, "")
+
+    def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
+        def group(p: LatLon) -> int:
+            return next(i for i, g in enumerate(self.groups) if int(p.lat) in g)
+
+        return np.array([[group(s) == group(d) for d in destinations] for s in sources])
+
+
+def test_areas_are_the_main_networks_that_several_samples_lie_on() -> None:
+    samples = [LatLon(float(i), 0.0) for i in range(6)]
+    areas = SnapDiagnostics(TwoAreas(), None, samples).areas("car", "fastest")
+    assert [[int(p.lat) for p in area] for area in areas] == [[0, 1, 2], [3, 4]]
+
+
+def registry_of(result: ImportResult) -> ProviderRegistry:
+    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
