@@ -29,7 +29,7 @@ from pathlib import Path
 import osrm
 
 from bench.http_load import Coords, Load, LoadResult, find_wrk, run_load
-from bench.maps import EVERY_MAP, bench_map, map_dir
+from bench.maps import EVERY_MAP, BenchMap, bench_map
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.redis_server import free_port, wait_for_port
 from launcher.stack import Stack
@@ -339,9 +339,9 @@ def measure_variants(data_dir: Path, coords: list[Coords], wrk: str | None, seco
 EVERY_MAP_PAIRS = 300
 
 
-def map_pairs(name: str, count: int = EVERY_MAP_PAIRS) -> list[Coords]:
+def map_pairs(loaded: BenchMap, count: int = EVERY_MAP_PAIRS) -> list[Coords]:
     """Pairs of seeded road nodes of the map's (largest) main network: every pair routes."""
-    points = bench_map(name).road_points(2 * count, SEED)
+    points = loaded.road_points(2 * count, SEED)
     return [(a.lat, a.lon, b.lat, b.lon) for a, b in zip(points[::2], points[1::2], strict=False)]
 
 
@@ -354,11 +354,12 @@ def measure_every_map(wrk: str | None, seconds: float, work: Path) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in EVERY_MAP:
-        coords = map_pairs(name)
-        map_osrm = bench_map(name).dataset.path / "osrm" / PROFILE / "map.osrm"
+        loaded = bench_map(name)
+        coords = map_pairs(loaded)
+        map_osrm = loaded.dataset.path / "osrm" / PROFILE / "map.osrm"
         runner = Runner(wrk, seconds)
         runner.runs = 500
-        with platform(work / f"every-{name}", {"MAP_DIR": str(map_dir(name))}) as stack, osrm_routed(
+        with platform(work / f"every-{name}", {"MAP_DIR": str(loaded.dataset.path.parent)}) as stack, osrm_routed(
             map_osrm, work / f"osrm-routed-{name}.log"
         ) as routed:
             reference = Load(routed[0], OSRM_PATH, coords, {}, lonlat=True)

@@ -156,23 +156,23 @@ class SnapDiagnostics:
     def other_areas(
         self, points: Sequence[NamedPoint], areas: list[list[LatLon]], leaving: np.ndarray, vehicle: str
     ) -> list[Violation]:
-        """Each point whose area (the area whose main network it reaches) is not the first point's."""
-        first = 0
-        bounds = np.cumsum([len(area) for area in areas])[:-1]
-        reach_area = [np.flatnonzero([part.any() for part in np.split(row, bounds)]) for row in leaving]
-        if len(areas) < 2 or not len(reach_area[first]):
+        """Each point whose areas (those whose main network it reaches) are not the first point's."""
+        if len(areas) < 2:
             return []
-        home = set(reach_area[first].tolist())
-        first_name = points[first][0]
+        ends = np.cumsum([len(area) for area in areas])[:-1]
+        reached = [{i for i, part in enumerate(np.split(row, ends)) if part.any()} for row in leaving]
+        if not reached[0]:
+            return []
+        first = points[0][0]
         return [
             Violation(
                 name,
-                f"this point lies in another area of the map than {first_name}, and no {vehicle} road joins the two",
+                f"this point lies in another area of the map than {first}, and no {vehicle} road joins the two",
                 NoRouteFound.code,
                 NoRouteFound.type,
             )
-            for (name, _), reached_areas in zip(points, reach_area, strict=True)
-            if not home.intersection(reached_areas.tolist())
+            for (name, _), its_areas in zip(points, reached, strict=True)
+            if not reached[0] & its_areas
         ]
 
     def references(self, vehicle: str, route_type: str) -> list[LatLon]:

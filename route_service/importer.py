@@ -47,7 +47,7 @@ from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
 from route_service import osrm_profiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
-from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extent, read_components, tiny_main_networks
+from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extents, read_components, tiny_main_networks
 
 IMPORTER_VERSION = "3"  # 3: every input's main network routable (osrm_components); 2: car and truck contracted
 ALGORITHMS = ("mld+ch", "mld", "ch")
@@ -177,8 +177,8 @@ def build_profile(
     algorithm: str,
     threads: int,
     progress: Progress,
-    extract_gate: AbstractContextManager[Any] | None = None,
-    extents: Sequence[Bounds | None] = (),
+    extract_gate: AbstractContextManager[Any] | None,
+    extents: Sequence[Bounds | None],
 ) -> dict[str, Any]:
     """One profile's OSRM files; its extracts inside `extract_gate`. `extents`: where each input
     lies, so that each one's main network can be kept routable (`extract`)."""
@@ -272,7 +272,7 @@ def build_parts(
     algorithm: str,
     jobs: int,
     progress: Progress,
-    extents: Sequence[Bounds | None] = (),
+    extents: Sequence[Bounds | None],
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every OSRM profile and the emergency graph, `jobs` of them at a time.
 
@@ -302,7 +302,7 @@ def build_dataset(
 ) -> dict[str, Any]:
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
-    extents = progress.run("input extents", lambda: [input_extent(p) for p in inputs])
+    extents = progress.run("input extents", lambda: input_extents(inputs))
     per_profile, graph = build_parts(profiles, pbf, work, algorithm, jobs, progress, extents)
     first = next(iter(per_profile.values()))
     return {

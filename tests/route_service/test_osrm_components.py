@@ -13,12 +13,14 @@ import pytest
 from common.geo import Bounds, LatLon
 from route_service.dataset import Dataset
 from route_service.graph_format import read_graph
-from route_service.importer import ImportResult
+from route_service.importer import ImportResult, inputs_cut_off
 from route_service.model import MatrixQuery
 from route_service.osrm_components import (
     SMALL_COMPONENT_SIZES,
+    WHOLE_MAP,
     Components,
     input_extent,
+    input_extents,
     read_components,
     tiny_main_networks,
 )
@@ -58,6 +60,21 @@ def test_inputs_without_roads_or_extent_are_skipped() -> None:
 def test_the_sizes_tried_fall_from_osrms_default() -> None:
     assert SMALL_COMPONENT_SIZES[0] == 1000
     assert list(SMALL_COMPONENT_SIZES) == sorted(SMALL_COMPONENT_SIZES, reverse=True)
+
+
+def test_one_input_is_the_whole_map_without_reading_it(tmp_path: Path) -> None:
+    assert input_extents([tmp_path / "not-read.osm.pbf"]) == [WHOLE_MAP]
+
+
+def test_component_files_that_cannot_be_read_keep_osrms_choice(tmp_path: Path) -> None:
+    """A truncated or foreign extract (another OSRM version) is no reason to fail an import:
+    OSRM's tiny components stand, and the log says so."""
+    base, log = tmp_path / "map.osrm", tmp_path / "import.log"
+    for suffix in (".ebg_nodes", ".geometry", ".nbg_nodes"):
+        Path(f"{base}{suffix}").write_bytes(b"not a tar archive")
+    assert inputs_cut_off(base, [NORTH, SOUTH], log) == []
+    assert "components not read" in log.read_text()
+    assert inputs_cut_off(tmp_path / "missing.osrm", [NORTH], log) == []
 
 
 @pytest.mark.parametrize("city", CITIES)
