@@ -13,10 +13,12 @@ from optimize_service.solver import (
     CHEAPEST_ARC_MAX_STOPS,
     CHRISTOFIDES,
     LOCAL_CHEAPEST_INSERTION,
+    MAX_RESTARTS,
     MIXED_ENGINES_MAX_STOPS,
     OR_TOOLS,
     PATH_CHEAPEST_ARC,
     PYVRP,
+    RESTART_SECONDS,
     SAME_START_MAX_STOPS,
     VROOM_METHOD,
     VROOM_THEN_OR_TOOLS,
@@ -25,6 +27,7 @@ from optimize_service.solver import (
     default_time_limit,
     first_tour,
     guided_local_search,
+    restarts,
     search_parameters,
     searches,
     solve,
@@ -253,3 +256,42 @@ def test_vroom_alone_orders_every_kind_of_tour() -> None:
     for case in ("open", "fixed destination", "round trip"):
         start, end = ends_for(case, 30, rng)
         assert_valid(vroom_order(costs, start, end, 0.1), 30, start, end)
+
+
+def test_restarts_share_the_limit_in_measured_steps() -> None:
+    assert restarts(0.05) == restarts(RESTART_SECONDS - 0.01) == 1, "a short search is one search"
+    assert restarts(default_time_limit(100)) == 4
+    assert restarts(60.0) == MAX_RESTARTS
+    steps = [restarts(t / 100) for t in range(1, 3001)]
+    assert steps == sorted(steps), "more time never means fewer restarts"
+
+
+@pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
+def test_a_random_start_search_restarts_and_keeps_the_shortest_tour(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    calls: list[tuple[int, float]] = []
+    found: list[list[int]] = []
+    real = solver.iterated_local_search
+
+    def recording(
+        costs: np.ndarray, start: int, end: int | None, time_limit_s: float, seed: int = 0,
+        initial: list[int] | None = None,
+    ) -> list[int]:  # fmt: skip
+        assert initial is None
+        calls.append((seed, time_limit_s))
+        found.append(real(costs, start, end, time_limit_s, seed=seed))
+        return found[-1]
+
+    monkeypatch.setattr(solver, "iterated_local_search", recording)
+    rng = np.random.default_rng(29)
+    durations = random_matrix(rng, 60, symmetric=False) / 10
+    start, end = ends_for(case, 60, rng)
+    limit = 3 * RESTART_SECONDS
+    for search in searches(CHEAPEST_ARC_MAX_STOPS):
+        calls.clear()
+        found.clear()
+        tour = solve(TourProblem(durations, start, end, time_limit_s=limit), search)
+        assert [seed for seed, _ in calls] == [search.seed, search.seed + 2, search.seed + 4]
+        assert sum(share for _, share in calls) <= limit + 0.05, "the restarts share one limit"
+        assert_valid(tour.order, 60, start, end)
+        costs = [tour_cost(durations, order, end == start) for order in found]
+        assert tour.duration_s == pytest.approx(min(costs), abs=0.5)
