@@ -212,13 +212,11 @@ def restarted_search(costs: np.ndarray, start: int, end: int | None, time_limit_
     repeat each other's."""
     began = time.perf_counter()
     runs = restarts(time_limit_s)
-    best: list[int] = []
+    found: list[list[int]] = []
     for run in range(runs):
         left = time_limit_s - (time.perf_counter() - began)
-        order = iterated_local_search(costs, start, end, max(0.01, left / (runs - run)), seed=seed + 2 * run)
-        if not best or tour_cost(costs, order, end == start) < tour_cost(costs, best, end == start):
-            best = order
-    return best
+        found.append(iterated_local_search(costs, start, end, max(0.01, left / (runs - run)), seed=seed + 2 * run))
+    return min(found, key=lambda order: tour_cost(costs, order, end == start))
 
 
 def tour(

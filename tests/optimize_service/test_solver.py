@@ -268,8 +268,10 @@ def test_restarts_share_the_limit_in_measured_steps() -> None:
 
 @pytest.mark.parametrize("case", ["open", "fixed destination", "round trip"])
 def test_a_random_start_search_restarts_and_keeps_the_shortest_tour(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    # Every restart searches for real (so the limit is used as in service), but only the middle
+    # one's tour is answered; the others answer the stops in index order, far longer.
     calls: list[tuple[int, float]] = []
-    found: list[list[int]] = []
+    answered: list[list[int]] = []
     real = solver.iterated_local_search
 
     def recording(
@@ -278,8 +280,11 @@ def test_a_random_start_search_restarts_and_keeps_the_shortest_tour(monkeypatch:
     ) -> list[int]:  # fmt: skip
         assert initial is None
         calls.append((seed, time_limit_s))
-        found.append(real(costs, start, end, time_limit_s, seed=seed))
-        return found[-1]
+        searched = real(costs, start, end, time_limit_s, seed=seed)
+        inner = [i for i in range(len(costs)) if i not in (start, end)]
+        naive = [start, *inner, *([end] if end is not None and end != start else [])]
+        answered.append(searched if len(calls) == 2 else naive)
+        return answered[-1]
 
     monkeypatch.setattr(solver, "iterated_local_search", recording)
     rng = np.random.default_rng(29)
@@ -288,10 +293,10 @@ def test_a_random_start_search_restarts_and_keeps_the_shortest_tour(monkeypatch:
     limit = 3 * RESTART_SECONDS
     for search in searches(CHEAPEST_ARC_MAX_STOPS):
         calls.clear()
-        found.clear()
+        answered.clear()
         tour = solve(TourProblem(durations, start, end, time_limit_s=limit), search)
         assert [seed for seed, _ in calls] == [search.seed, search.seed + 2, search.seed + 4]
         assert sum(share for _, share in calls) <= limit + 0.05, "the restarts share one limit"
         assert_valid(tour.order, 60, start, end)
-        costs = [tour_cost(durations, order, end == start) for order in found]
-        assert tour.duration_s == pytest.approx(min(costs), abs=0.5)
+        assert tour.order == answered[1], "the shortest tour, not the first or the last"
+        assert tour.duration_s == pytest.approx(tour_cost(durations, answered[1], end == start), abs=0.5)
