@@ -13,13 +13,35 @@ from typing import Any
 
 from aiohttp import web
 
-from auth_service.account_validation import parse_id, parse_new_user, parse_password_change, parse_user_changes
-from auth_service.accounts import AccountError, ApiKey, DuplicateUser, Revocation, User, UserSummary
-from auth_service.handlers import AUTHENTICATOR_KEY, ISSUER_KEY, NO_STORE, STORE_KEY, read_json_object
+from auth_service.account_validation import (
+    parse_id,
+    parse_new_api_key,
+    parse_new_user,
+    parse_password_change,
+    parse_user_changes,
+)
+from auth_service.accounts import (
+    AccountError,
+    ApiKey,
+    ApiKeyLimit,
+    DuplicateUser,
+    Revocation,
+    User,
+    UserSummary,
+    now_seconds,
+)
+from auth_service.handlers import (
+    AUTHENTICATOR_KEY,
+    ISSUER_KEY,
+    NO_STORE,
+    STORE_KEY,
+    read_json_object,
+    requester_of,
+)
 from auth_service.management import Caller, account_user, admin_user, apply_changes, check_own_changes
 from auth_service.revocation import publish_revocations
 from auth_service.tokens import TokenSubject
-from common.errors import Conflict, InvalidParameter, NotFound
+from common.errors import Conflict, InvalidParameter, NotFound, TooManyApiKeys
 from common.internal_auth import INTERNAL_API_KEY_HEADER, INTERNAL_ISSUED_AT_HEADER, INTERNAL_SUBJECT_HEADER
 from common.service import REDIS_KEY, json_response
 
@@ -50,7 +72,8 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "prefix": key.prefix,
         "createdAt": iso_time(key.created_at),
         "revokedAt": iso_time(key.revoked_at),
-        "active": key.revoked_at is None,
+        "expiresAt": iso_time(key.expires_at),
+        "active": key.usable(now_seconds()),
     }
 
 
@@ -67,7 +90,7 @@ def caller_of(request: web.Request) -> Caller:
     issued_at = request.headers.get(INTERNAL_ISSUED_AT_HEADER, "")
     return Caller(
         subject=request.headers.get(INTERNAL_SUBJECT_HEADER),
-        issued_at=int(issued_at) if issued_at.isdigit() else None,
+        issued_at=int(issued_at) if issued_at.isascii() and issued_at.isdigit() else None,
         api_key_id=request.headers.get(INTERNAL_API_KEY_HEADER),
     )
 
@@ -107,7 +130,13 @@ async def list_api_keys(request: web.Request) -> web.Response:
 async def create_api_key(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     user = account_user(store, caller_of(request))
-    key, secret = store.add_api_key_for(user.id)
+    # No body (or an empty one) is a key that never expires.
+    body = await read_json_object(request) if request.can_read_body else {}
+    new = parse_new_api_key(body, now_seconds())
+    try:
+        key, secret = store.add_api_key_for(user.id, expires_at=new.expires_at)
+    except ApiKeyLimit as exc:
+        raise TooManyApiKeys(str(exc)) from exc
     # The key itself is in this answer only: stored as a hash, never shown again.
     return answer({**key_json(key), "apikey": secret})
 
@@ -129,9 +158,10 @@ async def change_password(request: web.Request) -> web.Response:
     passwords = request.app[AUTHENTICATOR_KEY].passwords
     user = account_user(store, caller_of(request))
     change = parse_password_change(await read_json_object(request), issuer.default_seconds)
-    if not await passwords.verify_in_thread(user.password_hash, change.current):
+    if not await passwords.verify_in_thread(user.password_hash, change.current, requester_of(request)):
         raise InvalidParameter("is not the account's password", parameter="currentPassword")
-    revocation = store.change_password(user.id, await passwords.hash_in_thread(change.new))
+    new_hash = await passwords.hash_in_thread(change.new, requester_of(request))
+    revocation = store.change_password(user.id, new_hash)
     await publish(request, [revocation])
     # Every earlier token is revoked, this session's too: it goes on with a new one.
     await after_second(revocation.revoked_at)
@@ -152,7 +182,8 @@ async def create_user(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
     admin_user(store, caller_of(request))
     new = parse_new_user(await read_json_object(request))
-    password_hash = await request.app[AUTHENTICATOR_KEY].passwords.hash_in_thread(new.password)
+    passwords = request.app[AUTHENTICATOR_KEY].passwords
+    password_hash = await passwords.hash_in_thread(new.password, requester_of(request))
     try:
         user = store.add_user(new.email, password_hash, new.tier, new.role)
     except DuplicateUser as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from auth_service.config import ROLES, TIERS
@@ -13,6 +14,9 @@ from common.errors import ParameterErrors
 
 # SQLite's INTEGER: larger ids cannot exist, and Python would otherwise pass them to SQLite.
 MAX_ID = 2**63 - 1
+# An API key may be made to expire at most this many days ahead (or never, when not asked).
+MAX_API_KEY_DAYS = 3650
+DAY_SECONDS = 86_400
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,52 @@ def parse_user_changes(body: dict[str, Any]) -> UserChanges:
     )
     errors.raise_if_any()
     return changes
+
+
+@dataclass(frozen=True)
+class NewApiKey:
+    expires_at: int | None  # unix seconds; None: the key never expires
+
+
+def parse_new_api_key(body: dict[str, Any], now: int) -> NewApiKey:
+    """`{}`, `{"expiresInDays": 90}` or `{"expiresAt": "2027-01-31T00:00:00Z"}`."""
+    errors = ParameterErrors()
+    for name in sorted(set(body) - {"expiresInDays", "expiresAt"}):
+        errors.add(name[:40], "is not a field of a new API key (expiresInDays, expiresAt)")
+    if "expiresInDays" in body and "expiresAt" in body:
+        errors.add("expiresAt", "give expiresInDays or expiresAt, not both")
+    expires_at = None
+    if "expiresInDays" in body:
+        days = body["expiresInDays"]
+        if type(days) is not int or not 1 <= days <= MAX_API_KEY_DAYS:
+            errors.add("expiresInDays", f"must be an integer between 1 and {MAX_API_KEY_DAYS}, got {shown(days)}")
+        else:
+            expires_at = now + days * DAY_SECONDS
+    elif "expiresAt" in body:
+        expires_at = parse_expiry_time(body["expiresAt"], now, errors)
+    errors.raise_if_any()
+    return NewApiKey(expires_at)
+
+
+def parse_expiry_time(value: Any, now: int, errors: ParameterErrors) -> int | None:
+    """An RFC 3339 time with its offset (`…Z`, `…+02:00`), after now and within MAX_API_KEY_DAYS."""
+    expected = f"must be a date-time with its offset (2027-01-31T00:00:00Z), got {shown(value)}"
+    if not isinstance(value, str) or not value.isascii() or len(value) > 40:
+        errors.add("expiresAt", expected)
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        errors.add("expiresAt", expected)
+        return None
+    if moment.tzinfo is None:
+        errors.add("expiresAt", expected)
+        return None
+    expires_at = int(moment.timestamp())
+    if not now < expires_at <= now + MAX_API_KEY_DAYS * DAY_SECONDS:
+        errors.add("expiresAt", f"must be in the future and at most {MAX_API_KEY_DAYS} days ahead")
+        return None
+    return expires_at
 
 
 def parse_password_change(body: dict[str, Any], default_duration: int) -> PasswordChange:

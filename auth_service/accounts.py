@@ -22,6 +22,8 @@ API_KEY_PREFIX_LENGTH = 8
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
 MAX_EMAIL_LENGTH = 254
 _KEY_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
+# The condition "this API key has not expired" at the time given as its parameter.
+ACTIVE_KEY = "(expires_at IS NULL OR expires_at > ?)"
 
 class AccountError(Exception):
     """A console-level problem with an account operation (unknown user, duplicate, …)."""
@@ -29,6 +31,10 @@ class AccountError(Exception):
 
 class DuplicateUser(AccountError):
     """A user with that e-mail address exists already."""
+
+
+class ApiKeyLimit(AccountError):
+    """The user has as many active API keys as one account may."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,11 @@ class ApiKey:
     key_hash: str
     created_at: int
     revoked_at: int | None
+    expires_at: int | None = None  # None: the key never expires
+
+    def usable(self, now: int) -> bool:
+        """Not revoked and not expired: it can be exchanged for tokens."""
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
 
 
 @dataclass(frozen=True)
@@ -120,8 +131,10 @@ def now_seconds() -> int:
 
 
 class AccountStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, max_api_keys: int | None = None) -> None:
+        """`max_api_keys`: active API keys one user may hold (None: no cap)."""
         self.db = db
+        self.max_api_keys = max_api_keys
 
     @property
     def description(self) -> str:
@@ -199,9 +212,12 @@ class AccountStore:
     def list_users(self) -> list[UserSummary]:
         rows = self.db.execute(
             """SELECT u.id, u.email, u.tier, u.role, u.disabled, u.created_at,
-                      count(k.id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
+                      count(k.id) FILTER (
+                          WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)
+                      ) AS active_keys
                FROM users u LEFT JOIN api_keys k ON k.user_id = u.id
-               GROUP BY u.id ORDER BY u.id"""
+               GROUP BY u.id ORDER BY u.id""",
+            (now_seconds(),),
         )
         return [
             UserSummary(
@@ -231,20 +247,36 @@ class AccountStore:
 
     # ------------------------------------------------------------ API keys
 
-    def add_api_key(self, email: str) -> tuple[ApiKey, str]:
+    def add_api_key(self, email: str, *, expires_at: int | None = None) -> tuple[ApiKey, str]:
         """Makes a key for the user; returns its row and the key itself (shown once, never stored)."""
-        return self.add_api_key_for(self.user(email).id)
+        return self.add_api_key_for(self.user(email).id, expires_at=expires_at)
 
-    def add_api_key_for(self, user_id: int) -> tuple[ApiKey, str]:
-        user = self.user_by_id(user_id)
-        if user.disabled:
-            raise AccountError(f"the user {user.email} is disabled")
+    def add_api_key_for(self, user_id: int, *, expires_at: int | None = None) -> tuple[ApiKey, str]:
+        """`expires_at`: unix seconds after which the key gives no token (None: never). Refused
+        (ApiKeyLimit) when the user has `max_api_keys` usable keys already."""
         key = new_api_key()
-        rows = self.db.execute(
-            "INSERT INTO api_keys (user_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?) RETURNING *",
-            (user.id, key[:API_KEY_PREFIX_LENGTH], hash_api_key(key), now_seconds()),
-        )
+        # One writer at a time: two requests cannot both pass the count and exceed the cap.
+        with self.transaction():
+            user = self.user_by_id(user_id)
+            if user.disabled:
+                raise AccountError(f"the user {user.email} is disabled")
+            now = now_seconds()
+            cap = self.max_api_keys
+            if cap is not None and self.active_api_key_count(user.id, now) >= cap:
+                raise ApiKeyLimit(f"the account has {cap} active API keys, as many as one account may: revoke one first")
+            rows = self.db.execute(
+                "INSERT INTO api_keys (user_id, prefix, key_hash, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?) RETURNING *",
+                (user.id, key[:API_KEY_PREFIX_LENGTH], hash_api_key(key), now, expires_at),
+            )
         return _api_key(rows[0]), key
+
+    def active_api_key_count(self, user_id: int, now: int) -> int:
+        rows = self.db.execute(
+            f"SELECT count(*) AS n FROM api_keys WHERE user_id = ? AND revoked_at IS NULL AND {ACTIVE_KEY}",  # noqa: S608
+            (user_id, now),
+        )
+        return int(rows[0]["n"])
 
     def find_api_key(self, key: str) -> ApiKey | None:
         """The stored key matching `key`, revoked or not; compares hashes in constant time."""
@@ -359,9 +391,11 @@ def _user(row: Row) -> User:
 
 
 def _api_key(row: Row) -> ApiKey:
-    return ApiKey(row["id"], row["user_id"], row["prefix"], row["key_hash"], row["created_at"], row["revoked_at"])
+    return ApiKey(
+        row["id"], row["user_id"], row["prefix"], row["key_hash"], row["created_at"], row["revoked_at"], row["expires_at"]
+    )
 
 
 def open_store(config: AuthConfig) -> AccountStore:
     """The accounts of this configuration: PostgreSQL when DATABASE_URL is set, else SQLite."""
-    return AccountStore(open_database(config))
+    return AccountStore(open_database(config), max_api_keys=config.max_api_keys_per_account)

@@ -26,6 +26,7 @@ from auth_service.handlers import (
 from auth_service.keys import KeyRing, ensure_signing_key, retire_expired_keys
 from auth_service.passwords import passwords_for
 from auth_service.revocation import publish_revocations, recent_revocations
+from auth_service.throttle import LoginThrottle
 from auth_service.tokens import TokenIssuer
 from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 
@@ -47,7 +48,13 @@ def accounts_context(config: AuthConfig) -> CleanupContext:
         await asyncio.to_thread(lambda: passwords.dummy_hash)
         app[STORE_KEY] = store
         app[KEYRING_KEY] = keyring
-        app[AUTHENTICATOR_KEY] = Authenticator(store, passwords)
+        throttle = LoginThrottle(
+            app[REDIS_KEY],
+            free_failures=config.login_free_failures,
+            max_backoff_seconds=config.login_backoff_max_seconds,
+            window_seconds=config.login_failure_window_seconds,
+        )
+        app[AUTHENTICATOR_KEY] = Authenticator(store, passwords, throttle)
         app[ISSUER_KEY] = TokenIssuer(
             keyring,
             issuer=config.jwt_issuer,
@@ -56,6 +63,7 @@ def accounts_context(config: AuthConfig) -> CleanupContext:
         )
         log.info("accounts database %s open, signing key %s", store.description, keyring.active.kid)
         yield
+        passwords.close()
         store.close()
 
     return context

@@ -15,6 +15,9 @@ MAX_TOKEN_SECONDS = 2_592_000
 MAX_DEMO_TOKEN_SECONDS = 86_400
 # "admin" accounts manage other accounts from /console (and the API under /v1/admin).
 ROLES = ("user", "admin")
+# Password hashes waiting per hashing slot before logins are refused with 503: with Argon2's
+# defaults (~0.2 CPU-s a hash) the last one waits about a second, far inside the gateway's 10 s.
+QUEUE_PER_SLOT = 4
 
 
 @dataclass
@@ -33,6 +36,18 @@ class AuthConfig(BaseConfig):
     argon2_time_cost: int = 3
     argon2_memory_kib: int = 65_536
     argon2_parallelism: int = 4
+    # Password hashes running at once in each process; 0: one per CPU the process may use.
+    password_hash_slots: int = 0
+    # Hashes that may wait per slot; beyond, 503 AUTH_ERROR_BUSY with Retry-After at once.
+    password_hash_queue_per_slot: int = QUEUE_PER_SLOT
+    # Failed logins of one account (from any address) before its back-off starts (auth_service.throttle).
+    login_free_failures: int = 5
+    # The back-off doubles with each further failure, from 1 s up to this.
+    login_backoff_max_seconds: int = 60
+    # An account's failures are forgotten after this long without one.
+    login_failure_window_seconds: int = 900
+    # Active (not revoked, not expired) API keys one account may hold.
+    max_api_keys_per_account: int = 20
 
     @property
     def auth_dir(self) -> Path:
@@ -60,6 +75,12 @@ class AuthConfig(BaseConfig):
             "argon2_time_cost": env_int("ARGON2_TIME_COST", 3),
             "argon2_memory_kib": env_int("ARGON2_MEMORY_KIB", 65_536),
             "argon2_parallelism": env_int("ARGON2_PARALLELISM", 4),
+            "password_hash_slots": env_int("PASSWORD_HASH_SLOTS", 0),
+            "password_hash_queue_per_slot": env_int("PASSWORD_HASH_QUEUE_PER_SLOT", QUEUE_PER_SLOT),
+            "login_free_failures": env_int("LOGIN_FREE_FAILURES", 5),
+            "login_backoff_max_seconds": env_int("LOGIN_BACKOFF_MAX_SECONDS", 60),
+            "login_failure_window_seconds": env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900),
+            "max_api_keys_per_account": env_int("MAX_API_KEYS_PER_ACCOUNT", 20),
         }
         values.update(overrides)
         config = super().from_env(service, **values)
@@ -75,3 +96,14 @@ class AuthConfig(BaseConfig):
             raise SystemExit("configuration error: DATABASE_POOL_SIZE must be at least 1")
         if self.revocation_sync_seconds < 1:
             raise SystemExit("configuration error: REVOCATION_SYNC_SECONDS must be at least 1")
+        at_least = {
+            "PASSWORD_HASH_SLOTS": (self.password_hash_slots, 0),
+            "PASSWORD_HASH_QUEUE_PER_SLOT": (self.password_hash_queue_per_slot, 0),
+            "LOGIN_FREE_FAILURES": (self.login_free_failures, 1),
+            "LOGIN_BACKOFF_MAX_SECONDS": (self.login_backoff_max_seconds, 1),
+            "LOGIN_FAILURE_WINDOW_SECONDS": (self.login_failure_window_seconds, 1),
+            "MAX_API_KEYS_PER_ACCOUNT": (self.max_api_keys_per_account, 1),
+        }
+        for name, (value, minimum) in at_least.items():
+            if value < minimum:
+                raise SystemExit(f"configuration error: {name} must be at least {minimum}")

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem, open_store
+from auth_service.account_validation import DAY_SECONDS, MAX_API_KEY_DAYS
+from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem, now_seconds, open_store
 from auth_service.config import MAX_DEMO_TOKEN_SECONDS, ROLES, TIERS, AuthConfig
 from auth_service.database import StoreError, location
 from auth_service.keys import KeyRing, ensure_signing_key, rotate_signing_key
@@ -99,10 +100,15 @@ def cmd_add_user(config: AuthConfig, store: AccountStore, args: argparse.Namespa
 
 
 def cmd_add_apikey(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
-    api_key, key = store.add_api_key(args.email)
+    days = args.expires_in_days
+    if days is not None and not 1 <= days <= MAX_API_KEY_DAYS:
+        raise ConsoleError(f"--expires-in-days must be between 1 and {MAX_API_KEY_DAYS}")
+    expires_at = now_seconds() + days * DAY_SECONDS if days is not None else None
+    api_key, key = store.add_api_key(args.email, expires_at=expires_at)
     print(key)
     owner = store.user_by_id(api_key.user_id).email
-    note = f"API key {api_key.id} (prefix {api_key.prefix}) made for {owner}; it is shown only this once."
+    expiry = f", expires {_time(expires_at)}" if expires_at else ""
+    note = f"API key {api_key.id} (prefix {api_key.prefix}) made for {owner}{expiry}; it is shown only this once."
     print(note, file=sys.stderr)
 
 
@@ -127,19 +133,24 @@ def cmd_list_users(config: AuthConfig, store: AccountStore, args: argparse.Names
 
 
 def cmd_list_apikeys(config: AuthConfig, store: AccountStore, args: argparse.Namespace) -> None:
-    rows = [(k.id, k.prefix, _time(k.created_at), _time(k.revoked_at)) for k in store.api_keys_of(args.email)]
-    _print_table(("id", "prefix", "created", "revoked"), rows)
+    rows = [
+        (k.id, k.prefix, _time(k.created_at), _time(k.revoked_at), _time(k.expires_at))
+        for k in store.api_keys_of(args.email)
+    ]
+    # The expiry last: scripts reading the older columns by position keep working.
+    _print_table(("id", "prefix", "created", "revoked", "expires"), rows)
 
 
 def _publish(config: AuthConfig, revocation: Revocation) -> None:
     # Imported here: the Redis client takes a tenth of a second to import, most commands don't need it.
     from auth_service.revocation import publish_now
+    from common.redis import redacted
 
     if publish_now(config.redis_url, [revocation]):
         print(f"revocation published to Redis ({revocation.redis_key})")
     else:
         print(
-            f"warning: Redis at {config.redis_url} is unreachable; the revocation is recorded and the auth "
+            f"warning: Redis at {redacted(config.redis_url)} is unreachable; the revocation is recorded and the auth "
             f"service publishes it within {config.revocation_sync_seconds} s of Redis being back",
             file=sys.stderr,
         )
@@ -215,7 +226,11 @@ def parser() -> argparse.ArgumentParser:
     add_user.add_argument("--password", help="the password (visible to other local users; prefer the prompt)")
     add_user.add_argument("--tier", choices=TIERS, default="standard")
     add_user.add_argument("--admin", action="store_true", help="an administrator: manages users in /console")
-    command("add-apikey", cmd_add_apikey, "make an API key for a user; prints it once").add_argument("email")
+    add_apikey = command("add-apikey", cmd_add_apikey, "make an API key for a user; prints it once")
+    add_apikey.add_argument("email")
+    add_apikey.add_argument(
+        "--expires-in-days", type=int, metavar="DAYS", help=f"the key gives no token after DAYS days (1..{MAX_API_KEY_DAYS})"
+    )
     command("list-users", cmd_list_users, "list the users")
     command("list-apikeys", cmd_list_apikeys, "list a user's API keys (prefixes only)").add_argument("email")
     command("disable-user", cmd_disable_user, "disable a user and revoke their tokens").add_argument("email")

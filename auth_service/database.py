@@ -25,7 +25,10 @@ TIER_CHECK = f"CHECK (tier IN ({', '.join(repr(t) for t in TIERS)}))"
 ROLE_CHECK = f"CHECK (role IN ({', '.join(repr(r) for r in ROLES)}))"
 KIND_CHECK = "CHECK (kind IN ('sub', 'akid'))"
 # Columns added after the first release: (table, column, definition) for databases made before them.
-ADDED_COLUMNS = (("users", "role", f"TEXT NOT NULL DEFAULT 'user' {ROLE_CHECK}"),)
+ADDED_COLUMNS = (
+    ("users", "role", f"TEXT NOT NULL DEFAULT 'user' {ROLE_CHECK}"),
+    ("api_keys", "expires_at", "BIGINT"),
+)
 
 SQLITE_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS users (
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
     prefix TEXT NOT NULL,
     key_hash TEXT NOT NULL UNIQUE,
     created_at INTEGER NOT NULL,
-    revoked_at INTEGER
+    revoked_at INTEGER,
+    expires_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys(prefix);
 CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);

@@ -52,7 +52,8 @@ POSTGRES_SCHEMA = (
         prefix TEXT NOT NULL,
         key_hash TEXT NOT NULL UNIQUE,
         created_at BIGINT NOT NULL,
-        revoked_at BIGINT)""",
+        revoked_at BIGINT,
+        expires_at BIGINT)""",
     # text_pattern_ops: the index serves `prefix LIKE 'abcd%'` whatever the database's collation.
     "CREATE INDEX IF NOT EXISTS api_keys_prefix ON api_keys (prefix text_pattern_ops)",
     "CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys (user_id)",

@@ -7,6 +7,7 @@ from typing import Any
 
 from auth_service.config import MAX_TOKEN_SECONDS
 from common.errors import ParameterErrors
+from common.params import json_kind
 
 # Generous bounds that still keep absurd inputs away from Argon2 and the database.
 MAX_USER_LENGTH = 320
@@ -87,4 +88,4 @@ def shown(value: Any) -> str:
         return repr(value[:40])
     if isinstance(value, int | float):
         return str(value)
-    return type(value).__name__.replace("dict", "an object").replace("list", "an array")
+    return json_kind(value)

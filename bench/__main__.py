@@ -32,6 +32,7 @@ SECTIONS = (
     "fleet",
     "detour",
     "jobs",
+    "isolation",
     "soak",
     "scale",
 )

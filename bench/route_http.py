@@ -284,7 +284,9 @@ def variants_text(lines: list[str], seconds: float) -> str:
             "the other load on the machine, unlike req/s. `ROUTE_INLINE_PROVIDERS` (default `osrm`) runs OSRM calls "
             "on the event loop instead of the thread pool (the binding holds the GIL, so the pool only adds a hop "
             "and GIL hand-offs); `<SERVICE>_WORKERS` forks that many processes sharing the port (SO_REUSEPORT); "
-            "the route service defaults to 2 on a machine with 2 or more cores.",
+            "the route service defaults to 2 on a machine with 2 or more cores. `GATEWAY_QUEUED_CONCURRENCY` "
+            "(default 8) is how many `/v1/route` requests a gateway process has at the route service at once, the "
+            "others waiting in arrival order (common.client.ArrivalQueue); 0 sends every one on at once.",
             "",
             *lines,
         ]
@@ -298,6 +300,8 @@ VARIANTS = {
     "1 route service worker, OSRM inline": {"ROUTE_SERVICE_WORKERS": "1"},
     "2 route service workers, OSRM inline (default)": {},
     "2 route service + 2 gateway workers": {"GATEWAY_WORKERS": "2"},
+    # Every /v1/route sent on at once, as before the arrival queue (GATEWAY_QUEUED_CONCURRENCY).
+    "2 route service workers, no gateway arrival queue": {"GATEWAY_QUEUED_CONCURRENCY": "0"},
 }
 VARIANT_ROUNDS = 3
 

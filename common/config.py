@@ -23,6 +23,10 @@ DEFAULT_PORTS = {
     "job_service": 8085,
 }
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6390/0"
+# tier=per_request/rate/burst/concurrent in work units (about a millisecond of one core each;
+# common.admission). Standard: half a core sustained, a minute of one core at once and in one
+# request (a 1000-stop optimization at its default 8 s on two cores is ~16 000 units).
+DEFAULT_COST_BUDGETS = "anonymous=200/20/400/1,demo=5000/50/10000/1,standard=60000/500/60000/2,unlimited=600000/0/0/8"
 
 
 def env_str(name: str, default: str) -> str:
@@ -59,11 +63,13 @@ class BaseConfig:
     service: str = "service"
     host: str = "127.0.0.1"
     port: int = 0
-    # The state Redis: rate limits, revocations; run with noeviction (docs/decisions.md).
-    redis_url: str = DEFAULT_REDIS_URL
+    # The state Redis: rate limits, revocations; run with noeviction (docs/decisions.md). The
+    # password travels in the URL (`redis://:PASSWORD@host:port/0`): out of the repr, as it is
+    # out of every log line (common.redis.redacted).
+    redis_url: str = field(default=DEFAULT_REDIS_URL, repr=False)
     # The cache Redis (route and geocoder answers), run with allkeys-lru; empty: caches share
     # `redis_url`, whose operator then chooses the eviction policy.
-    redis_cache_url: str = ""
+    redis_cache_url: str = field(default="", repr=False)
     log_level: str = "INFO"
     data_dir: Path = field(default_factory=data_dir)
     # Largest request body the service reads, in bytes.
@@ -80,6 +86,16 @@ class BaseConfig:
     internal_token: str = field(default="", repr=False)
     # INTERNAL_AUTH=off: a process may start without INTERNAL_TOKEN, for development only.
     internal_auth_off: bool = False
+    # A connection idle this long (between requests, or silent since it opened) is closed
+    # (IDLE_TIMEOUT_SECONDS): above a proxy's upstream keep-alive (nginx Ingress: 60 s) and the
+    # services' client pools (15 s), so neither sends on a connection being closed.
+    idle_timeout_seconds: float = 75.0
+    # Connections one client address may hold at once on this port (0: no cap). Only the
+    # gateway's public port sets one (GatewayConfig); a service's clients are our own pools.
+    max_connections_per_client: int = 0
+    # Work-unit budgets per tier (COST_BUDGETS, common.admission): what services charge heavy
+    # requests, and what the gateway's /v1/account shows.
+    cost_budgets: str = DEFAULT_COST_BUDGETS
 
     @classmethod
     def from_env(cls, service: str, **overrides: Any) -> Self:
@@ -97,6 +113,8 @@ class BaseConfig:
             "body_timeout_seconds": env_float("BODY_READ_TIMEOUT_SECONDS", 30.0),
             "internal_token": env_str("INTERNAL_TOKEN", ""),
             "internal_auth_off": env_str("INTERNAL_AUTH", "") == "off",
+            "idle_timeout_seconds": env_float("IDLE_TIMEOUT_SECONDS", 75.0),
+            "cost_budgets": env_str("COST_BUDGETS", DEFAULT_COST_BUDGETS),
         }
         known = {f.name for f in fields(cls)}
         values.update({k: v for k, v in overrides.items() if k in known})

@@ -212,6 +212,32 @@ class TooManyRequests(ApiError):
     code = "ERROR_TOO_MANY_REQUESTS"
 
 
+class CostLimitExceeded(TooManyRequests):
+    """The account's budget of work units (common.admission) cannot pay for this request now:
+    `Retry-After` says when it will."""
+
+    type = "/problems/general/cost-limit-exceeded"
+    title = "The account's work budget is spent"
+    code = "ERROR_COST_LIMIT_EXCEEDED"
+
+
+class TooManyConcurrent(TooManyRequests):
+    """The account already runs as many heavy requests at once as its tier allows."""
+
+    type = "/problems/general/too-many-concurrent"
+    title = "Too many heavy requests at once"
+    code = "ERROR_TOO_MANY_CONCURRENT"
+
+
+class CostTooHigh(ApiError):
+    """One request would cost more work units than its tier allows any single request."""
+
+    status = 413
+    type = "/problems/general/cost-too-high"
+    title = "The request costs more than the tier allows"
+    code = "ERROR_COST_TOO_HIGH"
+
+
 class InternalError(ApiError):
     """The default 500: the details stay in the log, never in the body."""
 
@@ -431,6 +457,29 @@ class TooManyJobs(TooManyRequests):
         super().__init__(message, headers=headers, **kwargs)
 
 
+class JobQuotaExceeded(TooManyRequests):
+    """The account's jobs already hold as many bytes of the job store (requests and results,
+    compressed) as its tier allows: delete finished ones, or wait for them to expire. Also a
+    job's error when its result would not fit."""
+
+    type = "/problems/jobs/quota-exceeded"
+    title = "The account's job storage is full"
+    code = "JOB_ERROR_QUOTA_EXCEEDED"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 60, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
+class JobResultTooLarge(ApiError):
+    """A job's error: its operation answered more bytes than a job's result may keep."""
+
+    status = 413
+    type = "/problems/jobs/result-too-large"
+    title = "The job's result is too large to keep"
+    code = "JOB_ERROR_RESULT_TOO_LARGE"
+
+
 class JobStoreFull(ServiceUnavailable):
     """The state Redis has no room for another job's request and result (it must never fill:
     rate limits and revocations live there too): try again once older results have expired."""
@@ -442,3 +491,40 @@ class JobStoreFull(ServiceUnavailable):
     def __init__(self, message: str | None = None, *, retry_after_s: int = 60, **kwargs: Any) -> None:
         headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
         super().__init__(message, headers=headers, **kwargs)
+
+
+# ---------------------------------------------------------------- logins and API keys
+
+
+class LoginBusy(ServiceUnavailable):
+    """Every password-hashing slot of the auth service is taken and its short queue is full:
+    refused at once with `Retry-After`, rather than queued past the gateway's timeout."""
+
+    type = "/problems/auth/busy"
+    title = "Too many logins at once"
+    code = "AUTH_ERROR_BUSY"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 1, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
+class TooManyFailedLogins(TooManyRequests):
+    """The account's recent failed logins (from any address) put it in a short back-off:
+    no password is checked for it until `Retry-After` seconds have passed."""
+
+    type = "/problems/auth/too-many-failed-logins"
+    title = "Too many failed logins for this account"
+    code = "AUTH_ERROR_TOO_MANY_FAILED_LOGINS"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 1, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
+class TooManyApiKeys(Conflict):
+    """The account has as many active API keys as one account may: revoke one first."""
+
+    type = "/problems/auth/too-many-api-keys"
+    title = "The account has as many API keys as it may"
+    code = "AUTH_ERROR_TOO_MANY_API_KEYS"

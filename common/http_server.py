@@ -8,6 +8,17 @@ like every other error; a client that starts a request's headers and stops gets 
 the request target is normalised before routing (absolute-form to origin-form, trailing
 slashes removed), so every service and the gateway route alike.
 
+Connections are bounded too: a body left unread by an early answer (401, 404, 413, 429 …) is
+never read further, let alone decompressed (aiohttp would drain it, a gzip bomb's gigabytes
+included, to keep the connection): the answer says `Connection: close`, the rest of the
+client's bytes are dropped unparsed for at most `UNREAD_BODY_LINGER_SECONDS`, and the
+connection is closed. A port may cap the connections one client address holds at once
+(`max_connections_per_client`; beyond it a new connection is closed at once), and an idle
+connection is closed after `keepalive_timeout` seconds (also one that never sent a byte). On a
+public port (`PUBLIC_PORT_KEY`, the gateway's) a client's `X-Internal-*` headers are removed
+before anything reads the request: they are ours to set, never a client's (all but the
+credential, `X-Internal-Token`, which is checked where it matters: the gateway's /metrics).
+
 The subclasses lean on aiohttp internals (`RequestHandler._messages`, `_waiter`, `_ErrInfo`,
 `Server._kwargs`); tests/integration/test_hostile_http.py exercises each over raw sockets, so
 an aiohttp upgrade that moves them fails there first.
@@ -19,6 +30,8 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -37,6 +50,8 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD
 from aiohttp.web_protocol import RequestHandler, RequestPayloadError, _ErrInfo
 from aiohttp.web_request import BaseRequest
+from multidict import CIMultiDict, CIMultiDictProxy
+from prometheus_client import Counter as MetricCounter
 from yarl import URL
 
 from common.errors import (
@@ -48,6 +63,7 @@ from common.errors import (
     UnsupportedMediaType,
     error_for_status,
 )
+from common.internal_auth import INTERNAL_TOKEN_HEADER
 from common.middleware import error_response, render_response, set_standard_headers
 
 log = logging.getLogger("common.http_server")
@@ -58,6 +74,28 @@ HEAD_BYTES_KEPT = 64 * 1024
 _ACCEPT_LINE = re.compile(rb"\r\naccept[ \t]*:[ \t]*([^\r\n]{0,1024})", re.IGNORECASE)
 # A refused request's path is named in `instance` only when it is short and plainly a path.
 _SAFE_TARGET = re.compile(rb"^[A-Z]{1,16} (/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,255})[ ?]")
+
+
+# After an answer that left part of the body unread, the client's further bytes are dropped
+# (not parsed) for at most this long before the connection is closed: closing at once, with
+# bytes still unread, makes the kernel send a reset that may destroy the answer on its way
+# (nginx's "lingering close" for the same reason). Ends as soon as the client closes.
+UNREAD_BODY_LINGER_SECONDS = 2.0
+# Headers only our own services set (common.internal_auth); a public port drops a client's,
+# except the credential (X-Internal-Token), which guards the gateway's /metrics.
+INTERNAL_HEADER_PREFIX = "x-internal-"
+# Set by `base_app(internal=False)`: the port faces clients, not our services.
+PUBLIC_PORT_KEY: web.AppKey[bool] = web.AppKey("public_port", bool)
+# Which client addresses the per-client connection cap leaves alone: the gateway's trusted
+# proxies, whose connections carry many clients'.
+UNCAPPED_CLIENTS_KEY: web.AppKey[Callable[[str], bool]] = web.AppKey("uncapped_clients")
+
+CONNECTIONS_REFUSED = MetricCounter(
+    "http_connections_refused_total", "Connections closed at once: their client address held too many"
+)
+UNREAD_BODIES = MetricCounter(
+    "http_unread_bodies_total", "Answers sent before their request's body was read; the connection was closed"
+)
 
 
 class HeaderReadTimeout(TimeoutError):
@@ -80,6 +118,21 @@ def normalised_target(message: RawRequestMessage) -> RawRequestMessage:
         return message
     target = URL.build(path=trimmed, query_string=url.raw_query_string, encoded=True)
     return message._replace(path=str(target), url=target)
+
+
+def forged_header(name: str) -> bool:
+    """An X-Internal-* header other than the credential itself, which is checked, not believed."""
+    lowered = name.lower()
+    return lowered.startswith(INTERNAL_HEADER_PREFIX) and lowered != INTERNAL_TOKEN_HEADER.lower()
+
+
+def without_internal_headers(message: RawRequestMessage) -> RawRequestMessage:
+    """The request without the client's `X-Internal-*` headers (a public port's requests)."""
+    if not any(forged_header(name) for name in message.headers):
+        return message
+    kept = CIMultiDict((name, value) for name, value in message.headers.items() if not forged_header(name))
+    raw = tuple((name, value) for name, value in message.raw_headers if not forged_header(name.decode("latin-1")))
+    return message._replace(headers=CIMultiDictProxy(kept), raw_headers=raw)
 
 
 # ---------------------------------------------------------------- refusals before any handler
@@ -139,14 +192,35 @@ def head_instance(head: bytes) -> str:
 class ApiRequestHandler(RequestHandler):
     """aiohttp's per-connection protocol, with our error answers and a header read timeout."""
 
-    def __init__(self, manager: web.Server, *, header_timeout: float, **kwargs: Any) -> None:
-        super().__init__(manager, **kwargs)
+    def __init__(self, manager: ApiServer, *, header_timeout: float, **kwargs: Any) -> None:
+        # aiohttp's lingering reads an unread body to its end (decompressing it): never here.
+        super().__init__(manager, **{**kwargs, "lingering_time": 0})
+        self._server = manager
         self._header_timeout = header_timeout
         self._header_timer: asyncio.TimerHandle | None = None
         self._head = bytearray()
         self._head_pending = False  # part of a request's head has arrived, not all of it
+        self._client: str | None = None  # the address counted against its connection cap
+        self._refused = False
+        self._discarding = False  # an unread body's rest is dropped, not parsed
+        self.discarded_bytes = 0
+        self._closed: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        client = client_address(transport)
+        if not self._server.admit(client):
+            # Before aiohttp sees it: no request task, no timers, nothing kept.
+            self._refused = True
+            CONNECTIONS_REFUSED.inc()
+            transport.close()
+            return
+        self._client = client
+        super().connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._discarding or self._refused:
+            self.discarded_bytes += len(data)
+            return
         awaiting_head = self._awaiting_request()
         if awaiting_head:
             self._keep_head_bytes(data)
@@ -167,8 +241,43 @@ class ApiRequestHandler(RequestHandler):
             self._head += data[: HEAD_BYTES_KEPT - len(self._head)]
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self._refused:
+            return
+        self._server.release(self._client)
         self._stop_header_timer()
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
         super().connection_lost(exc)
+
+    async def finish_response(
+        self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
+    ) -> tuple[web.StreamResponse, bool]:
+        """An answer given before the body was read to its end closes the connection: the rest
+        of the body is never read, so the next request could not be found after it."""
+        unread = not request.content.is_eof()
+        if unread:
+            resp.force_close()  # `Connection: close`, and aiohttp will not keep the connection
+        resp, reset = await super().finish_response(request, resp, start_time)
+        if unread and not reset:
+            UNREAD_BODIES.inc()
+            await self._drop_unread_body()
+        return resp, reset
+
+    async def _drop_unread_body(self) -> None:
+        """Our side is finished (FIN after the answer); what the client still sends is counted
+        and dropped until it closes or `UNREAD_BODY_LINGER_SECONDS` pass; then aiohttp closes."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        self._discarding = True
+        self._stop_header_timer()
+        with contextlib.suppress(AttributeError, NotImplementedError, RuntimeError):
+            transport.resume_reading()  # reading may be paused by a full body buffer
+        if transport.can_write_eof():
+            transport.write_eof()
+        self._closed = self._loop.create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._closed), UNREAD_BODY_LINGER_SECONDS)
 
     def log_exception(self, *args: Any, **kwargs: Any) -> None:
         """aiohttp drains the unread rest of a body after the answer; a body already answered
@@ -235,32 +344,74 @@ class ApiRequestHandler(RequestHandler):
 # ---------------------------------------------------------------- server and runner
 
 
-class ApiServer(web.Server):
-    """aiohttp's server, making ApiRequestHandler protocols and normalising request targets."""
+def client_address(transport: asyncio.BaseTransport) -> str | None:
+    """The peer's IP address; None for a socket without one (a unix socket)."""
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
 
-    def __init__(self, handler: Any, *, header_timeout: float, **kwargs: Any) -> None:
+
+class ApiServer(web.Server):
+    """aiohttp's server, making ApiRequestHandler protocols, normalising request targets
+    (and, on a public port, dropping clients' X-Internal-* headers), and counting each client
+    address's connections against `max_connections_per_client` (0: no cap)."""
+
+    def __init__(
+        self,
+        handler: Any,
+        *,
+        header_timeout: float,
+        max_connections_per_client: int = 0,
+        uncapped: Callable[[str], bool] | None = None,
+        public: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(handler, **kwargs)
         self._header_timeout = header_timeout
+        self._max_per_client = max_connections_per_client
+        self._uncapped = uncapped or (lambda client: False)
+        self._per_client: Counter[str] = Counter()
         app_factory = self.request_factory
 
         def normalising_factory(message: RawRequestMessage, *args: Any) -> BaseRequest:
-            return app_factory(normalised_target(message), *args)
+            message = normalised_target(message)
+            if public:
+                message = without_internal_headers(message)
+            return app_factory(message, *args)
 
         self.request_factory = normalising_factory
 
     def __call__(self) -> RequestHandler:
         return ApiRequestHandler(self, header_timeout=self._header_timeout, loop=self._loop, **self._kwargs)
 
+    def admit(self, client: str | None) -> bool:
+        """Counts a new connection of `client`; False (not counted) when it holds the most."""
+        if client is None or self._max_per_client <= 0 or self._uncapped(client):
+            return True
+        if self._per_client[client] >= self._max_per_client:
+            return False
+        self._per_client[client] += 1
+        return True
+
+    def release(self, client: str | None) -> None:
+        if client is None or client not in self._per_client:
+            return
+        self._per_client[client] -= 1
+        if self._per_client[client] <= 0:
+            del self._per_client[client]
+
 
 class ApiAppRunner(web.AppRunner):
     """An AppRunner whose server is ApiServer (aiohttp builds a plain Server; it is rebuilt
     with the same handler, request factory and options)."""
 
-    __slots__ = ("_header_timeout",)
+    __slots__ = ("_header_timeout", "_max_connections_per_client")
 
-    def __init__(self, app: web.Application, *, header_timeout: float, **kwargs: Any) -> None:
+    def __init__(
+        self, app: web.Application, *, header_timeout: float, max_connections_per_client: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(app, **kwargs)
         self._header_timeout = header_timeout
+        self._max_connections_per_client = max_connections_per_client
 
     async def _make_server(self) -> web.Server:
         plain = await super()._make_server()
@@ -270,6 +421,9 @@ class ApiAppRunner(web.AppRunner):
             handler_cancellation=plain.handler_cancellation,
             loop=asyncio.get_running_loop(),
             header_timeout=self._header_timeout,
+            max_connections_per_client=self._max_connections_per_client,
+            uncapped=self.app.get(UNCAPPED_CLIENTS_KEY),
+            public=self.app.get(PUBLIC_PORT_KEY, False),
             **plain._kwargs,
         )
 
@@ -284,12 +438,14 @@ def run_app(
     reuse_port: bool = False,
     shutdown_timeout: float = 5.0,
     keepalive_timeout: float = 75.0,
+    max_connections_per_client: int = 0,
 ) -> None:
     """`aiohttp.web.run_app` with ApiAppRunner: serves until SIGTERM or SIGINT, then shuts
     down gracefully (in-flight requests get `shutdown_timeout` seconds)."""
     runner = ApiAppRunner(
         app,
         header_timeout=header_timeout,
+        max_connections_per_client=max_connections_per_client,
         handle_signals=True,
         access_log=None,
         shutdown_timeout=shutdown_timeout,

@@ -3,9 +3,11 @@ platform's shared secret, `INTERNAL_TOKEN`, sent as `X-Internal-Token`.
 
 The gateway's public port checks users' tokens; behind it, a service's port serves only the
 gateway and the other services, and network isolation alone used to protect it. Only
-`/health` stays open: the launcher's, compose's and the gateway's health checks hold no
-secret. `/metrics` is not open: nothing of ours scrapes it, and a scraper can send the header
-like any internal caller.
+`/health` stays open: the launcher's, compose's and Kubernetes' probes hold no secret and read
+only its status code; what it shows beyond the status (dataset hashes, key ids, worker counts)
+needs the credential (`shows_internals`). `/metrics` is not open, on a service's port nor on
+the gateway's public one: nothing of ours scrapes it, and a scraper can send the header like
+any internal caller.
 
 An app built with an empty token (in-process, by tests) does not check. A process never runs
 so by accident: `require_internal_token` stops it at start unless `INTERNAL_AUTH=off` says
@@ -37,6 +39,8 @@ INTERNAL_EMAIL_HEADER = "X-Internal-Email"
 INTERNAL_ISSUED_AT_HEADER = "X-Internal-Issued-At"
 INTERNAL_API_KEY_HEADER = "X-Internal-Api-Key"
 OPEN_PATHS = frozenset({"/health"})
+# What the gateway's public port answers only to a holder of the credential.
+PUBLIC_PORT_INTERNAL_PATHS = frozenset({"/metrics"})
 TOKEN_FILE = "internal-token"  # noqa: S105 - a file name under DATA_DIR, not a secret
 
 log = logging.getLogger("common.internal_auth")
@@ -62,10 +66,22 @@ def check_credential(presented: str | None, token: str) -> None:
         raise InternalCredentialRequired(f"the internal credential in {INTERNAL_TOKEN_HEADER} is wrong")
 
 
-def credential_middleware(token: str) -> Middleware:
+def shows_internals(request: web.Request, token: str) -> bool:
+    """Whether an answer may show internals to this caller: it holds the credential, or the app
+    was built without one (in-process, tests), where nothing is checked."""
+    return not token or holds_credential(request.headers.get(INTERNAL_TOKEN_HEADER), token)
+
+
+def credential_middleware(token: str, *, internal: bool = True) -> Middleware:
+    """`internal`: every path but OPEN_PATHS needs the credential; else (the gateway's public
+    port) only PUBLIC_PORT_INTERNAL_PATHS do."""
+
+    def guarded(path: str) -> bool:
+        return path not in OPEN_PATHS if internal else path in PUBLIC_PORT_INTERNAL_PATHS
+
     @web.middleware
     async def internal_auth(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in OPEN_PATHS:
+        if guarded(request.path):
             check_credential(request.headers.get(INTERNAL_TOKEN_HEADER), token)
         return await handler(request)
 
@@ -73,12 +89,12 @@ def credential_middleware(token: str) -> Middleware:
 
 
 def internal_auth_middlewares(config: BaseConfig, *, internal: bool) -> list[Middleware]:
-    """The check for a service's own port: none on a public port (the gateway's) or without a
-    token. Installed inside the error middleware, so a refusal is a 401 in our formats and is
-    not logged as an error."""
-    if not internal or not config.internal_token:
+    """The check for a service's own port, and for the internal paths of a public port (the
+    gateway's); none without a token. Installed inside the error middleware, so a refusal is a
+    401 in our formats and is not logged as an error."""
+    if not config.internal_token:
         return []
-    return [credential_middleware(config.internal_token)]
+    return [credential_middleware(config.internal_token, internal=internal)]
 
 
 def require_internal_token(config: BaseConfig) -> None:

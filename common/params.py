@@ -12,6 +12,33 @@ from common.geo import LatLon
 
 MISSING = object()
 _INTEGER = re.compile(r"[+-]?[0-9]{1,12}")
+# A decimal number in ASCII digits. float() alone also takes '1_0', 'nan', 'inf' and other
+# scripts' digits (Arabic-Indic '10' is 10.0), and so does a pattern built on \d, which matches them too.
+DECIMAL = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?")
+
+
+def parse_decimal(text: str) -> float | None:
+    """`text` as a number when it is one written in ASCII digits, else None."""
+    stripped = text.strip()
+    if len(stripped) > 40 or not DECIMAL.fullmatch(stripped):
+        return None
+    value = float(stripped)
+    return value if math.isfinite(value) else None  # '1e999' is inf
+
+
+def json_kind(value: Any) -> str:
+    """What a client's JSON value is, in JSON's words (never a Python type name like NoneType)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
 
 
 def parse_int(
@@ -51,12 +78,9 @@ def parse_latlon_text(text: str) -> LatLon | str:
     parts = text.split(",")
     if len(parts) != 2:
         return "must be '<lat>,<lon>' (two numbers separated by a comma)"
-    try:
-        lat, lon = float(parts[0]), float(parts[1])
-    except ValueError:
-        return "must be '<lat>,<lon>' with decimal numbers"
-    if not (math.isfinite(lat) and math.isfinite(lon)):
-        return "must be finite numbers"
+    lat, lon = parse_decimal(parts[0]), parse_decimal(parts[1])
+    if lat is None or lon is None:
+        return "must be '<lat>,<lon>' with decimal numbers (ASCII digits, '.' as the decimal point)"
     if not -90 <= lat <= 90:
         return f"latitude must be between -90 and 90, got {lat}"
     if not -180 <= lon <= 180:
@@ -82,9 +106,10 @@ def number_or_nan(value: Any) -> float:
     refuses every bad value."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         return math.nan
-    if isinstance(value, str) and len(value) > 40:
-        return math.nan
+    if isinstance(value, str):
+        parsed = parse_decimal(value)
+        return math.nan if parsed is None else parsed
     try:
         return float(value)
-    except (ValueError, OverflowError):
+    except OverflowError:  # an integer too large for a float
         return math.nan

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -56,8 +55,14 @@ MAX_CONNECTIONS = 512
 
 
 def redacted(url: str) -> str:
-    """The URL without user and password, for logs."""
-    return re.sub(r"//[^@/]*@", "//", url)
+    """The URL without user and password, for logs, /health and messages: everything between
+    `//` and the last `@` (a password written without escaping may hold `@` or `/`; cutting
+    too much is safe, leaving a piece of the password is not)."""
+    scheme, slashes, rest = url.partition("//")
+    at = rest.rfind("@")
+    if not slashes or at < 0:
+        return url
+    return f"{scheme}//***@{rest[at + 1 :]}"
 
 
 class ResilientRedis:

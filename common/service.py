@@ -23,8 +23,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from common import supervisor
 from common.config import BaseConfig
 from common.errors import MalformedBody, UnsupportedMediaType
-from common.http_server import run_app
-from common.internal_auth import internal_auth_middlewares, require_internal_token
+from common.http_server import PUBLIC_PORT_KEY, run_app
+from common.internal_auth import internal_auth_middlewares, require_internal_token, shows_internals
 from common.logging import setup_logging
 from common.middleware import make_middlewares, standard_headers
 from common.processes import bind_error
@@ -107,7 +107,10 @@ async def health(request: web.Request) -> web.Response:
     checks.update(supervision_checks(config.workers))
     # Redis down degrades (caches bypassed) but does not make a service unready.
     status = "ok" if ready else "unavailable"
-    return json_response({"service": config.service, "status": status, "checks": checks}, status=200 if ready else 503)
+    body: dict[str, Any] = {"service": config.service, "status": status}
+    if shows_internals(request, config.internal_token):
+        body["checks"] = checks  # dataset hashes, key ids, workers: for our own callers only
+    return json_response(body, status=200 if ready else 503)
 
 
 async def freeze_startup_objects(app: web.Application) -> None:
@@ -145,6 +148,7 @@ def base_app(
     app = web.Application(middlewares=middlewares, client_max_size=config.max_body_bytes)
     app[CONFIG_KEY] = config
     app[HEALTH_CHECKS_KEY] = []
+    app[PUBLIC_PORT_KEY] = not internal  # the server then drops clients' X-Internal-* headers
     app.on_response_prepare.append(standard_headers)
     if with_redis:
         app.cleanup_ctx.append(_redis_context)
@@ -184,6 +188,8 @@ def serve(create_app: Callable[[Any], web.Application], config: BaseConfig, *, r
         header_timeout=config.header_timeout_seconds,
         reuse_port=reuse_port,
         shutdown_timeout=5,
+        keepalive_timeout=config.idle_timeout_seconds,
+        max_connections_per_client=config.max_connections_per_client,
     )
 
 

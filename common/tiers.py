@@ -15,6 +15,17 @@ TIERS = ("demo", "standard", "unlimited")
 DEFAULT_MATRIX_CELLS = "demo=1000,standard=10000,unlimited=1000000"
 # Jobs (queued + running) one account may have at once (JOB_LIMITS, read by the job service).
 DEFAULT_JOB_LIMITS = "demo=1,standard=3,unlimited=10"
+# Most seconds of search one optimization may ask (`timeLimit` of /v1/optimize/stops and
+# /v1/optimize/routes; OPTIMIZE_TIME_LIMITS, the optimize service). One `timeLimit=30` held the
+# large lane for 30 s and took another account's 300-stop request from 2.9 s to 30.8 s (issue
+# 29): a tier waits at most its own cap behind one request. A default above the cap is cut to it.
+DEFAULT_OPTIMIZE_SECONDS = "demo=2,standard=10,unlimited=30"
+# MiB of the job store one account may fill with its jobs' requests and results, compressed as
+# they are kept (JOB_STORE_QUOTAS, the job service); beyond it 429 JOB_ERROR_QUOTA_EXCEEDED.
+# The store's share of the 256 MB state Redis is ~179 MB: ~209 large detour results of one
+# account filled it and refused every account's jobs (issue 29); now one standard account
+# holds at most a sixth of it.
+DEFAULT_JOB_STORE_MIB = "demo=8,standard=32,unlimited=128"
 
 
 @dataclass(frozen=True)

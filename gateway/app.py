@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import ipaddress
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 from aiohttp import web
 
+from common.admission import parse_cost_budgets
 from common.client import ServiceClient, upstream_connector
+from common.http_server import UNCAPPED_CLIENTS_KEY
 from common.service import REDIS_KEY, base_app
 from gateway import docs, handlers, webpages
+from gateway.client_address import TrustedProxies
 from gateway.config import GatewayConfig
 from gateway.cors import CORS_KEY, CorsPolicy, add_cors_headers
 from gateway.jwks import JWKS_TIMEOUT_SECONDS, JwksRefresher, jwks_credential
@@ -19,6 +23,21 @@ from gateway.services import service_clients
 from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import TokenVerifier
 from gateway.usage import UsageCounter, flushing
+
+
+def trusted_peer(proxies: TrustedProxies) -> Callable[[str], bool]:
+    """Whether a connection's peer address is one of the trusted proxies."""
+
+    def trusted(peer: str) -> bool:
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        # A dual-stack socket shows IPv4 peers as ::ffff:a.b.c.d; TRUSTED_PROXIES names them as IPv4.
+        mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+        return proxies.trusts(mapped or address)
+
+    return trusted
 
 
 def create_app(config: GatewayConfig) -> web.Application:
@@ -47,6 +66,8 @@ def create_app(config: GatewayConfig) -> web.Application:
             rate_limiter=RateLimiter(redis, config.rate_limits),
             revocations=RevocationChecker(redis, config.revocation_cache_seconds),
             usage=usage,
+            cost_budgets=parse_cost_budgets(config.cost_budgets),
+            proxies=TrustedProxies(config.trusted_proxies),
         )
         await jwks.start()
         async for _ in flushing(usage):
@@ -55,6 +76,8 @@ def create_app(config: GatewayConfig) -> web.Application:
         await session.close()
 
     app.cleanup_ctx.append(gateway_context)
+    # The trusted proxies carry many clients' connections: the per-client cap is not theirs.
+    app[UNCAPPED_CLIENTS_KEY] = trusted_peer(TrustedProxies(config.trusted_proxies))
     app[CORS_KEY] = CorsPolicy.of(config.cors_allowed_origins)
     app.on_response_prepare.append(add_cors_headers)
     app.router.add_get("/v1/openapi.json", docs.openapi_json)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from common.config import BaseConfig, env_float, env_int, env_str
+from gateway.client_address import IPNetwork, parse_trusted_proxies
 
 # service name -> env var holding its base URL; empty means "not deployed" (503).
 UPSTREAM_ENV = {
@@ -23,6 +24,14 @@ DEFAULT_CORS_ORIGINS = "*"
 # `{s}` and `{r}`); empty: no background, the page draws the data's outline and answers alone.
 DEFAULT_MAP_TILE_URL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 DEFAULT_MAP_TILE_ATTRIBUTION = "© OpenStreetMap contributors"
+# Connections one client address may hold open at once (per gateway process); a browser opens
+# at most 6 per host, so 64 leaves room for offices behind one NAT address. Behind a proxy every
+# connection comes from the proxy: set 0 there and cap clients at the proxy.
+DEFAULT_MAX_CONNECTIONS_PER_CLIENT = 64
+# Requests of a queued route (GET /v1/route) one gateway process forwards to its service at once;
+# the others wait in arrival order. 8 keeps 2 route workers busy (about 4 each); raise it with
+# more route service replicas behind one gateway (common.client.ArrivalQueue says why).
+DEFAULT_QUEUED_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,11 @@ class GatewayConfig(BaseConfig):
     cors_allowed_origins: tuple[str, ...] = (DEFAULT_CORS_ORIGINS,)
     map_tile_url: str = DEFAULT_MAP_TILE_URL
     map_tile_attribution: str = DEFAULT_MAP_TILE_ATTRIBUTION
+    max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT
+    queued_concurrency: int = DEFAULT_QUEUED_CONCURRENCY  # 0: no arrival queue
+    # The proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client: the Ingress
+    # controller's pods. Empty: the connection's peer is the client (gateway.client_address).
+    trusted_proxies: tuple[IPNetwork, ...] = ()
 
     @classmethod
     def from_env(cls, service: str = "gateway", **overrides: Any) -> Self:
@@ -91,6 +105,11 @@ class GatewayConfig(BaseConfig):
             "cors_allowed_origins": parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
             "map_tile_url": env_str("MAP_TILE_URL", DEFAULT_MAP_TILE_URL).strip(),
             "map_tile_attribution": env_str("MAP_TILE_ATTRIBUTION", DEFAULT_MAP_TILE_ATTRIBUTION),
+            "trusted_proxies": parse_trusted_proxies(env_str("TRUSTED_PROXIES", "")),
+            "queued_concurrency": max(0, env_int("GATEWAY_QUEUED_CONCURRENCY", DEFAULT_QUEUED_CONCURRENCY)),
+            "max_connections_per_client": max(
+                0, env_int("GATEWAY_MAX_CONNECTIONS_PER_CLIENT", DEFAULT_MAX_CONNECTIONS_PER_CLIENT)
+            ),
         }
         values.update(overrides)
         return super().from_env(service, **values)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from common.errors import Forbidden
+from common.internal_auth import PUBLIC_PORT_INTERNAL_PATHS
 
 ALLOW_ANY = "*"
 # What a page's script may send: the token, the body's type and name, the error format.
@@ -54,7 +55,10 @@ CORS_KEY: web.AppKey[CorsPolicy] = web.AppKey("cors", CorsPolicy)
 
 
 async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """`on_response_prepare` hook: answers and errors alike."""
+    """`on_response_prepare` hook: answers and errors alike, except the internal paths (no
+    page elsewhere has any business reading the metrics)."""
+    if request.path in PUBLIC_PORT_INTERNAL_PATHS:
+        return
     policy = request.app[CORS_KEY]
     if policy.origins and not policy.any_origin:
         response.headers.add("Vary", "Origin")  # the answer depends on it, so caches must too

@@ -7,8 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from common.errors import ApiError, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
-from common.service import REDIS_KEY, json_response
+from common.errors import ApiError, MalformedRequest, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
+from common.internal_auth import shows_internals
+from common.service import CONFIG_KEY, REDIS_KEY, json_response
 from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
@@ -18,8 +19,17 @@ from gateway.state import GATEWAY_KEY, GatewayState
 from gateway.tokens import Identity, UnknownKey, bearer_token
 
 
+def authorization(request: web.Request) -> str | None:
+    """The one Authorization header: two are refused, not resolved (which one a proxy or a
+    service would read is anyone's guess)."""
+    values = request.headers.getall("Authorization", [])
+    if len(values) > 1:
+        raise MalformedRequest(f"send one Authorization header, not {len(values)}", parameter="Authorization")
+    return values[0] if values else None
+
+
 async def authenticate(state: GatewayState, request: web.Request) -> Identity:
-    token = bearer_token(request.headers.get("Authorization"))
+    token = bearer_token(authorization(request))
     try:
         identity = state.verifier.verify(token)
     except UnknownKey as exc:
@@ -46,12 +56,16 @@ def resolve_route(request: web.Request) -> PublicRoute:
 async def apply_rate_limit(
     state: GatewayState, request: web.Request, route: PublicRoute, identity: Identity | None
 ) -> dict[str, str]:
+    # Behind the Ingress the client is the one its X-Forwarded-For names (TRUSTED_PROXIES); the
+    # services get it too (gateway.proxy), e.g. for the auth service's fair hashing turns.
+    address = state.proxies.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
+    request["client_address"] = address
     if identity is not None:
         decision = await state.rate_limiter.check(f"sub:{identity.subject}", identity.tier)
         state.usage.count(identity.subject, rate_limited=decision is not None and not decision.allowed)
     else:
         # Unauthenticated endpoints (login) are limited per client address against guessing.
-        decision = await state.rate_limiter.check(f"ip:{request.remote}", "anonymous")
+        decision = await state.rate_limiter.check(f"ip:{address}", "anonymous")
     if decision is not None and decision.allowed and identity is not None and route.checks_password:
         # A password checked behind a token: limited like the logins too, per account.
         decision = await state.rate_limiter.check(f"password:{identity.subject}", "anonymous") or decision
@@ -70,10 +84,16 @@ async def local_answer(state: GatewayState, route: PublicRoute, identity: Identi
 
 
 async def account_usage(state: GatewayState, identity: Identity) -> dict[str, Any]:
-    """The caller's tier, its rate limit (this gateway's RATE_LIMITS) and recent requests."""
+    """The caller's tier, its rate limit (this gateway's RATE_LIMITS), its work-unit budget
+    (COST_BUDGETS, charged by the services: common.admission) and recent requests."""
     limit = state.rate_limiter.limit_for(identity.tier)
     rate = None if limit.unlimited else {"requestsPerSecond": limit.rate, "burst": limit.burst}
-    return {"tier": identity.tier, "rateLimit": rate, "usage": await state.usage.recent(identity.subject)}
+    return {
+        "tier": identity.tier,
+        "rateLimit": rate,
+        "costBudget": state.cost_budgets.for_tier(identity.tier).as_json(),
+        "usage": await state.usage.recent(identity.subject),
+    }
 
 
 def answer_options(request: web.Request) -> web.Response:
@@ -107,17 +127,23 @@ async def proxy(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
+    """Anyone gets the status (probes read only the code); the services, Redis and the keys
+    only a caller holding the internal credential."""
     state = request.app[GATEWAY_KEY]
     names = sorted(state.services)
     results = await asyncio.gather(*(service_health(state.services[n]) for n in names))
     services = dict(zip(names, results, strict=True))
     redis_up = await request.app[REDIS_KEY].ping()
     ready = all(s["status"] == "up" for s in services.values()) and state.jwks.loaded
-    body = {
-        # Redis down degrades (no rate limits, caches or fresh revocations) but still serves.
+    # Redis down degrades (no rate limits, caches or fresh revocations) but still serves.
+    body: dict[str, Any] = {
+        "service": "gateway",
         "status": ("ok" if redis_up else "degraded") if ready else "unavailable",
-        "services": services,
-        "redis": "up" if redis_up else "down",
-        "signingKeys": len(state.verifier.key_ids),
     }
+    if shows_internals(request, request.app[CONFIG_KEY].internal_token):
+        body |= {
+            "services": services,
+            "redis": "up" if redis_up else "down",
+            "signingKeys": len(state.verifier.key_ids),
+        }
     return json_response(body, status=200 if ready else 503)

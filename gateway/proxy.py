@@ -20,6 +20,7 @@ from common.internal_auth import (
     internal_headers,
 )
 from common.middleware import REQUEST_ID_HEADER
+from common.waiting import unless_gone
 from gateway.routes import PublicRoute
 from gateway.services import label
 from gateway.tokens import Identity
@@ -37,6 +38,9 @@ FORWARDED_RESPONSE_HEADERS = (
     "Allow",
     "Location",  # where a job answered 202 is followed (job_service)
     "WWW-Authenticate",
+    "RateLimit-Cost",  # what a priced request cost its account (common.admission)
+    "RateLimit-Cost-Limit",
+    "RateLimit-Cost-Remaining",
 )
 INTERNAL_SUBJECT = INTERNAL_SUBJECT_HEADER
 INTERNAL_TIER = INTERNAL_TIER_HEADER
@@ -67,7 +71,8 @@ OUTAGES = UpstreamOutages()
 def upstream_headers(request: web.Request, identity: Identity | None, internal_token: str) -> dict[str, str]:
     headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
     headers[REQUEST_ID_HEADER] = request["request_id"]
-    headers["X-Forwarded-For"] = request.remote or ""
+    # The client as the gateway's TRUSTED_PROXIES tell it (gateway.handlers.apply_rate_limit).
+    headers["X-Forwarded-For"] = request.get("client_address") or request.remote or ""
     headers.update(internal_headers(internal_token))
     if identity is not None:
         headers[INTERNAL_SUBJECT] = identity.subject
@@ -86,16 +91,51 @@ def refused_our_credential(status: int, headers: dict[str, str]) -> bool:
 
 
 async def read_limited_body(request: web.Request, limit: int) -> bytes:
+    """At most `limit` bytes, as sent and as decompressed (`Content-Encoding`): aiohttp
+    decompresses only as far as it is read, so a gzip bomb stops here at the limit, and the
+    server closes the connection rather than read the rest (common.http_server)."""
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLarge(f"the body has {request.content_length} bytes; at most {limit} are accepted here")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(1 << 16):
         size += len(chunk)
-        if size > limit:
+        # The bytes as sent count too: compressed data may decompress to (almost) nothing.
+        if size > limit or request.content.total_raw_bytes > limit:
             raise PayloadTooLarge(f"the body is larger than {limit} bytes, the limit here")
         chunks.append(chunk)
+    if request.content.total_raw_bytes > limit:  # all of it decompressed to (almost) nothing
+        raise PayloadTooLarge(f"the body is larger than {limit} bytes, the limit here")
     return b"".join(chunks)
+
+
+async def call_upstream(
+    request: web.Request, route: PublicRoute, service: ServiceClient, identity: Identity | None, body: bytes | None
+) -> tuple[int, bytes, dict[str, str]]:
+    """The service's status, body and forwarded headers for the request."""
+    url = URL(service.base_url + request.raw_path, encoded=True)
+    try:
+        # A queued (light) route waits its turn first: common.client.ArrivalQueue.
+        async with (
+            service.queued(route.queued, route.timeout_seconds),
+            service.session.request(
+                request.method,
+                url,
+                data=body,
+                headers=upstream_headers(request, identity, service.internal_token),
+                timeout=aiohttp.ClientTimeout(total=route.timeout_seconds),
+                allow_redirects=False,
+            ) as upstream,
+        ):
+            payload = await upstream.read()
+            status = upstream.status
+            headers = {name: upstream.headers[name] for name in FORWARDED_RESPONSE_HEADERS if name in upstream.headers}
+    except TimeoutError as exc:
+        raise GatewayTimeout(f"the {service.name} did not answer within {route.timeout_seconds:g} s") from exc
+    except aiohttp.ClientConnectionError as exc:
+        OUTAGES.failed(route.service, service.base_url, exc)
+        raise ServiceUnavailable(f"the {service.name} is unavailable; try again shortly") from exc
+    return status, payload, headers
 
 
 async def forward(
@@ -106,24 +146,9 @@ async def forward(
     if service is None:
         raise ServiceUnavailable(f"the {label(route.service)} is not deployed")
     body = await read_limited_body(request, route.max_body_bytes) if request.can_read_body else None
-    url = URL(service.base_url + request.raw_path, encoded=True)
-    try:
-        async with service.session.request(
-            request.method,
-            url,
-            data=body,
-            headers=upstream_headers(request, identity, service.internal_token),
-            timeout=aiohttp.ClientTimeout(total=route.timeout_seconds),
-            allow_redirects=False,
-        ) as upstream:
-            payload = await upstream.read()
-            status = upstream.status
-            headers = {name: upstream.headers[name] for name in FORWARDED_RESPONSE_HEADERS if name in upstream.headers}
-    except TimeoutError as exc:
-        raise GatewayTimeout(f"the {service.name} did not answer within {route.timeout_seconds:g} s") from exc
-    except aiohttp.ClientConnectionError as exc:
-        OUTAGES.failed(route.service, service.base_url, exc)
-        raise ServiceUnavailable(f"the {service.name} is unavailable; try again shortly") from exc
+    # The client gone, the upstream call is dropped: its closed connection tells the service to
+    # stop the work in turn (common.waiting), instead of running on until our timeout.
+    status, payload, headers = await unless_gone(request, call_upstream(request, route, service, identity, body))
     OUTAGES.answered(route.service)
     if status >= 500 and "json" not in headers.get("Content-Type", ""):
         raise BadGateway(f"the {service.name} failed")

@@ -35,6 +35,7 @@ def service_clients(config: GatewayConfig, session: aiohttp.ClientSession) -> di
             timeout=config.upstream_timeout_seconds,
             session=session,
             internal_token=config.internal_token,
+            queue_limit=config.queued_concurrency,
         )
         for name, url in config.upstreams.items()
     }

@@ -3,11 +3,14 @@ cleanup; handlers reach it through the app, never the configuration itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from common.admission import CostBudgets, parse_cost_budgets
 from common.client import ServiceClient
+from common.config import DEFAULT_COST_BUDGETS
+from gateway.client_address import TrustedProxies
 from gateway.jwks import JwksRefresher
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
@@ -23,6 +26,10 @@ class GatewayState:
     rate_limiter: RateLimiter
     revocations: RevocationChecker
     usage: UsageCounter  # each account's requests per hour (/v1/account/usage)
+    # The services' work-unit budgets per tier (COST_BUDGETS), shown in /v1/account/usage.
+    cost_budgets: CostBudgets = field(default_factory=lambda: parse_cost_budgets(DEFAULT_COST_BUDGETS))
+    # Whose X-Forwarded-For names the client (TRUSTED_PROXIES); none by default.
+    proxies: TrustedProxies = field(default_factory=TrustedProxies)
 
 
 GATEWAY_KEY: web.AppKey[GatewayState] = web.AppKey("gateway", GatewayState)

@@ -17,6 +17,11 @@ from common.errors import Unauthorized
 
 ALLOWED_ALGORITHMS = ["EdDSA"]
 REQUIRED_CLAIMS = ["sub", "iat", "exp", "jti", "iss", "aud"]
+TIME_CLAIMS = ("iat", "nbf", "exp")
+# Fixed by the API contract (README): no token lives longer than 30 days.
+MAX_TOKEN_SECONDS = 2_592_000
+# A time claim at or past this (the year 2286) is absurd: no clock of ours is there.
+MAX_TIME_CLAIM = 10_000_000_000
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,33 @@ class TokenVerifier:
             raise Unauthorized("the token has expired; request a new one") from exc
         except jwt.PyJWTError as exc:
             raise Unauthorized("the token is invalid") from exc
+        problem = time_claims_problem(claims, time.time(), self.leeway)
+        if problem:
+            raise Unauthorized(f"the token is invalid: {problem}")
         return identity_from_claims(claims)
+
+
+def time_claims_problem(claims: dict[str, Any], now: float, leeway: float) -> str | None:
+    """What is wrong with the token's times, beyond what the JWT library checks, or None.
+
+    The library takes `exp: "9999999999"` or `exp: 1e308` (it only needs `int()` to work):
+    a token signed with such times would never expire. Only JSON integers in a real range
+    pass, and no token may claim a longer life than the platform issues."""
+    for name in TIME_CLAIMS:
+        if name not in claims:
+            continue
+        value = claims[name]
+        # bool is an int in Python, but `true` is not a time.
+        if type(value) is not int or not 0 < value < MAX_TIME_CLAIM:
+            return f"its {name} claim is not a time in whole seconds"
+    issued, expires = claims["iat"], claims["exp"]
+    if issued > now + leeway:
+        return "it was issued in the future"
+    if not issued < expires <= issued + MAX_TOKEN_SECONDS + leeway:
+        return f"it must expire after it was issued and within {MAX_TOKEN_SECONDS} s"
+    if claims.get("nbf", issued) > expires:
+        return "it is valid only after it expires"
+    return None
 
 
 def identity_from_claims(claims: dict[str, Any]) -> Identity:

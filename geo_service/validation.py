@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors
-from common.params import parse_int, parse_latlon_text
+from common.params import parse_decimal, parse_int, parse_latlon_text
 from common.providers import requested_provider
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
@@ -122,9 +122,8 @@ def parse_coordinate(params: Mapping[str, str], name: str, bound: float, errors:
     if raw is None or not raw.strip():
         errors.add(name, "is required, in decimal degrees")
         return 0.0
-    try:
-        value = float(raw.strip())
-    except ValueError:
+    value = parse_decimal(raw)
+    if value is None:
         errors.add(name, f"must be a decimal number, got {raw[:40]!r}")
         return 0.0
     if not math.isfinite(value) or not -bound <= value <= bound:

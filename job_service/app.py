@@ -2,8 +2,10 @@
 
 Large requests as jobs (docs/decisions.md, "Asynchronous jobs"): the three operations with
 `?async=true` are stored in the state Redis (`job_service.store`) and answered 202 at once;
-this process's runner (`job_service.runner`) replays them, `JOB_CONCURRENCY` at a time, against
-the service that owns the operation (`job_service.replay`). Its own Redis client waits longer
+this process's runner (`job_service.runner`) replays them, `JOB_CONCURRENCY` at a time (one
+account's at most `JOB_RUNNING_PER_ACCOUNT` at once, accounts served round-robin), against the
+service that owns the operation (`job_service.replay`). Each account's jobs hold at most its
+tier's quota of the store (`JOB_STORE_QUOTAS`), a result at most `JOB_MAX_RESULT_MB`. Its own Redis client waits longer
 than the shared one: a job's request or result is up to a few MB, not a rate-limit counter.
 """
 
@@ -20,7 +22,7 @@ from common.redis import ResilientRedis
 from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from job_service.config import JobConfig
 from job_service.handlers import JOBS_KEY, RESULT_TTL_KEY, delete_job, get_job, get_result, list_jobs, submit
-from job_service.jobs import Jobs, Limits
+from job_service.jobs import MIB, Jobs, Limits
 from job_service.model import OPERATIONS
 from job_service.replay import Replayer
 from job_service.runner import Runner, RunnerSettings
@@ -44,8 +46,19 @@ def service_clients(config: JobConfig) -> dict[str, ServiceClient]:
     }
 
 
+def limits(config: JobConfig) -> Limits:
+    return Limits(config.job_limits, store_mib=config.store_quotas)
+
+
 def runner_settings(config: JobConfig) -> RunnerSettings:
-    return RunnerSettings(config.concurrency, config.lease_seconds, config.max_attempts, config.poll_seconds)
+    return RunnerSettings(
+        config.concurrency,
+        config.lease_seconds,
+        config.max_attempts,
+        config.poll_seconds,
+        max_result_bytes=config.max_result_mb * MIB,
+        limits=limits(config),
+    )
 
 
 def jobs_context(config: JobConfig) -> CleanupContext:
@@ -53,11 +66,12 @@ def jobs_context(config: JobConfig) -> CleanupContext:
         redis = ResilientRedis(config.redis_url, timeout=JOB_REDIS_TIMEOUT_SECONDS)
         app[REDIS_KEY] = redis
         store = JobStore(redis, result_ttl_seconds=config.result_ttl_seconds,
-                         max_memory_fraction=config.store_max_fraction)  # fmt: skip
+                         max_memory_fraction=config.store_max_fraction,
+                         running_per_account=config.running_per_account)  # fmt: skip
         clients = service_clients(config)
         runner = Runner(store, Replayer(clients, config.call_timeout_seconds), runner_settings(config))
         app[RUNNER_KEY] = runner
-        app[JOBS_KEY] = Jobs(store, Limits(config.job_limits), on_submit=runner.wake.set)
+        app[JOBS_KEY] = Jobs(store, limits(config), on_submit=runner.wake.set)
         app[RESULT_TTL_KEY] = config.result_ttl_seconds
         runner.start()
         log.info("running up to %d jobs at once, leases of %g s", config.concurrency, config.lease_seconds)

@@ -1,5 +1,6 @@
-"""The jobs of an account: submit within the tier's limit, look at, cancel, list. A job of
-another account is answered exactly as one that does not exist (404), so ids reveal nothing."""
+"""The jobs of an account: submit within the tier's limits (jobs at once, bytes kept), look at,
+cancel, list. A job of another account is answered exactly as one that does not exist (404),
+so ids reveal nothing."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from common.errors import Conflict, NotFound, TooManyJobs
+from common.errors import Conflict, JobQuotaExceeded, NotFound, TooManyJobs
 from common.tiers import TierLimits
 from job_service.model import ACTIVE, SUCCEEDED, Account, Job, StoredRequest
-from job_service.store import JobStore
+from job_service.store import JobStore, OverQuota
+
+MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -18,6 +21,23 @@ class Limits:
     per_tier: TierLimits
     # Retry-After of a 429: about when a job of the account may have finished.
     retry_after_seconds: int = 10
+    # MiB of the store an account's jobs may hold (JOB_STORE_QUOTAS); None: no quota.
+    store_mib: TierLimits | None = None
+
+    def quota_bytes(self, tier: str) -> tuple[int, str]:
+        """The tier's quota in bytes (0: none) and the tier it applies to."""
+        if self.store_mib is None:
+            return 0, tier
+        mib, applies = self.store_mib.for_tier(tier)
+        return mib * MIB, applies
+
+
+def over_quota(tier: str, quota_bytes: int, used: int, needed: int, what: str) -> JobQuotaExceeded:
+    return JobQuotaExceeded(
+        f"{what} ({needed} bytes compressed) would take this account's jobs past the {tier} tier's "
+        f"{quota_bytes // MIB} MiB of the job store ({used} bytes held by its other jobs): delete finished "
+        "jobs (DELETE /v1/jobs/{id}) or wait until they expire"
+    )
 
 
 class Jobs:
@@ -29,8 +49,13 @@ class Jobs:
     async def submit(self, account: Account, request: StoredRequest) -> Job:
         await self.store.check_room()
         limit, tier = self.limits.per_tier.for_tier(account.tier)
+        quota, quota_tier = self.limits.quota_bytes(account.tier)
         job_id = uuid.uuid4().hex
-        if not await self.store.submit(job_id, account, request, limit):
+        try:
+            stored = await self.store.submit(job_id, account, request, limit, quota)
+        except OverQuota as exc:
+            raise over_quota(quota_tier, quota, exc.used, exc.needed, "the job's request") from exc
+        if not stored:
             raise TooManyJobs(
                 f"the {tier} tier may have {limit} jobs queued or running at once, and this account has {limit}. "
                 "Wait for one to finish or cancel one (DELETE /v1/jobs/{id})",

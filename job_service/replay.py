@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from common.admission import INTERNAL_JOB_HEADER
 from common.client import Reply, ServiceClient
 from common.errors import ApiError, GatewayTimeout
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
@@ -24,10 +25,14 @@ MAX_PAUSE_SECONDS = 30.0
 
 
 def replay_headers(account: Account, request: StoredRequest) -> dict[str, str]:
+    """As the gateway forwards the caller, and marked as a job's replay: the owning service
+    charges its cost into the account's budget without refusing it (the job was accepted) and
+    holds none of the account's heavy slots for it (common.admission)."""
     headers = {
         "Content-Type": request.content_type,
         INTERNAL_SUBJECT_HEADER: account.subject,
         INTERNAL_TIER_HEADER: account.tier,
+        INTERNAL_JOB_HEADER: "1",
     }
     if request.disposition:
         headers["Content-Disposition"] = request.disposition

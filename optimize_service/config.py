@@ -15,15 +15,25 @@ OPTIMIZE_QUEUE_SIZE               large requests that may wait behind the one so
 OPTIMIZE_QUEUE_SECONDS            most estimated solver seconds a request may find ahead of it plus its own, in
                                   either lane; more → 503 OPTIMIZE_ERROR_BUSY (default 40; the gateway waits 60)
 OPTIMIZE_ROUTE_TIMEOUT_SECONDS    per call to the route service (default 50; the gateway gives up after 60)
+OPTIMIZE_TIME_LIMITS              most `timeLimit` seconds per account tier, as `tier=seconds,...` (default in
+                                  common/tiers.py: demo=2,standard=10,unlimited=30); more → 400, a default above
+                                  it is cut to it (optimize_service.costs)
+ROUTE_MATRIX_CELLS                the tiers' matrix cells (as the route service reads them): a synchronous request's
+                                  road matrix may have no more (demo 31 stops, standard 100, unlimited 1000);
+                                  larger ones run as jobs (?async=true)
+COST_BUDGETS                      the tiers' work-unit budgets each request is charged from (common.admission)
+REDIS_URL                         the state Redis: the accounts' budgets and heavy slots (admission fails open
+                                  without it)
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from common.config import BaseConfig, env_float, env_int, env_str
+from common.tiers import DEFAULT_MATRIX_CELLS, DEFAULT_OPTIMIZE_SECONDS, TierLimits, parse_tier_limits
 
 DEFAULT_ROUTE_SERVICE_URL = "http://127.0.0.1:8083"
 
@@ -49,6 +59,10 @@ class OptimizeConfig(BaseConfig):
     route_timeout_seconds: float = 50.0
     # 1000 stops as JSON with long names fit; the gateway allows 2 MiB as well.
     max_body_bytes: int = 2 << 20
+    time_limits: TierLimits = field(
+        default_factory=lambda: parse_tier_limits("OPTIMIZE_TIME_LIMITS", DEFAULT_OPTIMIZE_SECONDS)
+    )
+    matrix_cells: TierLimits = field(default_factory=lambda: parse_tier_limits("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS))
 
     @classmethod
     def from_env(cls, service: str = "optimize_service", **overrides: Any) -> Self:
@@ -61,6 +75,10 @@ class OptimizeConfig(BaseConfig):
             "queue_size": max(0, env_int("OPTIMIZE_QUEUE_SIZE", 4)),
             "queue_seconds": max(1.0, env_float("OPTIMIZE_QUEUE_SECONDS", 40.0)),
             "route_timeout_seconds": env_float("OPTIMIZE_ROUTE_TIMEOUT_SECONDS", 50.0),
+            "time_limits": parse_tier_limits(
+                "OPTIMIZE_TIME_LIMITS", env_str("OPTIMIZE_TIME_LIMITS", DEFAULT_OPTIMIZE_SECONDS)
+            ),
+            "matrix_cells": parse_tier_limits("ROUTE_MATRIX_CELLS", env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),
         }
         values.update(overrides)
         return super().from_env(service, **values)

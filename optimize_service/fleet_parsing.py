@@ -18,6 +18,7 @@ from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
+from optimize_service.costs import Allowance
 from optimize_service.fleet_model import (
     MAX_AMOUNT,
     MAX_DIMENSIONS,
@@ -41,7 +42,7 @@ from optimize_service.fleet_model import (
     Place,
     Window,
 )
-from optimize_service.parsing import is_number, parse_coordinate, parse_start_time, short
+from optimize_service.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs"}
@@ -64,8 +65,10 @@ class Context:
         self.dimensions = dimensions
 
 
-def parse_fleet_request(body: Any, now: datetime) -> FleetRequest:
-    """Raises MalformedBody, PayloadTooLarge/TooManyStops (413) or one error naming every bad field."""
+def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = None) -> FleetRequest:
+    """Raises MalformedBody, PayloadTooLarge/TooManyStops (413) or one error naming every bad field.
+    `allowance`: the caller's tier's cap of `timeLimit` (its cells are checked on the distinct
+    places, `fleet_planner.check_fleet_cells`); None: the API's bounds alone."""
     if not isinstance(body, dict):
         raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?}")
     check_sizes(body)
@@ -82,7 +85,7 @@ def parse_fleet_request(body: Any, now: datetime) -> FleetRequest:
     if jobs == [] and shipments == []:
         errors.add("jobs", "at least one job or shipment is required")
     avoid = parse_avoid_area(body["avoid"], "avoid", errors) if body.get("avoid") is not None else None
-    time_limit = parse_time_limit(body.get("timeLimit"), errors)
+    time_limit = parse_time_limit(body.get("timeLimit"), errors, allowance)
     check_duplicate_ids(body, errors)
     check_fleet(vehicles or [], jobs or [], shipments or [], errors)
     if avoid is not None:
@@ -388,11 +391,14 @@ def parse_moment(value: Any, where: str, ctx: Context, *, default: int) -> int |
     return seconds
 
 
-def parse_time_limit(value: Any, errors: ParameterErrors) -> float | None:
+def parse_time_limit(value: Any, errors: ParameterErrors, allowance: Allowance | None = None) -> float | None:
     if value is None:
         return None
     if not is_number(value) or not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:
         errors.add("timeLimit", f"must be a number of seconds from {MIN_TIME_LIMIT_S} to {MAX_TIME_LIMIT_S:g}, got {short(value)}")
+        return None
+    if allowance is not None and value > allowance.max_time_limit_s:
+        errors.add("timeLimit", tier_cap_message(MIN_TIME_LIMIT_S, allowance, value))
         return None
     return float(value)
 

@@ -68,11 +68,11 @@ def locate(request: FleetRequest) -> tuple[Points, Locations]:
     return found, Locations(starts, ends, jobs, pickups, deliveries)
 
 
-async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Scheduler) -> FleetPlan:
-    """Raises the route service's errors naming the request's fields, or OptimizerBusy."""
+async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Scheduler, account: str = "") -> FleetPlan:
+    """Raises the route service's errors naming the request's fields, or OptimizerBusy.
+    `account`: who asked, so the lane takes turns between accounts ("": nobody's behalf)."""
     points, where = locate(request)
-    limit = request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
-    async with scheduler.admit_work(limit) as (lane, job):
+    async with scheduler.admit_work(fleet_time_limit(request), account) as (lane, job):
         matrices = await asyncio.gather(*(kind_matrix(routes, points, kind, request) for kind in request.kinds))
         durations = {kind: m[0] for kind, m in zip(request.kinds, matrices, strict=True)}
         distances = {kind: m[1] for kind, m in zip(request.kinds, matrices, strict=True)}
@@ -95,6 +95,10 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         dataset=str(meta.get("dataset", "")),
         provider=str(meta.get("provider", "")),
     )
+
+
+def fleet_time_limit(request: FleetRequest) -> float:
+    return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
 
 
 async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution:

@@ -1,39 +1,95 @@
-"""The optimizer: one stop-order request from its body to the plan (no aiohttp here).
+"""The optimizer: one stop-order or fleet request from its body to the plan (no aiohttp here).
 
 It holds what outlives a request, built once at start-up from the configuration: the route
-service's client (with the provider names it has seen) and the solver lanes. Per request: the
-provider names when the request names one, the parsing that reports every violation at once,
-then the plan (`planner.plan_tour`).
+service's client (with the provider names it has seen), the solver lanes and the tiers' bounds.
+Per request: the provider names when the request names one, the parsing that reports every
+violation at once within the caller's tier's bounds (optimize_service.costs), the price the
+handler charges before any work, then the plan (`planner.plan_tour`, `fleet_planner.plan_fleet`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from common.admission import Caller, Cost
 from common.providers import provider_name
-from optimize_service.model import Plan
+from optimize_service import fleet_model
+from optimize_service.costs import Allowance, TierRules, capped_default, check_cells, cost_of_fleet, cost_of_stops
+from optimize_service.fleet_model import FleetPlan, FleetRequest
+from optimize_service.fleet_parsing import parse_fleet_request
+from optimize_service.fleet_planner import fleet_time_limit, locate, plan_fleet
+from optimize_service.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
 from optimize_service.parsing import parse_request
 from optimize_service.planner import plan_tour
 from optimize_service.routing import RouteClient
-from optimize_service.scheduler import Scheduler
+from optimize_service.scheduler import Scheduler, estimate_s
+from optimize_service.solver import default_time_limit
 
 
 @dataclass
 class Optimizer:
     routes: RouteClient
     scheduler: Scheduler  # which solver processes answer, and when (optimize_service.scheduler)
+    rules: TierRules | None = None  # None: no tier bounds any request (tests of the solving alone)
+
+    def allowance(self, caller: Caller | None, api_max_s: float = MAX_TIME_LIMIT_S) -> Allowance | None:
+        return self.rules.allowance(caller, api_max_s) if self.rules is not None else None
+
+    # ------------------------------------------------------------ stop order
 
     async def solve(self, body: Any, query: Mapping[str, str], now: datetime | None = None) -> Plan:
-        """Raises the request's violations (400, 413), OptimizerBusy (503) or the route
-        service's errors, naming the stops they concern."""
+        """On nobody's behalf: parse and plan."""
+        return await self.plan(await self.parse(body, query, None, now))
+
+    async def parse(
+        self, body: Any, query: Mapping[str, str], allowance: Allowance | None, now: datetime | None = None
+    ) -> OptimizeRequest:
+        """Raises the request's violations (400, 413) within the tier's bounds."""
         known = await self.known_providers(query)
-        request = parse_request(body, query, now or datetime.now(UTC), known)
-        return await plan_tour(request, self.routes, self.scheduler)
+        request = parse_request(body, query, now or datetime.now(UTC), known, allowance)
+        cap = capped_default(default_time_limit(len(request.stops)), allowance)
+        if request.options.time_limit_s is None and cap is not None:
+            return replace(request, options=replace(request.options, time_limit_s=cap))
+        return request
+
+    def price(self, request: OptimizeRequest) -> Cost:
+        """The request's cost; OptimizerBusy (503) first when its lane has no room, so a busy
+        optimizer costs the caller nothing."""
+        stops, limit = len(request.stops), request.options.time_limit_s
+        lane = self.scheduler.lane_for(stops, limit)
+        if stops > 1:
+            self.scheduler.check_room(lane, estimate_s(stops, limit))
+        return cost_of_stops(stops, estimate_s(stops, limit) if stops > 1 else 0.0, lane.parallel)
+
+    async def plan(self, request: OptimizeRequest, account: str = "") -> Plan:
+        """Raises OptimizerBusy (503) or the route service's errors, naming the stops they concern."""
+        return await plan_tour(request, self.routes, self.scheduler, account)
 
     async def known_providers(self, query: Mapping[str, str]) -> frozenset[str] | None:
         """Only a request that names a provider needs the route service's list."""
         wanted = provider_name(query.get("provider") or "")
         return await self.routes.providers.to_check(wanted) if wanted else None
+
+    # ------------------------------------------------------------ fleet routing
+
+    def parse_fleet(self, body: Any, allowance: Allowance | None, now: datetime | None = None) -> FleetRequest:
+        """Raises the request's violations (400, 413) within the tier's bounds."""
+        fleet = parse_fleet_request(body, now or datetime.now(UTC), allowance)
+        places, _ = locate(fleet)
+        check_cells(len(places.points), len(fleet.kinds), allowance, f"{len(places.points)} distinct places", "jobs")
+        cap = capped_default(fleet_model.default_time_limit(fleet.stops), allowance)
+        return replace(fleet, time_limit_s=cap) if fleet.time_limit_s is None and cap is not None else fleet
+
+    def price_fleet(self, fleet: FleetRequest) -> Cost:
+        """The request's cost; OptimizerBusy (503) first when its lane has no room."""
+        limit = fleet_time_limit(fleet)
+        lane = self.scheduler.lane_for_work(limit)
+        self.scheduler.check_room(lane, limit)
+        places, _ = locate(fleet)
+        return cost_of_fleet(len(places.points), len(fleet.kinds), limit, lane.parallel)
+
+    async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:
+        return await plan_fleet(fleet, self.routes, self.scheduler, account)

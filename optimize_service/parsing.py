@@ -1,8 +1,9 @@
 """The request (JSON array of stops and query parameters) → OptimizeRequest, reporting every
 violation at once (no aiohttp here).
 
-Checks in order: too many stops (413, alone), then every stop, flag and parameter together
-(400), then the region's diameter (413) — all before any routing.
+Checks in order: too many stops (413, alone: the API's 1000, or fewer for the caller's tier's
+matrix cells), then every stop, flag and parameter together (400; `timeLimit` within the
+tier's cap), then the region's diameter (413) — all before any routing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from common.geo import LatLon
 from common.params import number_or_nan, parse_choice
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
+from optimize_service.costs import Allowance, check_cells
 from optimize_service.geo import farthest_pair
 from optimize_service.model import (
     MAX_DIAMETER_M,
@@ -43,15 +45,22 @@ LATEST_START_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def parse_request(
-    body: Any, query: Mapping[str, str], now: datetime, known_providers: frozenset[str] | None = None
+    body: Any,
+    query: Mapping[str, str],
+    now: datetime,
+    known_providers: frozenset[str] | None = None,
+    allowance: Allowance | None = None,
 ) -> OptimizeRequest:
-    """Raises TooManyStops, one ApiError listing every violation, or DiameterTooLarge."""
+    """Raises TooManyStops, one ApiError listing every violation, or DiameterTooLarge.
+    `allowance`: the caller's tier's bounds (optimize_service.costs); None: the API's alone."""
     if isinstance(body, list) and len(body) > MAX_STOPS:
         raise TooManyStops(f"{len(body)} stops sent, at most {MAX_STOPS} are allowed per request", parameter="stops")
+    if isinstance(body, list):  # before the stops are read: the count is known
+        check_cells(len(body), 1, allowance, f"{len(body)} stops", "stops")
     errors = ParameterErrors()
     stops = parse_stops(body, errors)
     ends = tour_ends(stops, errors)
-    options = parse_options(query, now, errors, known_providers)
+    options = parse_options(query, now, errors, known_providers, allowance)
     if options.avoid is not None:
         check_points_outside(options.avoid, [(f"stops[{i}]", s.coordinate) for i, s in enumerate(stops)], errors)
     errors.raise_if_any()
@@ -170,14 +179,18 @@ def check_diameter(stops: list[Stop]) -> None:
 
 
 def parse_options(
-    query: Mapping[str, str], now: datetime, errors: ParameterErrors, known_providers: frozenset[str] | None
+    query: Mapping[str, str],
+    now: datetime,
+    errors: ParameterErrors,
+    known_providers: frozenset[str] | None,
+    allowance: Allowance | None = None,
 ) -> Options:
     return Options(
         start_time=parse_start_time(query.get("startTime"), now, errors),
         vehicle=parse_choice(query, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES),
         route_type=parse_choice(query, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES),
         provider=parse_provider(query.get("provider"), errors, known_providers),
-        time_limit_s=parse_time_limit(query.get("timeLimit"), errors),
+        time_limit_s=parse_time_limit(query.get("timeLimit"), errors, allowance),
         # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
         avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
     )
@@ -207,11 +220,22 @@ def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[st
     return requested_provider(raw, known, errors)
 
 
-def parse_time_limit(raw: str | None, errors: ParameterErrors) -> float | None:
+def parse_time_limit(raw: str | None, errors: ParameterErrors, allowance: Allowance | None = None) -> float | None:
     if raw is None:
         return None
     value = number_or_nan(raw)
     if not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:  # NaN fails too
         errors.add("timeLimit", f"must be a number of seconds between {MIN_TIME_LIMIT_S} and {MAX_TIME_LIMIT_S:g}, got {short(raw)}")
         return None
+    if allowance is not None and value > allowance.max_time_limit_s:
+        errors.add("timeLimit", tier_cap_message(MIN_TIME_LIMIT_S, allowance, raw))
+        return None
     return value
+
+
+def tier_cap_message(least: float, allowance: Allowance, raw: Any) -> str:
+    """The range as the caller's tier narrows it (OPTIMIZE_TIME_LIMITS)."""
+    return (
+        f"must be a number of seconds between {least} and {allowance.max_time_limit_s:g}, the most the "
+        f"{allowance.tier} tier allows, got {short(raw)}"
+    )

@@ -17,15 +17,18 @@ from optimize_service.solver import Tour, TourProblem
 class Solvers(Protocol):
     """A place for a problem of this size with the solvers (`scheduler.Scheduler`)."""
 
-    def admit(self, stops: int, time_limit_s: float | None) -> AbstractAsyncContextManager[SolverRunner]: ...
+    def admit(
+        self, stops: int, time_limit_s: float | None, account: str = ""
+    ) -> AbstractAsyncContextManager[SolverRunner]: ...
 
 
-async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solvers) -> Plan:
+async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solvers, account: str = "") -> Plan:
+    """`account`: who asked, so the solvers take turns between accounts ("": nobody's behalf)."""
     stops, ends, options = request.stops, request.ends, request.options
     if len(stops) == 1:
         return single_stop_plan(request)
     # The solver's place first: a busy optimizer refuses at once, before any routing.
-    async with solvers.admit(len(stops), options.time_limit_s) as run_solver:
+    async with solvers.admit(len(stops), options.time_limit_s, account) as run_solver:
         matrix = await routes.matrix(stops, options)
         reject_unreachable(matrix.durations_s, stops, ends.start)
         tour = await run_solver(TourProblem(matrix.durations_s, ends.start, ends.end, options.time_limit_s))

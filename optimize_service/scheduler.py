@@ -12,7 +12,11 @@ alone. Now:
   long work). Its processes are niced (`OPTIMIZE_LARGE_NICE`): on two cores a large search
   would otherwise take half the CPU from a small one.
 - Each lane solves one request at a time, with all its processes (the portfolio's searches run
-  at once, one per process); the others wait in arrival order. A lane admits a request only
+  at once, one per process); the others wait their turn, taken round-robin between accounts
+  (`FairTurn`): one account's queued requests never go before another account's waiting one.
+  Measured before (issue 29): one account's `timeLimit=30` took another's 300-stop request from
+  2.9 s to 30.8 s; the tier's cap of `timeLimit` (optimize_service.costs) bounds the one solving,
+  the turns bound the rest to one request of each account ahead. A lane admits a request only
   while the work ahead of it plus its own stays within `OPTIMIZE_QUEUE_SECONDS` (40 s; the
   gateway gives up on an optimization after 60 s) and, for the large lane, while at most
   `OPTIMIZE_QUEUE_SIZE` wait behind the one solving. Otherwise `OptimizerBusy`: 503 with
@@ -23,8 +27,10 @@ alone. Now:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -68,6 +74,74 @@ class Job:
 
     estimate_s: float
     started: float | None = None  # clock time its solve began
+    account: str = ""  # who asked ("": on nobody's behalf); turns go round-robin between accounts
+
+
+class FairTurn:
+    """One holder at a time; the next turn goes to the waiting account served longest ago (one
+    never served first), within an account in arrival order. A FIFO lock let one account's three
+    queued requests all go before another account's one."""
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiting: dict[str, deque[asyncio.Future[None]]] = {}
+        self._served: dict[str, int] = {}  # account -> the turn it last had (holding or waiting)
+        self._turns = 0
+        self._arrivals = itertools.count()
+        self._arrived: dict[asyncio.Future[None], int] = {}
+
+    @asynccontextmanager
+    async def hold(self, account: str) -> AsyncIterator[None]:
+        await self._acquire(account)
+        try:
+            yield
+        finally:
+            self._pass_on()
+
+    async def _acquire(self, account: str) -> None:
+        if not self._held and not self._waiting:
+            self._take(account)
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(account, deque()).append(turn)
+        self._arrived[turn] = next(self._arrivals)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._pass_on()  # handed the turn as the caller left: the next one takes it
+            else:
+                self._forget(account, turn)
+            raise
+        finally:
+            self._arrived.pop(turn, None)
+
+    def _take(self, account: str) -> None:
+        self._held = True
+        self._turns += 1
+        self._served[account] = self._turns
+
+    def _forget(self, account: str, turn: asyncio.Future[None]) -> None:
+        queue = self._waiting.get(account)
+        if queue is not None and turn in queue:
+            queue.remove(turn)
+            if not queue:
+                del self._waiting[account]
+
+    def _pass_on(self) -> None:
+        self._held = False
+        if not self._waiting:
+            self._served.clear()  # nobody waits: no history to be fair about
+            return
+        account = min(self._waiting, key=lambda a: (self._served.get(a, 0), self._arrived[self._waiting[a][0]]))
+        queue = self._waiting[account]
+        turn = queue.popleft()
+        if not queue:
+            del self._waiting[account]
+        self._take(account)
+        # Only the holder's and the waiting accounts' turns matter: the history stays that small.
+        self._served = {a: n for a, n in self._served.items() if a == account or a in self._waiting}
+        turn.set_result(None)
 
 
 @dataclass
@@ -79,7 +153,7 @@ class Lane:
     queue_seconds: float  # most estimated solver seconds ahead of a request plus its own
     clock: Callable[[], float] = time.monotonic
     jobs: list[Job] = field(default_factory=list)  # admitted, in arrival order
-    _turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _turn: FairTurn = field(default_factory=FairTurn)
 
     @property
     def parallel(self) -> int:
@@ -111,7 +185,7 @@ class Lane:
             waited += self.remaining_s([ahead[done]])
         return max(1, math.ceil(waited))
 
-    def admit(self, estimate: float) -> Job:
+    def admit(self, estimate: float, account: str = "") -> Job:
         if not self.fits(self.jobs, estimate):
             retry = self.retry_after_s(estimate)
             raise OptimizerBusy(
@@ -119,7 +193,7 @@ class Lane:
                 f"work; try again in {retry} s",
                 retry_after_s=retry,
             )
-        job = Job(estimate)
+        job = Job(estimate, account=account)
         self.jobs.append(job)
         return job
 
@@ -127,13 +201,13 @@ class Lane:
         self.jobs.remove(job)
 
     async def solve(self, job: Job, problem: TourProblem) -> Tour:
-        async with self._turn:
+        async with self._turn.hold(job.account):
             job.started = self.clock()
             return await self.run(problem)
 
     async def call(self, job: Job, work: Callable[..., T], *args: Any) -> T:
         """Any other work (fleet routing) in this lane's processes, once its turn comes."""
-        async with self._turn:
+        async with self._turn.hold(job.account):
             job.started = self.clock()
             return await self.pool.run(work, *args)
 
@@ -142,7 +216,7 @@ class Lane:
     ) -> list[T | BaseException]:
         """Several works at once, one per process (fleet routing's portfolio), once its turn
         comes; every one to its end, a failure returned in its place."""
-        async with self._turn:
+        async with self._turn.hold(job.account):
             job.started = self.clock()
             return await asyncio.gather(*(self.pool.run(work, *args) for work, args in calls), return_exceptions=True)
 
@@ -178,12 +252,21 @@ class Scheduler:
         small = stops <= EXACT_MAX_STOPS or estimate_s(stops, time_limit_s) <= self.small_max_s
         return self.small if small else self.large
 
+    def lane_for_work(self, estimate: float) -> Lane:
+        return self.small if estimate <= self.small_max_s else self.large
+
+    @staticmethod
+    def check_room(lane: Lane, estimate: float) -> None:
+        """OptimizerBusy now if the lane would refuse the request: before the account is charged
+        for it (common.admission), so a busy optimizer costs the caller nothing."""
+        lane.release(lane.admit(estimate))
+
     @asynccontextmanager
-    async def admit(self, stops: int, time_limit_s: float | None) -> AsyncIterator[SolverRunner]:
+    async def admit(self, stops: int, time_limit_s: float | None, account: str = "") -> AsyncIterator[SolverRunner]:
         """A place in the problem's lane (or OptimizerBusy) for the time of the block; inside,
-        the runner solves in that lane once its turn comes."""
+        the runner solves in that lane once its turn comes (round-robin between accounts)."""
         lane = self.lane_for(stops, time_limit_s)
-        job = lane.admit(estimate_s(stops, time_limit_s))
+        job = lane.admit(estimate_s(stops, time_limit_s), account)
 
         async def run_solver(problem: TourProblem) -> Tour:
             return await lane.solve(job, problem)
@@ -194,12 +277,12 @@ class Scheduler:
             lane.release(job)
 
     @asynccontextmanager
-    async def admit_work(self, estimate: float) -> AsyncIterator[tuple[Lane, Job]]:
+    async def admit_work(self, estimate: float, account: str = "") -> AsyncIterator[tuple[Lane, Job]]:
         """A place for other work of `estimate` solver seconds (fleet routing): the small lane up
         to `small_max_s`, else the large one; OptimizerBusy when it is full. Run it with
         `lane.call(job, ...)`; the lane's processes count as one (the work may use threads)."""
-        lane = self.small if estimate <= self.small_max_s else self.large
-        job = lane.admit(estimate)
+        lane = self.lane_for_work(estimate)
+        job = lane.admit(estimate, account)
         try:
             yield lane, job
         finally:

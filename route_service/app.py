@@ -3,9 +3,11 @@
 At start-up the dataset named by `<MAP_DIR>/current.json` is loaded in a worker thread
 (OSRM per profile, and the `graph` provider when its data exists). Without a dataset the
 service still starts, answers 503 DatasetNotReady and reports itself unready in /health,
-so `make up` shows what is missing instead of crashing. With a dataset, large OSRM calls
-(big matrices, tours through many waypoints) get a niced child process of their own
-(`ROUTE_LARGE_PROCESSES`, see `route_service.calls`), so they never stall this worker's loop.
+so `make up` shows what is missing instead of crashing. With a dataset, heavy work (matching,
+isochrones, big matrices, tours through many waypoints, detour files) gets a niced child
+process of its own (`ROUTE_LARGE_PROCESSES`, see `route_service.calls`), so it never stalls
+this worker's loop. Public requests are priced and charged to their account's budget in the
+state Redis (`route_service.costs`, `common.admission`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
+from common.admission import Admission, parse_cost_budgets
 from common.memory import fix_mmap_threshold
-from common.service import CACHE_REDIS_KEY, HEALTH_CHECKS_KEY, base_app
+from common.service import CACHE_REDIS_KEY, HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
@@ -35,7 +38,8 @@ def state_context(config: RouteConfig) -> CleanupContext:
         fix_mmap_threshold()
         executor = ThreadPoolExecutor(max_workers=config.threads, thread_name_prefix="route")
         calls = ProviderCalls(executor, frozenset(config.inline_providers))
-        state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds))
+        admission = Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets))
+        state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds), admission)
         state.matrix_limits = config.matrix_limits
         app[STATE_KEY] = state
         await calls.run(state.load, config.maps_path, config.preload)

@@ -205,15 +205,20 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
 
 def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: str) -> dict[str, Any]:
     """POST /v1/match: the roads driven (one line per matched stretch), every input point's
-    place on them, and the totals over the matched stretches."""
+    place on them (a point left out by thinning shares the kept point's before it), and the
+    totals over the matched stretches."""
     matchings = result.matchings
+    thinned = result.thinned or [False] * len(result.snapped)
     weights = [m.last_index - m.first_index + 1 for m in matchings]
     confidence = sum(m.confidence * w for m, w in zip(matchings, weights, strict=True)) / max(1, sum(weights))
     lines = [m.geometry for m in matchings if m.geometry is not None]
     return {
         "geometry": {"type": "MultiLineString", "coordinates": lines},
-        "points": [match_point(s, index_of(matchings, i)) for i, s in enumerate(result.snapped)],
+        "points": [
+            {**match_point(s, index_of(matchings, i)), "thinned": thinned[i]} for i, s in enumerate(result.snapped)
+        ],
         "matchedPoints": sum(result.matched),
+        "thinnedPoints": sum(thinned),
         "confidence": round(confidence, 3),
         "distance": round(sum(m.distance_m for m in matchings), 1),
         "duration": round(sum(m.duration_s for m in matchings), 1),

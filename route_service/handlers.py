@@ -1,13 +1,19 @@
-"""HTTP handlers of the route service: parse (which validates and chooses the provider), call
-(`state` and `calls` decide how), respond with what `formatter` writes."""
+"""HTTP handlers of the route service: parse (which validates and chooses the provider), price
+(`costs`; the caller's account pays through `common.admission`, heavy work holding one of its
+slots), call (`state` and `calls` decide where; heavy work stops when its client goes,
+`waiting`), respond with what `formatter` writes and the admission's RateLimit-Cost headers.
+/internal/* calls are made on nobody's behalf and are not charged."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
+from common.admission import caller_of
 from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import json_response, read_json
+from common.waiting import unless_gone
+from route_service.costs import is_heavy_matrix, isochrone_cost, match_cost, matrix_cost, route_cost
 from route_service.formatter import (
     isochrone_body,
     match_body,
@@ -16,6 +22,7 @@ from route_service.formatter import (
     public_matrix_body,
     waypoints_body,
 )
+from route_service.matching import spacing_m, thinned
 from route_service.parsing import (
     parse_isochrone,
     parse_match,
@@ -31,8 +38,10 @@ from route_service.traces import GPX_MEDIA_TYPES, trace_from_gpx, trace_from_jso
 async def route(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
-    body, cache = await state.route(parse_route(request.query, registry), dataset)
-    return web.Response(body=body, content_type="application/json", headers={"X-Cache": cache})
+    parsed = parse_route(request.query, registry)
+    async with state.admission.admit(caller_of(request.headers), route_cost(parsed.query, parsed.provider)) as admitted:
+        body, cache = await state.route(parsed, dataset)
+    return web.Response(body=body, content_type="application/json", headers={"X-Cache": cache, **admitted.headers})
 
 
 async def providers(request: web.Request) -> web.Response:
@@ -46,8 +55,11 @@ async def public_matrix(request: web.Request) -> web.Response:
     dataset, registry = state.ready()
     limit, tier = state.matrix_limits.for_tier(request.headers.get(INTERNAL_TIER_HEADER))
     parsed = parse_public_matrix(await read_json(request), registry, limit, tier)
-    result = await state.calls.matrix(parsed)
-    return json_response(public_matrix_body(result, parsed.query, parsed.provider, dataset.hash))
+    price = matrix_cost(parsed.query, parsed.provider)
+    async with state.admission.admit(caller_of(request.headers), price) as admitted:
+        result = await unless_gone(request, state.calls.matrix(parsed, heavy=price.heavy))
+    body = public_matrix_body(result, parsed.query, parsed.provider, dataset.hash)
+    return json_response(body, headers=admitted.headers)
 
 
 async def matrix(request: web.Request) -> web.Response:
@@ -55,7 +67,8 @@ async def matrix(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
     parsed = parse_matrix(await read_json(request, check_media_type=False), registry)
-    result = await state.calls.matrix(parsed)
+    heavy = is_heavy_matrix(parsed.query, parsed.provider)
+    result = await unless_gone(request, state.calls.matrix(parsed, heavy=heavy))
     return json_response(matrix_body(result, parsed.provider, dataset.hash))
 
 
@@ -65,12 +78,12 @@ async def route_waypoints(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
     parsed = parse_waypoints(await read_json(request, check_media_type=False), registry)
-    result = await state.calls.route_waypoints(parsed)
+    result = await unless_gone(request, state.calls.route_waypoints(parsed))
     return json_response(waypoints_body(result, parsed.provider, dataset.hash))
 
 
 async def match(request: web.Request) -> web.Response:
-    """POST /v1/match: a GPS trace (JSON, or GPX text) matched to the roads."""
+    """POST /v1/match: a GPS trace (JSON, or GPX text) matched to the roads, thinned first."""
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
     errors = ParameterErrors()
@@ -79,8 +92,11 @@ async def match(request: web.Request) -> web.Response:
     else:
         trace = trace_from_json(await read_json(request), errors)
     parsed = parse_match(trace, registry, errors)
-    result = await state.calls.match(parsed)
-    return json_response(match_body(result, parsed.query, parsed.provider, dataset.hash))
+    thin = thinned(trace.points, spacing_m(trace.gps_accuracy_m))
+    price = match_cost(thin.steps_m, trace.gps_accuracy_m, len(trace.points))
+    async with state.admission.admit(caller_of(request.headers), price) as admitted:
+        result = await unless_gone(request, state.calls.match(parsed, thin))
+    return json_response(match_body(result, parsed.query, parsed.provider, dataset.hash), headers=admitted.headers)
 
 
 async def isochrone(request: web.Request) -> web.Response:
@@ -88,5 +104,7 @@ async def isochrone(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
     parsed = parse_isochrone(request.query, registry)
-    result = await state.calls.run(parsed.plugin, parsed.query)
-    return json_response(isochrone_body(result, parsed.query, parsed.provider, dataset.hash))
+    async with state.admission.admit(caller_of(request.headers), isochrone_cost(parsed.query)) as admitted:
+        result = await unless_gone(request, state.calls.isochrone(parsed))
+    body = isochrone_body(result, parsed.query, parsed.provider, dataset.hash)
+    return json_response(body, headers=admitted.headers)

@@ -299,6 +299,8 @@ class MatchResult:
     matched: list[bool]  # per input point
     # per input point where it was matched onto the road (None: not matched), with `detail` only
     snapped: list[Snapped | None] = field(default_factory=list)
+    # per input point: left out by thinning, answered as the kept point before it (POST /v1/match)
+    thinned: list[bool] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- one route through many waypoints (stop tours)

@@ -13,7 +13,7 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
-from common.params import number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.params import json_kind, number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
     ISOCHRONE_METRICS,
@@ -137,7 +137,7 @@ def parse_avoid(
 def parse_coordinate(value: Any, name: str, low: float, high: float, errors: ParameterErrors) -> float | None:
     """One of a point's numbers: JSON numbers only (not booleans or strings), finite, in range."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(name, f"must be a number between {low:g} and {high:g}, got {type(value).__name__}")
+        errors.add(name, f"must be a number between {low:g} and {high:g}, got {json_kind(value)}")
         return None
     number = float(value)
     if not (math.isfinite(number) and low <= number <= high):

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from common.admission import Admission
 from common.errors import ApiError, DatasetNotReady
 from common.service import dump_json
 from route_service.cache import RouteCache, cache_key
@@ -33,6 +34,7 @@ class RouteState:
 
     calls: ProviderCalls
     cache: RouteCache
+    admission: Admission  # what each public request costs its account (common.admission)
     dataset: Dataset | None = None
     registry: ProviderRegistry | None = None
     load_error: str | None = None

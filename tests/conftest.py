@@ -4,6 +4,7 @@ and the shared OSM extracts."""
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from common.config import REPO_ROOT
-from launcher.redis_server import free_port, start_redis
+from launcher.redis_server import free_port, redis_url, start_redis
 from route_service.importer import ImportResult, Progress, import_maps
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
@@ -26,11 +27,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on a free loopback port; yields its URL."""
-    port = free_port()
-    process = start_redis(port, tmp_path_factory.mktemp("redis"), persist=False)
+    """A real redis-server on a free loopback port, requiring a password as every Redis of the
+    platform does; yields its URL, the password in it."""
+    port, password = free_port(), secrets.token_urlsafe(16)
+    process = start_redis(port, tmp_path_factory.mktemp("redis"), password=password, persist=False)
     try:
-        yield f"redis://127.0.0.1:{port}/0"
+        yield redis_url(port, password)
     finally:
         process.terminate()
         try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +110,22 @@ async def async_exchange(port: int, data: bytes, *, within: float = 5.0, check_c
     if not raw:
         raise ConnectionError("the server closed the connection without an answer")
     return parse(raw, seconds, closed)
+
+
+def gzip_bomb(megabytes: int) -> bytes:
+    """A valid gzip body of `megabytes` MiB of zeros, about 1 KiB per MiB. Made in milliseconds:
+    after a full flush the compressor starts afresh, so every further MiB compresses to the same
+    bytes, repeated here; only the trailer's CRC is computed over the whole."""
+    zeros = bytes(1 << 20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+    segment = compressor.compress(zeros) + compressor.flush(zlib.Z_FULL_FLUSH)
+    end = compressor.flush()[:-8]  # the last block; its trailer counted 2 MiB
+    crc = 0
+    for _ in range(megabytes):
+        crc = zlib.crc32(zeros, crc)
+    trailer = struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF)
+    return first + segment * (megabytes - 1) + end + trailer
 
 
 def request(

@@ -52,7 +52,7 @@ def test_upstream_urls_point_at_the_right_containers(compose: dict[str, Any]) ->
     env = compose["services"]["gateway"]["environment"]
     for name in deployed_services():
         assert env[UPSTREAM_ENV[name]] == f"http://{name}:{DEFAULT_PORTS[name]}"
-    assert env["REDIS_URL"].startswith("redis://redis:")
+    assert env["REDIS_URL"].endswith("@redis:6379/0")
 
 
 def test_redis_and_a_data_volume(compose: dict[str, Any]) -> None:
@@ -74,6 +74,29 @@ def test_the_internal_secret_comes_from_the_environment_with_no_default(compose:
     """compose refuses to start without INTERNAL_TOKEN (from the shell or .env); none is in the repo."""
     for name, service in python_services(compose).items():
         assert service["environment"]["INTERNAL_TOKEN"].startswith("${INTERNAL_TOKEN:?"), name
+
+
+REQUIRED_REDIS_PASSWORD = "${REDIS_PASSWORD:?"
+
+
+def test_redis_requires_a_password_compose_refuses_to_start_without(compose: dict[str, Any]) -> None:
+    """Both Redis servers run with `--requirepass` from REDIS_PASSWORD, which has no default
+    (`${REDIS_PASSWORD:?…}`: compose stops with the message when it is unset or empty), and
+    every Python container reaches them with that password inside its URLs."""
+    for name, service in python_services(compose).items():
+        env = service["environment"]
+        for variable, host in (("REDIS_URL", "redis"), ("REDIS_CACHE_URL", "redis_cache")):
+            assert env[variable].startswith("redis://:" + REQUIRED_REDIS_PASSWORD), (name, variable)
+            assert env[variable].endswith(f"}}@{host}:6379/0"), (name, variable)
+    for name in ("redis", "redis_cache"):
+        service = compose["services"][name]
+        command = service["command"]
+        assert command[0] == "redis-server", name  # the image's entrypoint then drops root
+        assert command[command.index("--requirepass") + 1].startswith(REQUIRED_REDIS_PASSWORD), name
+        # The health check authenticates and needs PONG: redis-cli exits 0 on NOAUTH as well.
+        assert service["environment"]["REDISCLI_AUTH"].startswith(REQUIRED_REDIS_PASSWORD), name
+        assert service["healthcheck"]["test"] == ["CMD-SHELL", "redis-cli ping | grep -q PONG"], name
+    assert "REDIS_PASSWORD=" not in (REPO_ROOT / "docker-compose.yml").read_text()  # no value in the repo
 
 
 SCALABLE = ("geo_service", "route_service", "optimize_service", "job_service")

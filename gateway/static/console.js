@@ -161,13 +161,19 @@
     const rows = answer.apiKeys.map((key) => {
       const revoke = key.active ? confirming("Revoke", "Really revoke?", () => revokeKey(key)) : "";
       if (revoke) revoke.dataset.keyId = String(key.id);
-      const tr = row([key.id, `${key.prefix}…`, shortTime(key.createdAt), key.active ? "active" : `revoked ${shortTime(key.revokedAt)}`, revoke]);
+      const tr = row([key.id, `${key.prefix}…`, shortTime(key.createdAt), keyState(key), revoke]);
       tr.dataset.keyId = String(key.id);
-      tr.className = key.active ? "active" : "revoked";
+      tr.className = key.active ? "active" : key.revokedAt ? "revoked" : "expired";
       return tr;
     });
     if (!rows.length) rows.push(row(["", "No keys yet.", "", "", ""]));
     $("key-list").querySelector("tbody").replaceChildren(...rows);
+  }
+
+  function keyState(key) {
+    if (key.revokedAt) return `revoked ${shortTime(key.revokedAt)}`;
+    if (!key.active) return `expired ${shortTime(key.expiresAt)}`;
+    return key.expiresAt ? `active, expires ${shortTime(key.expiresAt)}` : "active";
   }
 
   $("create-key-button").addEventListener("click", async () => {

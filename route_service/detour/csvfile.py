@@ -30,6 +30,7 @@ from common.errors import (
     MalformedBody,
 )
 from common.geo import LatLon
+from common.params import DECIMAL
 
 MAX_BYTES = 10 * 1024 * 1024
 # Bounded by time: a detour case costs one or two OSRM CH Table calls (~0.3 ms; a failed line
@@ -44,7 +45,7 @@ DETOUR_COLUMNS = ("id", "from_lat", "from_lon", "to_lat", "to_lon", "via_lat", "
 TRACK_COLUMNS = ("lat", "lon")
 TIME_COLUMN = "time"
 INVALID_LINE = "DETOUR_ERROR_INVALID_LINE"
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = DECIMAL  # ASCII digits only (common.params)
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(r"\r\n|\r|\n")

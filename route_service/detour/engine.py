@@ -20,13 +20,13 @@ it during each call).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
 from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
-from route_service.matching import MATCH_CHUNK, match_in_chunks
+from route_service.matching import MATCH_CHUNK, MIN_SPACING_M, match_in_chunks, never, step_units, thinned
 from route_service.model import Cost, CostQuery, DetourCosts, DetourQuery, Matching, MatchResult
 from route_service.providers.base import Capabilities
 
@@ -36,7 +36,6 @@ DIRECT = ("from", "to")
 VIA = ("from", "via", "to")
 TRACK_TOO_SHORT = "DETOUR_ERROR_TRACK_TOO_SHORT"
 LINE_FAILED = "DETOUR_ERROR_LINE_FAILED"
-MIN_SPACING_M = 10.0  # about the GPS error OSRM is told to expect (MATCH_RADIUS_M)
 MAX_ENDPOINT_SKIPS = 20  # unroutable first/last points dropped before the track is given up
 # Straight-line stretches get a duration at the best route's average speed; these speeds are
 # used when that route has none (a track ending where it started).
@@ -167,13 +166,16 @@ class TrackResult:
         return percent(self.extra_distance_m, self.best.distance_m)
 
 
-def answer_track(router: Router, points: Sequence[TrackPoint]) -> tuple[TrackResult | None, list[LineError]]:
+def answer_track(
+    router: Router, points: Sequence[TrackPoint], abandoned: Callable[[], bool] = never
+) -> tuple[TrackResult | None, list[LineError]]:
     """The driven track against the best route; the skipped points' errors; None when the
-    track as a whole cannot be answered (then one error with `line` None says why)."""
+    track as a whole cannot be answered (then one error with `line` None says why).
+    `abandoned()` is asked between the matching's chunks (route_service.matching)."""
     used, best, errors = best_route(router, list(points))
     if best is None:
         return None, errors
-    matching = match_track(router, used)
+    matching = match_track(router, used, abandoned)
     driven, straight = driven_cost(used, matching.matchings, best, router.vehicle)
     matched_points = sum(matching.matched)
     method, notes = describe(router, matching, straight, len(used), matched_points)
@@ -204,17 +206,25 @@ def best_route(router: Router, points: list[TrackPoint]) -> tuple[list[TrackPoin
     return points, None, [*errors, LineError(None, PointNotRoutable.code, message)]
 
 
-def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
-    """OSRM Match on the thinned track (route_service.matching: in chunks sharing their boundary
-    point); the result in indices of `points`. A point between two matched points of one
-    matching counts as matched."""
+def match_track(router: Router, points: Sequence[TrackPoint], abandoned: Callable[[], bool] = never) -> MatchResult:
+    """OSRM Match on the track thinned to MIN_SPACING_M (route_service.matching: in chunks
+    sharing their boundary point); the result in indices of `points`. A point between two
+    matched points of one matching counts as matched."""
     match = router.provider.match
     if match is None:
         return MatchResult([], [False] * len(points))
-    kept = thinned(points)
+    thin = thinned([p.point for p in points], MIN_SPACING_M)
+    kept = thin.kept
     times = [int(t) for i in kept if (t := points[i].time) is not None]  # all or none have times
     result = match_in_chunks(
-        match, [points[i].point for i in kept], times or None, router.vehicle, router.route_type, chunk_size=MATCH_CHUNK
+        match,
+        [points[i].point for i in kept],
+        times or None,
+        router.vehicle,
+        router.route_type,
+        chunk_size=MATCH_CHUNK,
+        step_costs=[step_units(MIN_SPACING_M, step) for step in thin.steps_m],
+        abandoned=abandoned,
     )
     matchings = [replace(m, first_index=kept[m.first_index], last_index=kept[m.last_index]) for m in result.matchings]
     matched = [False] * len(points)
@@ -224,19 +234,6 @@ def match_track(router: Router, points: Sequence[TrackPoint]) -> MatchResult:
         if not ok:
             matched[index] = False  # a kept point OSRM could not place
     return MatchResult(matchings, matched)
-
-
-def thinned(points: Sequence[TrackPoint]) -> list[int]:
-    """Indices of the points at least MIN_SPACING_M from the previous kept one (and the last).
-    Denser points let GPS noise look like driving backwards, which breaks OSRM's matching into
-    many pieces; thinning to about the GPS error keeps one matching and is 10 times faster."""
-    kept = [0]
-    for index in range(1, len(points) - 1):
-        if haversine_m(points[kept[-1]].point, points[index].point) >= MIN_SPACING_M:
-            kept.append(index)
-    if len(points) > 1:
-        kept.append(len(points) - 1)
-    return kept
 
 
 def driven_cost(

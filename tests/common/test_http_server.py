@@ -6,6 +6,7 @@ error line."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import logging
 import re
@@ -37,9 +38,11 @@ from common.errors import (
     MalformedBody,
     MalformedRequest,
     RequestTimeout,
+    Unauthorized,
     UnsupportedMediaType,
 )
 from common.http_server import (
+    UNCAPPED_CLIENTS_KEY,
     ApiAppRunner,
     HeaderReadTimeout,
     head_accept,
@@ -48,7 +51,15 @@ from common.http_server import (
     parser_error,
 )
 from common.service import base_app, json_response
-from tests.raw_http import LEGACY_ACCEPT, PROBLEM_ACCEPT, Answer, assert_error_format, async_exchange, request
+from tests.raw_http import (
+    LEGACY_ACCEPT,
+    PROBLEM_ACCEPT,
+    Answer,
+    assert_error_format,
+    async_exchange,
+    gzip_bomb,
+    request,
+)
 
 MARKER = "HOSTILE-MARKER"
 HEADER_TIMEOUT = 0.3
@@ -343,3 +354,178 @@ async def test_an_exception_past_every_middleware_is_our_500(legacy: bool) -> No
     assert_error_format(answer, legacy=legacy, status=500, code=InternalError.code, problem_type=InternalError.type)
     assert MARKER.encode() not in answer.raw
     assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+# ---------------------------------------------------------------- connections bounded
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application, **runner_options: Any) -> AsyncIterator[int]:
+    runner = ApiAppRunner(app, header_timeout=HEADER_TIMEOUT, access_log=None, **runner_options)
+    await runner.setup()
+    free = unused_port()
+    await web.TCPSite(runner, "127.0.0.1", free).start()
+    try:
+        yield free
+    finally:
+        await runner.cleanup()
+
+
+async def closed_by_server(reader: asyncio.StreamReader, within: float = 2.0) -> bool:
+    """Whether the server closes the connection (EOF, or a reset) within `within` seconds;
+    what it still sends before (the rest of an answer) is read and dropped."""
+    try:
+        async with asyncio.timeout(within):
+            await reader.read()
+            return True
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+async def served(port: int, *, local_host: str | None = None) -> bool:
+    """A fresh connection gets a 200 for GET /ok."""
+    local = (local_host, 0) if local_host else None
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=local)
+    try:
+        writer.write(request("GET", "/ok", headers={"Connection": "close"}))
+        async with asyncio.timeout(3):
+            return (await reader.read()).startswith(b"HTTP/1.1 200")
+    except ConnectionError:
+        return False
+    finally:
+        writer.close()
+
+
+async def test_an_answer_before_the_body_closes_the_connection_and_never_decompresses_the_rest() -> None:
+    """The campaign's gzip bomb: an early answer (here a 401) used to be followed by aiohttp
+    draining, and so decompressing, the whole body to keep the connection. Now the answer says
+    `Connection: close`, the server ends its side at once, and of the 1 GiB inside at most a
+    few chunks were ever decompressed (counted by the request's own body stream)."""
+    bodies: list[Any] = []
+
+    async def refuse(request: web.Request) -> web.Response:
+        bodies.append(request.content)
+        raise Unauthorized("no token")
+
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+    app.router.add_post("/refuse", refuse)
+    bomb = gzip_bomb(1024)
+    head = request(
+        "POST",
+        "/refuse",
+        headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+        content_length=len(bomb),
+    )
+    async with serving(app) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(head + bomb)  # buffered: sent while the answer is read
+            async with asyncio.timeout(5):
+                raw = await reader.readuntil(b"\r\n\r\n")
+            assert raw.startswith(b"HTTP/1.1 401"), raw
+            assert b"Connection: close" in raw
+            assert await closed_by_server(reader)
+        finally:
+            writer.close()
+    (body,) = bodies
+    assert body.total_bytes < 16 << 20, body.total_bytes  # decompressed: a few chunks, not 1 GiB
+
+
+async def test_a_body_read_to_its_end_keeps_the_connection() -> None:
+    """Only an unread body closes: a request answered after its whole body stays keep-alive."""
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+    app.router.add_post("/body", read_body)
+    async with serving(app) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for _ in range(2):
+                writer.write(request("POST", "/body", body=b'{"a": 1}'))
+                async with asyncio.timeout(3):
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    await reader.readexactly(10)  # {"size":8}
+                assert head.startswith(b"HTTP/1.1 200") and b"Connection: close" not in head
+        finally:
+            writer.close()
+
+
+async def test_connections_beyond_the_per_client_cap_are_closed_at_once() -> None:
+    """3 silent connections are held; the 4th and 5th from the same address are closed at
+    once; another address (127.0.0.2) is still served, and a freed place is taken again."""
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+    app.router.add_get("/ok", ok)
+    async with serving(app, max_connections_per_client=3) as port:
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        extra = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        try:
+            assert [await closed_by_server(reader) for reader, _ in extra] == [True, True]
+            assert not await closed_by_server(held[0][0], within=0.3)
+            assert await served(port, local_host="127.0.0.2")
+            assert not await served(port)  # still 3 held from 127.0.0.1
+            held[0][1].write(request("GET", "/ok"))  # a held connection is served as usual
+            async with asyncio.timeout(3):
+                assert (await held[0][0].readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+            held.pop()[1].close()
+            await asyncio.sleep(0.1)  # the server sees it closed
+            assert await served(port)
+        finally:
+            for _, writer in held + extra:
+                writer.close()
+
+
+async def test_a_silent_connection_is_closed_after_the_idle_timeout() -> None:
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+    app.router.add_get("/ok", ok)
+    async with serving(app, keepalive_timeout=0.3) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            assert await closed_by_server(reader, within=3)
+        finally:
+            writer.close()
+
+
+def test_the_idle_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert BaseConfig.from_env("httptest").idle_timeout_seconds == 75.0
+    monkeypatch.setenv("IDLE_TIMEOUT_SECONDS", "20")
+    assert BaseConfig.from_env("httptest").idle_timeout_seconds == 20.0
+
+
+@pytest.mark.parametrize("internal", [False, True], ids=["public", "internal"])
+async def test_a_public_port_drops_the_clients_internal_headers(internal: bool) -> None:
+    """The gateway's port (internal=False): a client's X-Internal-* never reaches a handler or
+    the error format (`X-Internal-Errors: full` asked for the internal one); a service's port
+    keeps them (its callers are ours, behind the credential)."""
+
+    async def echo(request: web.Request) -> web.Response:
+        return json_response(sorted(name for name in request.headers if name.lower().startswith("x-internal")))
+
+    app = base_app(BaseConfig(service="httptest"), with_redis=False, internal=internal)
+    app.router.add_get("/echo", echo)
+    forged = {"X-Internal-Tier": "unlimited", "X-internal-subject": "user:1", "X-Internal-Errors": "full"}
+    credential = {"X-Internal-Token": "checked-where-it-is-needed"}  # kept: it is checked, not believed
+    async with serving(app) as port:
+        echoed = await async_exchange(port, request("GET", "/echo", headers={**forged, **credential}))
+        missing = await async_exchange(port, request("GET", "/nowhere", accept=PROBLEM_ACCEPT, headers=forged))
+    assert echoed.json() == sorted([*forged, *credential] if internal else credential)
+    assert ("violations" in missing.json()) is internal, missing.json()
+
+
+async def test_addresses_left_uncapped_hold_any_number_of_connections() -> None:
+    """The gateway's trusted proxies (UNCAPPED_CLIENTS_KEY) carry many clients' connections."""
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+    app.router.add_get("/ok", ok)
+    app[UNCAPPED_CLIENTS_KEY] = lambda client: client == "127.0.0.1"
+    async with serving(app, max_connections_per_client=1) as port:
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        try:
+            assert await served(port)
+            assert not await closed_by_server(held[-1][0], within=0.3)
+            other = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.2", 0))
+            try:
+                assert not await served(port, local_host="127.0.0.2")  # capped at 1: the one above
+            finally:
+                other[1].close()
+        finally:
+            for _, writer in held:
+                writer.close()

@@ -11,7 +11,8 @@ from aiohttp.test_utils import TestClient
 
 from common.config import BaseConfig
 from common.errors import InvalidParameter
-from common.service import base_app, json_response
+from common.internal_auth import INTERNAL_TOKEN_HEADER
+from common.service import HEALTH_CHECKS_KEY, base_app, json_response
 
 PROBLEM = {"Accept": "application/json, application/problem+json"}
 LEGACY = {"Accept": "application/json"}
@@ -112,3 +113,26 @@ async def test_health_and_metrics(client: TestClient) -> None:
     await client.get("/ok")
     metrics = await (await client.get("/metrics")).text()
     assert 'http_requests_total{method="GET",route="/ok",service="test",status="200"}' in metrics
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["ready", "unready"])
+async def test_health_shows_internals_only_to_a_holder_of_the_credential(aiohttp_client: Any, ready: bool) -> None:
+    """The campaign read a key id, dataset hashes and an internal URL from services' /health
+    without a token; probes need only the status code, which stays the same for everyone."""
+    token = "health-test-internal-token-0123456789"
+
+    async def dataset(app: web.Application) -> dict[str, Any]:
+        return {"ready": ready, "dataset": "sha256:0123abcd", "upstream": "http://route-service:8083"}
+
+    app = base_app(BaseConfig(service="demo_service", internal_token=token), with_redis=False)
+    app[HEALTH_CHECKS_KEY].append(dataset)
+    client: TestClient = await aiohttp_client(app)
+    status = 200 if ready else 503
+    anonymous = await client.get("/health")
+    assert anonymous.status == status
+    assert await anonymous.json() == {"service": "demo_service", "status": "ok" if ready else "unavailable"}
+    wrong = await client.get("/health", headers={INTERNAL_TOKEN_HEADER: "guess"})
+    assert wrong.status == status and "checks" not in await wrong.json()
+    ours = await client.get("/health", headers={INTERNAL_TOKEN_HEADER: token})
+    assert ours.status == status
+    assert (await ours.json())["checks"]["dataset"] == "sha256:0123abcd"

@@ -4,13 +4,25 @@ would, writes behind land, and an unreachable Redis answers misses without waiti
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import time
+import urllib.parse
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
+from aiohttp import web
+from aiohttp.test_utils import TestClient
 
-from common.redis import ResilientRedis
+from common.config import BaseConfig
+from common.redis import ResilientRedis, redacted
+from common.service import base_app
 from launcher.redis_server import free_port
+
+ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
 
 
 def fresh_key() -> str:
@@ -76,3 +88,41 @@ async def test_unreachable_redis_answers_misses_and_is_not_asked_again_per_call(
         assert not store.available
     finally:
         await store.close()
+
+
+def test_the_test_redis_requires_the_password_in_its_url(redis_server: str) -> None:
+    """Every test against `redis_server` (tests/conftest.py) runs on an authenticated Redis."""
+    parts = urllib.parse.urlsplit(redis_server)
+    assert parts.password
+    with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=2) as connection:
+        connection.sendall(b"GET anything\r\n")
+        assert connection.recv(200).startswith(b"-NOAUTH")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:pw-1@127.0.0.1:6390/0", "redis://***@127.0.0.1:6390/0"),
+        ("redis://default:pw-1@redis:6379/0", "redis://***@redis:6379/0"),
+        ("redis://:pw@1/2@redis:6379/0", "redis://***@redis:6379/0"),  # unescaped: no piece stays
+        ("redis://127.0.0.1:6390/0", "redis://127.0.0.1:6390/0"),
+    ],
+)
+def test_a_url_is_shown_without_its_password(url: str, shown: str) -> None:
+    assert redacted(url) == shown
+
+
+async def test_a_wrong_password_is_an_outage_whose_log_health_and_info_hold_no_password(
+    redis_server: str, caplog: pytest.LogCaptureFixture, aiohttp_client: ClientFactory
+) -> None:
+    wrong = redis_server.replace(urllib.parse.urlsplit(redis_server).password or "", "wrong-pw-3f9a")
+    config = BaseConfig(service="test", redis_url=wrong, redis_cache_url=wrong)
+    assert "wrong-pw-3f9a" not in repr(config)
+    client = await aiohttp_client(base_app(config, with_cache=True))
+    with caplog.at_level(logging.INFO, logger="common.redis"):
+        answer = await client.get("/health")
+        body = await answer.text()
+    assert answer.status == 200 and '"redis":"down"' in body.replace(" ", "")
+    seen = [body, caplog.text, *(str(r.__dict__) for r in caplog.records)]
+    assert "redis (state) unreachable" in caplog.text
+    assert not [text for text in seen if "wrong-pw-3f9a" in text]

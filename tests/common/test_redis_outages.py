@@ -21,7 +21,7 @@ from prometheus_client import REGISTRY
 
 from common.logging import JsonFormatter, request_id_var
 from common.redis import ResilientRedis
-from launcher.redis_server import free_port, start_redis
+from launcher.redis_server import free_port, redis_url, start_redis
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,14 +33,15 @@ class RestartableRedis:
     port: int
     work_dir: Path
     process: subprocess.Popen[bytes] | None = None
+    password: str = "outage-test-password"
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return redis_url(self.port, self.password)
 
     def start(self) -> None:
         """Returns once the new server accepts connections."""
-        self.process = start_redis(self.port, self.work_dir, persist=False)
+        self.process = start_redis(self.port, self.work_dir, password=self.password, persist=False)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

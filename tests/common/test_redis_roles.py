@@ -27,7 +27,7 @@ from common.redis import ResilientRedis
 from common.service import CACHE_REDIS_KEY, REDIS_KEY, base_app
 from gateway.config import RateLimit
 from gateway.ratelimit import RateLimiter
-from launcher.redis_server import CACHE_REDIS, STATE_REDIS, free_port, start_redis
+from launcher.redis_server import CACHE_REDIS, STATE_REDIS, free_port, redis_url, start_redis
 from launcher.stack import Stack
 
 pytestmark = pytest.mark.timeout(60)
@@ -74,8 +74,8 @@ def test_compose_runs_the_same_two_roles_and_hands_both_urls_to_the_services() -
         assert services[name]["restart"] == "unless-stopped"
         assert "healthcheck" in services[name]
     env = services["gateway"]["environment"]
-    assert env["REDIS_URL"].startswith("redis://redis:")
-    assert env["REDIS_CACHE_URL"].startswith("redis://redis_cache:")
+    assert env["REDIS_URL"].endswith("@redis:6379/0")
+    assert env["REDIS_CACHE_URL"].endswith("@redis_cache:6379/0")
     for cached in ("geo_service", "route_service"):
         assert services[cached]["depends_on"]["redis_cache"] == {"condition": "service_healthy"}
 
@@ -87,8 +87,9 @@ def small_redis(tmp_path: Path) -> Iterator[dict[str, str]]:
     for role in (STATE_REDIS, CACHE_REDIS):
         port = free_port()
         small = dataclasses.replace(role, maxmemory="8mb")
-        processes.append(start_redis(port, tmp_path / role.name, persist=False, role=small))
-        urls[role.name] = f"redis://127.0.0.1:{port}/0"
+        password = uuid.uuid4().hex
+        processes.append(start_redis(port, tmp_path / role.name, password=password, persist=False, role=small))
+        urls[role.name] = redis_url(port, password)
     try:
         yield urls
     finally:

@@ -203,6 +203,53 @@ def test_the_auth_service_reads_its_accounts_from_postgresql(overlay: tuple[str,
     assert bundled == (name == "small"), "small bundles PostgreSQL; production uses an external one"
 
 
+# The Deployments that use Redis (common.service.base_app with Redis, the job store), and the
+# Redis each one reaches.
+REDIS_CLIENTS = {
+    "gateway": ("REDIS_URL",),
+    "auth-service": ("REDIS_URL",),
+    "job-service": ("REDIS_URL",),
+    "geo-service": ("REDIS_URL", "REDIS_CACHE_URL"),
+    "route-service": ("REDIS_URL", "REDIS_CACHE_URL"),
+}
+REDIS_HOSTS = {"REDIS_URL": "redis-state", "REDIS_CACHE_URL": "redis-cache"}
+REDIS_PASSWORD_REF = {"name": "platform-secrets", "key": "REDIS_PASSWORD"}
+
+
+def test_both_redis_servers_require_the_password_of_the_secret(overlay: tuple[str, list[Manifest]]) -> None:
+    workloads = {**objects(overlay[1], "StatefulSet"), **objects(overlay[1], "Deployment")}
+    for name in ("redis-state", "redis-cache"):
+        container = workloads[name]["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e for e in container["env"]}
+        assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == REDIS_PASSWORD_REF, name
+        args = container["args"]
+        # Expanded by the kubelet from the env above: no value in the manifest.
+        assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)", name
+        # The probe authenticates and needs PONG (redis-cli exits 0 on NOAUTH too).
+        assert env["REDISCLI_AUTH"]["value"] == "$(REDIS_PASSWORD)", name
+        assert "grep -q PONG" in " ".join(container["readinessProbe"]["exec"]["command"]), name
+
+
+def test_every_redis_client_builds_its_urls_from_the_secret(overlay: tuple[str, list[Manifest]]) -> None:
+    manifests = overlay[1]
+    for config_map in objects(manifests, "ConfigMap").values():  # a URL there could hold no secret
+        assert not set(config_map.get("data", {})) & set(REDIS_HOSTS), config_map["metadata"]["name"]
+    deployments = objects(manifests, "Deployment")
+    for name, variables in REDIS_CLIENTS.items():
+        env = deployments[name]["spec"]["template"]["spec"]["containers"][0]["env"]
+        order, values = [e["name"] for e in env], {e["name"]: e for e in env}
+        assert values["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == REDIS_PASSWORD_REF, name
+        for variable in variables:
+            assert values[variable]["value"] == f"redis://:$(REDIS_PASSWORD)@{REDIS_HOSTS[variable]}:6379/0"
+            # $(VAR) expands only from variables defined earlier in the list.
+            assert order.index("REDIS_PASSWORD") < order.index(variable), (name, variable)
+
+
+def test_the_first_deployment_creates_the_redis_password() -> None:
+    text = (REPO_ROOT / "docs" / "scaling.md").read_text()
+    assert '--from-literal=REDIS_PASSWORD="$(openssl rand -hex 32)"' in text
+
+
 def test_the_rolling_map_update_is_documented() -> None:
     text = (REPO_ROOT / "docs" / "scaling.md").read_text()
     for step in ("delete job map-import", "rollout restart deployment/route-service", "current.json"):

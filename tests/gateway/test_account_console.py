@@ -5,6 +5,7 @@ identity it forwards, and the `/console` page's headers."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -98,6 +99,7 @@ async def gateway(aiohttp_client: Any, redis_server: str) -> AsyncIterator[tuple
         upstreams={"auth_service": base},
         jwks_url=base + "/.well-known/jwks.json",
         rate_limits={"standard": RateLimit(1000, 1000), "anonymous": RateLimit(0.01, 2)},
+        cost_budgets="standard=6000/50/7000/3,unlimited=0/0/0/0",
     )
     client: TestClient = await aiohttp_client(create_app(config))
     yield client, key
@@ -113,6 +115,13 @@ async def test_usage_answers_tier_limit_and_the_callers_requests(gateway: tuple[
     body = await response.json()
     assert body["tier"] == "standard" and body["rateLimit"] == {"requestsPerSecond": 1000, "burst": 1000}
     assert body["usage"]["last24Hours"] == {"requests": 2, "rateLimited": 0}
+    # The services' work-unit budget of the tier, from the same COST_BUDGETS they charge.
+    assert body["costBudget"] == {
+        "maxCostPerRequest": 6000,
+        "costPerSecond": 50,
+        "costBurst": 7000,
+        "concurrentHeavyRequests": 3,
+    }
     refused = await client.get("/v1/account/usage", headers=LEGACY)
     assert refused.status == 401
 
@@ -135,13 +144,14 @@ async def test_the_identity_forwarded_names_the_tokens_issue_time_and_api_key(
     gateway: tuple[TestClient, TestKey],
 ) -> None:
     client, key = gateway
-    token = key.token(sub="user:5", akid="12", iat=1_700_000_000, nbf=1_700_000_000)
+    issued = int(time.time()) - 60  # no token lives longer than 30 days: an iat long ago is refused
+    token = key.token(sub="user:5", akid="12", iat=issued, nbf=issued)
     response = await client.delete(
         "/v1/account/apikeys/3", headers={"Authorization": f"Bearer {token}", "X-Internal-Api-Key": "99"}
     )
     headers = (await response.json())["headers"]
     assert headers["X-Internal-Subject"] == "user:5"
-    assert headers["X-Internal-Issued-At"] == "1700000000"
+    assert headers["X-Internal-Issued-At"] == str(issued)
     assert headers["X-Internal-Api-Key"] == "12"
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import logging
 import socket
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs
@@ -13,8 +15,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from common.config import BaseConfig
+from common.service import base_app
 from gateway.app import create_app
 from gateway.config import GatewayConfig, RateLimit
+from gateway.proxy import read_limited_body
 from gateway.state import GATEWAY_KEY
 from tests.gateway.keys import TestKey, jwks
 
@@ -265,3 +270,35 @@ async def test_an_unreachable_service_is_logged_once_per_outage(
     lines = [r.getMessage() for r in caplog.records if r.name == "gateway.proxy"]
     assert [line for line in lines if "unreachable" in line] == [lines[0]] and len(lines) == 2
     assert "reachable again" in lines[1]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        gzip.compress(b" " * 5000),  # 5000 bytes once decompressed
+        # Empty deflate blocks: 5 bytes each as sent, nothing once decompressed.
+        zlib.compressobj(wbits=31).compress(b"") + b"\x00\x00\x00\xff\xff" * 400,
+    ],
+    ids=["decompressed-over", "sent-over"],
+)
+async def test_a_body_is_read_only_up_to_the_limit_as_sent_and_as_decompressed(
+    aiohttp_client: Any, body: bytes
+) -> None:
+    """`read_limited_body` stops at the limit counted both ways: a gzip bomb is decompressed no
+    further, and a stream that decompresses to nothing is not read forever."""
+
+    async def limited(request: web.Request) -> web.Response:
+        return web.json_response({"size": len(await read_limited_body(request, 1000))})
+
+    app = base_app(BaseConfig(service="gateway"), with_redis=False, internal=False)
+    app.router.add_post("/limited", limited)
+    client: TestClient = await aiohttp_client(app)
+
+    async def chunks() -> AsyncIterator[bytes]:  # chunked: no Content-Length to refuse it early
+        for start in range(0, len(body), 100):
+            yield body[start : start + 100]
+
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json", **LEGACY}
+    resp = await client.post("/limited", data=chunks(), headers=headers)
+    assert resp.status == 413, await resp.text()
+    assert (await resp.json())["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 
 from common.redis import ResilientRedis
-from gateway.config import RateLimit, parse_rate_limits
+from gateway.app import create_app
+from gateway.client_address import TrustedProxies, parse_trusted_proxies
+from gateway.config import GatewayConfig, RateLimit, parse_rate_limits
 from gateway.ratelimit import RateLimiter
+from tests.gateway.keys import TestKey, jwks
 
 
 async def test_burst_then_refused(redis_server: str) -> None:
@@ -64,3 +74,120 @@ async def test_the_429_names_the_rate_and_the_burst(redis_server: str) -> None:
     assert refused is not None and not refused.allowed
     assert refused.refusal().startswith("rate limit exceeded: 50 requests per second, in bursts of up to 3; retry in ")
     await redis.close()
+
+
+# ---------------------------------------------------------------- the client's address
+
+
+PROXIES = TrustedProxies(parse_trusted_proxies("10.0.0.0/8, 192.168.1.5, fd00::/8"))
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "client"),
+    [
+        # No trusted peer: the header is the client's own word, ignored.
+        ("203.0.113.9", ["198.51.100.1"], "203.0.113.9"),
+        (None, ["198.51.100.1"], ""),
+        # A trusted peer: the right-most address that is not a proxy.
+        ("10.1.2.3", ["198.51.100.1"], "198.51.100.1"),
+        ("10.1.2.3", ["6.6.6.6, 198.51.100.1"], "198.51.100.1"),  # the client forged the left one
+        ("10.1.2.3", ["6.6.6.6", "198.51.100.1, 192.168.1.5"], "198.51.100.1"),  # two headers, two proxies
+        ("10.1.2.3", ["not-an-address, 10.9.9.9"], "10.9.9.9"),  # garbage stops at the last proxy
+        ("10.1.2.3", ["10.4.4.4"], "10.4.4.4"),  # every hop a proxy: the left-most
+        ("10.1.2.3", [], "10.1.2.3"),
+        ("::ffff:10.1.2.3", ["198.51.100.1"], "198.51.100.1"),  # an IPv4 peer on a dual-stack socket
+        ("fd00::1", ["[2001:db8::7]:51234"], "2001:db8::7"),
+        ("10.1.2.3", ["198.51.100.1:4711"], "198.51.100.1"),
+    ],
+)
+def test_the_client_address_comes_from_trusted_proxies_only(
+    peer: str | None, forwarded: list[str], client: str
+) -> None:
+    assert PROXIES.client_address(peer, forwarded) == client
+
+
+def test_no_trusted_proxies_by_default() -> None:
+    assert TrustedProxies().client_address("10.1.2.3", ["198.51.100.1"]) == "10.1.2.3"
+    assert GatewayConfig.from_env(trusted_proxies=()).trusted_proxies == ()
+
+
+@pytest.mark.parametrize("text", ["10.0.0.0/33", "proxy.example", "10.0.0.1/8/2"])
+def test_a_bad_trusted_proxy_is_a_configuration_error(text: str) -> None:
+    with pytest.raises(SystemExit, match="TRUSTED_PROXIES"):
+        parse_trusted_proxies(text)
+
+
+def login_upstream(key: TestKey) -> web.Application:
+    async def login(request: web.Request) -> web.Response:
+        return web.json_response({"forwardedFor": request.headers.get("X-Forwarded-For")})
+
+    async def keys(request: web.Request) -> web.Response:
+        return web.json_response(jwks(key))
+
+    app = web.Application()
+    app.router.add_post("/v1/authenticate", login)
+    app.router.add_get("/.well-known/jwks.json", keys)
+    return app
+
+
+Gateway = Callable[[str], Awaitable[TestClient[Any, Any]]]
+
+
+@pytest.fixture
+async def login_gateway(aiohttp_client: Any, redis_server: str) -> AsyncIterator[Gateway]:
+    """A gateway (the tests connect from 127.0.0.1) allowing one login per address at a time."""
+    upstream = TestServer(login_upstream(TestKey("k1")))
+    await upstream.start_server()
+    base = str(upstream.make_url("")).rstrip("/")
+    state = aioredis.Redis.from_url(redis_server)
+
+    async def make(trusted: str) -> TestClient[Any, Any]:
+        await state.delete("ratelimit:ip:127.0.0.1")
+        config = GatewayConfig(
+            service="gateway",
+            redis_url=redis_server,
+            upstreams={"auth_service": base},
+            jwks_url=base + "/.well-known/jwks.json",
+            rate_limits={"anonymous": RateLimit(0.01, 1)},
+            trusted_proxies=parse_trusted_proxies(trusted),
+        )
+        client: TestClient[Any, Any] = await aiohttp_client(create_app(config))
+        return client
+
+    yield make
+    await state.delete("ratelimit:ip:127.0.0.1")  # the slow limit must not refuse later tests' logins
+    await state.aclose()
+    await upstream.close()
+
+
+def fresh_address() -> str:
+    return f"2001:db8::{uuid.uuid4().hex[:4]}:{uuid.uuid4().hex[:4]}"
+
+
+async def test_behind_a_trusted_proxy_each_client_has_its_own_login_limit(login_gateway: Gateway) -> None:
+    gateway = await login_gateway("127.0.0.0/8")
+    first, second = fresh_address(), fresh_address()
+
+    async def login(address: str) -> int:
+        response = await gateway.post("/v1/authenticate", json={}, headers={"X-Forwarded-For": address})
+        return response.status
+
+    # Before: every client behind the proxy shared the proxy's address, and the second was refused.
+    assert [await login(first), await login(second), await login(first)] == [200, 200, 429]
+
+
+async def test_a_forged_forwarded_for_from_an_untrusted_peer_gets_no_fresh_limit(login_gateway: Gateway) -> None:
+    gateway = await login_gateway("")
+    statuses = []
+    for _ in range(2):
+        response = await gateway.post("/v1/authenticate", json={}, headers={"X-Forwarded-For": fresh_address()})
+        statuses.append(response.status)
+    assert statuses == [200, 429]
+
+
+@pytest.mark.parametrize(("trusted", "seen"), [("127.0.0.0/8", "198.51.100.1"), ("", "127.0.0.1")])
+async def test_the_services_are_told_the_client_address(login_gateway: Gateway, trusted: str, seen: str) -> None:
+    gateway = await login_gateway(trusted)
+    response = await gateway.post("/v1/authenticate", json={}, headers={"X-Forwarded-For": "6.6.6.6, 198.51.100.1"})
+    assert response.status == 200
+    assert (await response.json())["forwardedFor"] == seen

@@ -136,3 +136,54 @@ def test_a_token_of_other_than_printable_ascii_is_refused_before_the_jwt_library
     header = raw.decode("utf-8", "surrogateescape")
     with pytest.raises(Unauthorized, match="malformed"):
         verifier.verify(bearer_token(header))
+
+
+NOW = int(time.time())
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"exp": str(NOW + 600)},
+        {"exp": 1e308},
+        {"exp": float(NOW + 600)},
+        {"exp": 10**30},
+        {"iat": str(NOW)},
+        {"iat": 1e308, "exp": 1e308},
+        {"iat": float(NOW)},
+        {"nbf": str(NOW)},
+        {"nbf": 1.5},
+        {"nbf": False},
+        {"iat": NOW + 3600, "nbf": NOW - 10, "exp": NOW + 7200},
+        {"iat": NOW - 10, "exp": NOW - 10 + 2_592_000 + 3600},
+        {"iat": 1, "nbf": 1, "exp": NOW + 600},
+        {"iat": NOW, "nbf": NOW + 1200, "exp": NOW + 600},
+    ],
+    ids=[
+        "exp-string",
+        "exp-1e308",
+        "exp-float",
+        "exp-huge-int",
+        "iat-string",
+        "iat-and-exp-1e308",
+        "iat-float",
+        "nbf-string",
+        "nbf-float",
+        "nbf-bool",
+        "iat-in-the-future",
+        "longer-than-30-days",
+        "issued-in-1970-valid-for-decades",
+        "nbf-after-exp",
+    ],
+)
+def test_absurd_or_non_integer_times_are_refused(
+    verifier: TokenVerifier, key: TestKey, overrides: dict[str, object]
+) -> None:
+    with pytest.raises(Unauthorized, match="invalid"):
+        verifier.verify(key.token(**overrides))
+
+
+@pytest.mark.parametrize("lifetime", [1, 3600, 2_592_000])
+def test_every_lifetime_the_platform_issues_passes(verifier: TokenVerifier, key: TestKey, lifetime: int) -> None:
+    now = int(time.time())
+    assert verifier.verify(key.token(iat=now, nbf=now, exp=now + lifetime)).expires_at == now + lifetime

@@ -237,11 +237,16 @@ async def test_body_limit_is_413(platform: Stack, http: aiohttp.ClientSession) -
 
 async def test_health_metrics_spec_and_docs(platform: Stack, http: aiohttp.ClientSession) -> None:
     async with http.get(f"{platform.base_url}/health") as resp:
+        assert resp.status == 200  # anyone: the status only
+        assert await resp.json() == {"service": "gateway", "status": "ok"}
+    async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
         body = await resp.json()
         assert resp.status == 200
         assert body["services"] == {"auth_service": {"status": "up", "httpStatus": 200}}
         assert body["redis"] == "up"
     async with http.get(f"{platform.base_url}/metrics") as resp:
+        assert resp.status == 401  # internal: Python's version, memory, per-route counts
+    async with http.get(f"{platform.base_url}/metrics", headers=platform.internal_headers()) as resp:
         assert "http_requests_total" in await resp.text()
     async with http.get(f"{platform.base_url}/v1/openapi.json") as resp:
         assert (await resp.json())["openapi"].startswith("3.1")

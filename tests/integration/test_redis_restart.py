@@ -36,7 +36,7 @@ def gateway_log_lines(stack: Stack, since: int, text: str) -> list[str]:
 
 
 async def metric(http: aiohttp.ClientSession, stack: Stack, line_start: str) -> float:
-    async with http.get(f"{stack.base_url}/metrics") as resp:
+    async with http.get(f"{stack.base_url}/metrics", headers=stack.internal_headers()) as resp:
         text = await resp.text()
     values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start)]
     assert len(values) == 1, (line_start, values)
@@ -58,7 +58,7 @@ async def test_rate_limits_apply_again_within_a_second_of_the_state_redis_accept
     started = time.monotonic()
     during = [await limited(http, url, headers) for _ in range(30)]
     outage_requests_seconds = time.monotonic() - started
-    async with http.get(f"{platform.base_url}/health") as resp:
+    async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
         assert (await resp.json())["redis"] == "down"
     assert await metric(http, platform, 'redis_available{role="state"}') == 0
 

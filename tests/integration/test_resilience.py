@@ -26,7 +26,7 @@ async def test_redis_down_the_platform_still_answers_and_recovers(platform: Stac
                 assert resp.status == 503  # forwarded: auth passed without Redis
                 assert "RateLimit-Limit" not in resp.headers  # limits fail open
         assert await login(http, platform, email, PASSWORD)
-        async with http.get(f"{platform.base_url}/health") as resp:
+        async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
             body = await resp.json()
             assert body["redis"] == "down"
             assert body["status"] == "degraded"
@@ -36,7 +36,7 @@ async def test_redis_down_the_platform_still_answers_and_recovers(platform: Stac
     await asyncio.sleep(1.5)  # past the Redis back-off window
     async with http.get(f"{platform.base_url}/v1/route", headers=headers) as resp:
         assert "RateLimit-Limit" in resp.headers
-    async with http.get(f"{platform.base_url}/health") as resp:
+    async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
         assert (await resp.json())["redis"] == "up"
 
 
@@ -77,7 +77,7 @@ async def test_service_down_is_503_then_recovers_with_accounts_and_keys_kept(
         ) as resp:
             assert resp.status == 503
             assert (await resp.json())["details"][0]["code"] == "ERROR_SERVICE_UNAVAILABLE"
-        async with http.get(f"{platform.base_url}/health") as resp:
+        async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
             assert resp.status == 503
             assert (await resp.json())["services"]["auth_service"]["status"] == "down"
         # Tokens are verified in the gateway, so they keep working without the auth service.

@@ -28,6 +28,7 @@ import orjson
 import pytest
 
 from common.config import REPO_ROOT
+from common.internal_auth import TOKEN_FILE, internal_headers
 from launcher.redis_server import free_port
 from launcher.stack import Stack
 from route_service.importer import Progress, import_maps
@@ -96,10 +97,12 @@ def gone(pid: int) -> bool:
 
 
 def redis_answers(port: int) -> bool:
+    """A Redis server answers on `port`: without the password it refuses the PING (NOAUTH), which
+    is an answer all the same."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as connection:
             connection.sendall(b"PING\r\n")
-            return connection.recv(16).startswith(b"+PONG")
+            return connection.recv(16).startswith((b"+PONG", b"-NOAUTH"))
     except OSError:
         return False
 
@@ -146,7 +149,7 @@ def test_a_killed_route_worker_is_replaced_and_routes_answer_again(route_stack: 
     assert all(http_get(route_stack.base_url + ROUTE, headers)[0] == 200 for _ in range(20))
 
     def replaced_and_counted() -> bool:
-        status, body = http_get(route_stack.url("route_service") + "/health")
+        status, body = http_get(route_stack.url("route_service") + "/health", route_stack.internal_headers())
         return len(children(supervisor) - {victim}) == 2 and status == 200 and body["checks"]["workerRestarts"] == 1
 
     wait_for(replaced_and_counted, ROUTE_RECOVERY_S, "a new worker counted in /health")
@@ -177,6 +180,10 @@ class Launcher:
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.ports[name]}"
+
+    def internal_headers(self) -> dict[str, str]:
+        """The credential `make up` made under DATA_DIR: /health shows its checks only with it."""
+        return internal_headers((self.data_dir / TOKEN_FILE).read_text(encoding="utf-8").strip())
 
     def child(self, marker: str) -> int:
         (pid,) = [pid for pid in children(self.process.pid) if marker in command_line(pid)]
@@ -249,7 +256,7 @@ def test_a_killed_service_is_started_again_and_serves(launcher: Launcher) -> Non
     killed = time.monotonic()
 
     def serving_again() -> bool:
-        status, body = http_get(launcher.url("auth_service") + "/health")
+        status, body = http_get(launcher.url("auth_service") + "/health", launcher.internal_headers())
         return status == 200 and body["checks"]["serviceRestarts"] == 1
 
     wait_for(serving_again, LAUNCHER_RECOVERY_S, "auth_service serving again")

@@ -5,6 +5,7 @@ its calls) and the job service's app on both."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ import redis
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from common.admission import INTERNAL_JOB_HEADER
 from common.errors import DetourEmptyFile
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.middleware import make_middlewares
@@ -66,6 +68,7 @@ class Upstream:
             "tier": request.headers.get(INTERNAL_TIER_HEADER),
             "contentType": request.headers.get("Content-Type"),
             "disposition": request.headers.get("Content-Disposition"),
+            "job": request.headers.get(INTERNAL_JOB_HEADER),
             "bytes": len(body),
         }
         self.calls.append(call)
@@ -78,7 +81,9 @@ class Upstream:
     async def answer(self, request: web.Request) -> web.Response:
         call = self.seen(request, await request.read())
         await asyncio.sleep(float(request.query.get("seconds", self.seconds)))
-        return web.json_response({"answered": call})
+        # ?pad=n: n bytes that do not compress, for results of a known size.
+        pad = {"pad": secrets.token_hex(int(request.query["pad"]) // 2)} if "pad" in request.query else {}
+        return web.json_response({"answered": call, **pad})
 
     async def detour(self, request: web.Request) -> web.Response:
         body = await request.read()

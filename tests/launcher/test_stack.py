@@ -61,7 +61,7 @@ def test_the_documented_variables_place_every_process(tmp_path: Path, monkeypatc
     env = stack.env()
     assert (env["AUTH_SERVICE_HOST"], env["GATEWAY_HOST"], env["AUTH_SERVICE_PORT"]) == ("0.0.0.0", "127.0.0.1", "18081")  # noqa: S104
     assert stack.url("auth_service") == "http://127.0.0.1:18081"  # every interface: checked through loopback
-    assert env["REDIS_URL"] == "redis://127.0.0.1:16390/0"
+    assert env["REDIS_URL"] == f"redis://:{stack.redis_password}@127.0.0.1:16390/0"
 
 
 def test_a_redis_url_elsewhere_is_refused_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

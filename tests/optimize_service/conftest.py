@@ -47,9 +47,16 @@ async def route_server(aiohttp_server: ServerFactory, maps: ImportResult, redis_
     return await aiohttp_server(create_route_app(config))
 
 
-async def optimize_client(aiohttp_client: ClientFactory, route_url: str) -> TestClient[Any, Any]:
+async def optimize_client(
+    aiohttp_client: ClientFactory, route_url: str, redis_url: str | None = None, **settings: Any
+) -> TestClient[Any, Any]:
+    """`redis_url`: the state Redis of the accounts' budgets (common.admission); calls made
+    without the gateway's caller headers are never charged."""
     # Solver in a thread: spawning worker processes per test would dominate the runtime.
-    config = OptimizeConfig.from_env("optimize_service", route_service_url=route_url, solver_processes=0, port=0)
+    extra = {"redis_url": redis_url} if redis_url else {}
+    config = OptimizeConfig.from_env(
+        "optimize_service", route_service_url=route_url, solver_processes=0, port=0, **extra, **settings
+    )
     return await aiohttp_client(create_app(config))
 
 
@@ -59,8 +66,8 @@ async def monaco_route(aiohttp_server: ServerFactory, monaco_maps: ImportResult,
 
 
 @pytest.fixture
-async def client(aiohttp_client: ClientFactory, monaco_route: TestServer) -> TestClient[Any, Any]:
-    return await optimize_client(aiohttp_client, str(monaco_route.make_url("")))
+async def client(aiohttp_client: ClientFactory, monaco_route: TestServer, redis_server: str) -> TestClient[Any, Any]:
+    return await optimize_client(aiohttp_client, str(monaco_route.make_url("")), redis_server)
 
 
 @pytest.fixture
@@ -71,4 +78,4 @@ async def islands_client(
     redis_server: str,
 ) -> TestClient[Any, Any]:
     server = await route_server(aiohttp_server, tiny_islands[1], redis_server)
-    return await optimize_client(aiohttp_client, str(server.make_url("")))
+    return await optimize_client(aiohttp_client, str(server.make_url("")), redis_server)

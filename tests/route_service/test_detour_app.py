@@ -24,6 +24,7 @@ from route_service.detour import csvfile
 from route_service.importer import ImportResult
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
+from route_service.state import STATE_KEY
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
 Client = TestClient[Any, Any]
@@ -137,25 +138,25 @@ def random_lines(count: int, seed: int) -> str:
     return HEADER + "\n" + "\n".join(rows) + "\n"
 
 
-async def test_a_large_file_shared_with_the_large_call_process_gets_the_same_answer(
+async def test_a_file_answered_in_the_large_call_process_equals_the_workers(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shares: list[int] = []
+    """Every line goes to the child, a job at a time (issue 29: never beside the worker's loop)."""
+    jobs: list[int] = []
     in_child = LargeCalls.detour_cases
 
     async def counted(self: LargeCalls, *args: Any) -> Any:
-        shares.append(len(args[-1]))
+        jobs.append(len(args[-1]))
         return await in_child(self, *args)
 
     monkeypatch.setattr(LargeCalls, "detour_cases", counted)
-    text = random_lines(700, seed=1)
-    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 10**6)
-    alone = await ok_json(await post(client, text))
-    assert shares == []
-    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 100)
     monkeypatch.setattr(detour_handlers, "CHILD_CHUNKS", 1)
-    shared = await ok_json(await post(client, text))
-    assert shared == alone and 0 < sum(shares) < 700
+    text = random_lines(700, seed=1)
+    from_child = await ok_json(await post(client, text))
+    assert jobs == [detour_handlers.DETOUR_CHUNK] * 7
+    monkeypatch.setattr(client.app[STATE_KEY].calls, "large", None)  # ROUTE_LARGE_PROCESSES=0
+    alone = await ok_json(await post(client, text))
+    assert len(jobs) == 7 and from_child == alone
     assert alone["summary"]["answered"] > 650 and [r["line"] for r in alone["results"]] == sorted(
         r["line"] for r in alone["results"]
     )
@@ -170,7 +171,6 @@ async def test_a_failing_large_call_process_leaves_the_file_to_the_worker(
     text = random_lines(300, seed=2)
     expected = await ok_json(await post(client, text))
     monkeypatch.setattr(LargeCalls, "detour_cases", broken)
-    monkeypatch.setattr(detour_handlers, "PARALLEL_LINES", 100)
     assert await ok_json(await post(client, text)) == expected
 
 

@@ -1,0 +1,380 @@
+"""No account starves another (issue 29): the security campaign's attacks, each run against the
+whole platform on Munich (bench/full_stack.py) while a second account probes it with light
+requests, one at a time (a cold route, a reverse geocode, a login, the gateway's /health).
+
+Phases, each `BENCH_ISOLATION_SECONDS` long (default 15), in one run on one machine:
+- idle: the probe alone, the reference;
+- match: the attacker keeps four 10 000-point traces (~1 m apart along a real route) in flight,
+  abandoning each after 2 s (`curl -m2`) as the campaign did;
+- gzip: four unauthenticated clients send 4 MiB gzip bodies that inflate to 4 GiB;
+- login: three source addresses (127.0.0.2-4) each log in at 4.5 per second with a wrong password;
+- optimize: the attacker keeps two 300-stop stop-order requests with the largest time limit its
+  tier allows in flight;
+- jobs: the attacker submits as many 300-stop jobs as it is allowed, the victim one 5-stop job.
+
+Goal: the probe's p99 within 2x its idle p99 in every phase, and every attack request answered
+or refused (a status, never a 504) within its bound. Every loop is bounded in count and time and
+targets loopback only.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.full_stack import full_stack
+from bench.scale import percentile
+from launcher.stack import Stack
+
+PHASE_SECONDS = float(os.environ.get("BENCH_ISOLATION_SECONDS", "15"))
+ROUTE_FROM, ROUTE_TO = (48.1374, 11.5755), (48.1440, 11.5800)  # central Munich, ~1 km
+LONG_FROM, LONG_TO = (48.1500, 11.5400), (48.1200, 11.6100)  # ~6 km, densified into the trace
+TRACE_POINTS = 10_000
+BOMB_INFLATED = 4 << 30
+GOAL_RATIO = 2.0
+
+
+@dataclass
+class Api:
+    base: str
+    token: str = ""
+
+    def call(self, method: str, path: str, body: bytes | None = None, *, timeout: float = 60.0,
+             headers: dict[str, str] | None = None, source: str | None = None) -> tuple[int, float, bytes]:  # fmt: skip
+        """Status (0: no answer within `timeout`), seconds, body."""
+        parts = urlsplit(self.base)
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
+        connection = http.client.HTTPConnection(
+            parts.hostname or "127.0.0.1", parts.port, timeout=timeout,
+            source_address=(source, 0) if source else None,
+        )  # fmt: skip
+        began = time.perf_counter()
+        try:
+            connection.request(method, path, body=body, headers=sent)
+            answer = connection.getresponse()
+            payload = answer.read()
+            return answer.status, time.perf_counter() - began, payload
+        except (TimeoutError, OSError):
+            return 0, time.perf_counter() - began, b""
+        finally:
+            connection.close()
+
+
+@dataclass
+class Phase:
+    name: str
+    probe_s: dict[str, list[float]] = field(default_factory=dict)
+    probe_failures: Counter[str] = field(default_factory=Counter)
+    attack_statuses: Counter[int] = field(default_factory=Counter)
+    attack_max_s: float = 0.0
+
+    def attacked(self, status: int, seconds: float) -> None:
+        self.attack_statuses[status] += 1
+        self.attack_max_s = max(self.attack_max_s, seconds)
+
+
+# ---------------------------------------------------------------- the probe
+
+
+def probe_calls(victim: Api, login: Api, email: str, password: str) -> dict[str, Callable[[int], tuple[int, float]]]:
+    def route(i: int) -> tuple[int, float]:
+        d = (i % 97) * 1e-5  # a new route every time: the answer cache never helps
+        path = f"/v1/route?from={ROUTE_FROM[0] + d},{ROUTE_FROM[1]}&to={ROUTE_TO[0]},{ROUTE_TO[1] + d}"
+        status, seconds, _ = victim.call("GET", path, timeout=35)
+        return status, seconds
+
+    def reverse(i: int) -> tuple[int, float]:
+        status, seconds, _ = victim.call("GET", f"/v1/geocoder/reverse?lat={48.137 + (i % 89) * 1e-5}&lon=11.575")
+        return status, seconds
+
+    def sign_in(i: int) -> tuple[int, float]:
+        body = json.dumps({"user": email, "password": password}).encode()
+        status, seconds, _ = login.call("POST", "/v1/authenticate", body, timeout=35)
+        return status, seconds
+
+    def health(i: int) -> tuple[int, float]:
+        status, seconds, _ = login.call("GET", "/health", timeout=35)
+        return status, seconds
+
+    return {"route": route, "reverse": reverse, "login": sign_in, "health": health}
+
+
+def probe(phase: Phase, calls: dict[str, Callable[[int], tuple[int, float]]], until: float) -> None:
+    """One light request after another, in turn, until `until` (a login every fourth round:
+    the victim's own login rate stays far under its limit)."""
+    i = 0
+    while time.monotonic() < until:
+        for name, call in calls.items():
+            if name == "login" and i % 4:
+                continue
+            status, seconds = call(i)
+            if status == 200:
+                phase.probe_s.setdefault(name, []).append(seconds)
+            else:
+                phase.probe_failures[f"{name} {status}"] += 1
+        i += 1
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- the attacks
+
+
+def dense_trace(attacker: Api) -> bytes:
+    """TRACE_POINTS points along a real ~6 km route, about a metre apart, a second apart."""
+    path = f"/v1/route?from={LONG_FROM[0]},{LONG_FROM[1]}&to={LONG_TO[0]},{LONG_TO[1]}"
+    status, _, body = attacker.call("GET", path)
+    if status != 200:
+        raise RuntimeError(f"the attack's route failed: {status} {body[:200]!r}")
+    line = json.loads(body)["routes"][0]["geometry"]["coordinates"]
+    points: list[dict[str, float]] = []
+    per_segment = max(1, TRACE_POINTS // max(1, len(line) - 1))
+    for (lon1, lat1), (lon2, lat2) in pairwise(line):
+        for k in range(per_segment):
+            f = k / per_segment
+            points.append({"lat": lat1 + (lat2 - lat1) * f, "lon": lon1 + (lon2 - lon1) * f})
+    points = points[:TRACE_POINTS]
+    start = 1_700_000_000
+    return json.dumps({"points": [{**p, "time": start + i} for i, p in enumerate(points)]}).encode()
+
+
+def gzip_bomb() -> bytes:
+    """A gzip stream of BOMB_INFLATED zero bytes (~4 MiB on the wire)."""
+    chunk = bytes(1 << 20)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: with a gzip header
+    out = bytearray()
+    for _ in range(BOMB_INFLATED >> 20):
+        out += deflate.compress(chunk)
+    out += deflate.flush()
+    return bytes(out)
+
+
+def stops_body(count: int) -> bytes:
+    stops: list[dict[str, Any]] = [
+        {"name": f"s{i}", "coordinate": {"lat": 48.12 + (i % 20) * 0.002, "lon": 11.54 + (i // 20) * 0.003}}
+        for i in range(count)
+    ]
+    stops[0]["start"] = True
+    return json.dumps(stops).encode()
+
+
+def repeat(phase: Phase, until: float, attack: Callable[[], tuple[int, float]], lock: threading.Lock) -> None:
+    while time.monotonic() < until:
+        status, seconds = attack()
+        with lock:
+            phase.attacked(status, seconds)
+
+
+def match_attack(attacker: Api, trace: bytes) -> Callable[[], tuple[int, float]]:
+    def attack() -> tuple[int, float]:
+        status, seconds, _ = attacker.call("POST", "/v1/match", trace, timeout=2.0)
+        return (status or -2), seconds  # -2: abandoned after 2 s, as the campaign did
+
+    return attack
+
+
+def bomb_attack(base: str, bomb: bytes) -> Callable[[], tuple[int, float]]:
+    anonymous = Api(base)
+
+    def attack() -> tuple[int, float]:
+        headers = {"Content-Encoding": "gzip", "Content-Length": str(len(bomb))}
+        status, seconds, _ = anonymous.call("POST", "/v1/route", bomb, timeout=30, headers=headers)
+        return status, seconds
+
+    return attack
+
+
+def login_attack(base: str, source: str, email: str) -> Callable[[], tuple[int, float]]:
+    anonymous = Api(base)
+
+    def attack() -> tuple[int, float]:
+        began = time.monotonic()
+        body = json.dumps({"user": email, "password": uuid.uuid4().hex}).encode()
+        status, seconds, _ = anonymous.call("POST", "/v1/authenticate", body, timeout=30, source=source)
+        time.sleep(max(0.0, 1 / 4.5 - (time.monotonic() - began)))
+        return status, seconds
+
+    return attack
+
+
+def optimize_attack(attacker: Api) -> Callable[[], tuple[int, float]]:
+    body = stops_body(300)
+
+    def attack() -> tuple[int, float]:
+        status, seconds, _ = attacker.call("POST", "/v1/optimize/stops?timeLimit=30", body, timeout=70)
+        return status, seconds
+
+    return attack
+
+
+def jobs_attack(attacker: Api, victim: Api, phase: Phase, until: float) -> None:
+    """The attacker's heavy jobs first, then the victim's small one: how long it waited."""
+    heavy = stops_body(300)
+    for _ in range(4):
+        status, seconds, _ = attacker.call("POST", "/v1/optimize/stops?async=true&timeLimit=30", heavy)
+        phase.attacked(status, seconds)
+    status, _, body = victim.call("POST", "/v1/optimize/stops?async=true", stops_body(5))
+    if status != 202:
+        phase.probe_failures[f"job submit {status}"] += 1
+        return
+    location = json.loads(body).get("id")
+    began = time.perf_counter()
+    while time.monotonic() < until + 60:
+        status, _, body = victim.call("GET", f"/v1/jobs/{location}")
+        if status == 200 and json.loads(body).get("status") in ("succeeded", "failed", "cancelled"):
+            phase.probe_s.setdefault("5-stop job", []).append(time.perf_counter() - began)
+            return
+        time.sleep(0.2)
+    phase.probe_failures["5-stop job unfinished"] += 1
+
+
+# ---------------------------------------------------------------- phases
+
+
+@contextmanager
+def attacking(workers: list[Callable[[], None]]) -> Iterator[None]:
+    threads = [threading.Thread(target=work, daemon=True) for work in workers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        for thread in threads:
+            thread.join(timeout=120)
+
+
+# What a phase starts: the attack loops, given the phase to record into and when to stop.
+Attacks = Callable[[Phase, float], list[Callable[[], None]]]
+
+
+def run_phase(name: str, calls: dict[str, Callable[[int], tuple[int, float]]], attacks: Attacks) -> Phase:
+    phase = Phase(name)
+    until = time.monotonic() + PHASE_SECONDS
+    with attacking(attacks(phase, until)):
+        time.sleep(min(1.0, PHASE_SECONDS / 10))  # the attack under way before the first probe
+        probe(phase, calls, until)
+    return phase
+
+
+def loopback_sources() -> list[str]:
+    """Three extra loopback addresses the login attack can send from (Linux routes 127/8)."""
+    usable = []
+    for address in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+        with socket.socket() as s:
+            try:
+                s.bind((address, 0))
+                usable.append(address)
+            except OSError:
+                continue
+    return usable or ["127.0.0.1"]
+
+
+def measure(stack: Stack) -> list[Phase]:
+    attacker = Api(stack.base_url, stack.login("standard"))
+    victim_email, victim_password = stack.add_user("standard")
+    victim = Api(stack.base_url, stack.token_for(victim_email, victim_password))
+    calls = probe_calls(victim, Api(stack.base_url), victim_email, victim_password)
+    trace, bomb = dense_trace(attacker), gzip_bomb()
+    lock = threading.Lock()
+
+    def looping(attack: Callable[[], tuple[int, float]], count: int) -> Attacks:
+        return lambda phase, until: [lambda: repeat(phase, until, attack, lock) for _ in range(count)]
+
+    def logins(phase: Phase, until: float) -> list[Callable[[], None]]:
+        attacks = [login_attack(stack.base_url, source, victim_email) for source in loopback_sources()]
+        return [partial(repeat, phase, until, attack, lock) for attack in attacks]
+
+    def jobs(phase: Phase, until: float) -> list[Callable[[], None]]:
+        return [lambda: jobs_attack(attacker, victim, phase, until)]
+
+    phases: list[tuple[str, Attacks]] = [
+        ("idle", lambda phase, until: []),
+        ("match", looping(match_attack(attacker, trace), 4)),
+        ("gzip", looping(bomb_attack(stack.base_url, bomb), 4)),
+        ("login", logins),
+        ("optimize", looping(optimize_attack(attacker), 2)),
+        ("jobs", jobs),
+    ]
+    return [run_phase(name, calls, attacks) for name, attacks in phases]
+
+
+# ---------------------------------------------------------------- the section
+
+
+def p50_p99(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{statistics.median(values) * 1000:.0f} / {percentile(values, 99) * 1000:.0f}"
+
+
+def table(phases: list[Phase]) -> list[str]:
+    idle = phases[0]
+    names = ["route", "reverse", "login", "health"]
+    rows = [
+        "| phase | " + " | ".join(f"{n} p50 / p99 ms" for n in names) + " | worst p99 / idle | probe failures "
+        "| attack answers (status: count) | slowest attack answer s |",
+        "|---|" + "---|" * len(names) + "---|---|---|---|",
+    ]
+    for phase in phases:
+        ratios = [
+            percentile(phase.probe_s[n], 99) / percentile(idle.probe_s[n], 99)
+            for n in names
+            if phase.probe_s.get(n) and idle.probe_s.get(n)
+        ]
+        worst = max(ratios, default=float("nan"))
+        verdict = "" if phase is idle else (" ✓" if worst <= GOAL_RATIO else " ✗")
+        statuses = ", ".join(f"{s}: {c}" for s, c in sorted(phase.attack_statuses.items())) or "-"
+        failures = ", ".join(f"{k}: {v}" for k, v in sorted(phase.probe_failures.items())) or "none"
+        extra = f" (5-stop job waited {phase.probe_s['5-stop job'][0]:.1f} s)" if "5-stop job" in phase.probe_s else ""
+        rows.append(
+            f"| {phase.name}{extra} | " + " | ".join(p50_p99(phase.probe_s.get(n, [])) for n in names)
+            + f" | {worst:.2f}{verdict} | {failures} | {statuses} | {phase.attack_max_s:.1f} |"
+        )  # fmt: skip
+    return rows
+
+
+def run() -> str:
+    started = datetime.now(UTC)
+    with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp, full_stack(Path(tmp)) as stack:
+        phases = measure(stack)
+    never_504 = all(504 not in phase.attack_statuses for phase in phases)
+    lines = [
+        "## Isolation: the campaign's attacks against a light probe from another account",
+        "",
+        f"{started:%Y-%m-%d %H:%M} UTC, commit {commit()}, `python -m bench isolation` "
+        f"(BENCH_ISOLATION_SECONDS={PHASE_SECONDS:g}); Munich, every service and the gateway as real "
+        f"processes on loopback, two standard accounts; {os.cpu_count()} cores, load average at start "
+        f"{os.getloadavg()[0]:.2f}. Probe: one request at a time (cold route, reverse geocode, a login every "
+        "fourth round, the gateway's /health). Goal: probe p99 ≤ 2x idle in every phase; attacks answered or "
+        "refused, never 504 (-2: the attacker abandoned the match after 2 s, as the campaign did).",
+        "",
+        *table(phases),
+        "",
+        f"No attack answered 504: {'yes' if never_504 else 'no'}.",
+    ]
+    return "\n".join(lines)
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"

@@ -1,0 +1,267 @@
+"""Cost-aware admission: every operation declares what its request will cost before any work
+starts, and the caller's account pays for it out of its tier's budget.
+
+A request rate alone let one account starve the rest (issue 29): one `POST /v1/match` of
+10 000 points cost 46-50 CPU-seconds and counted as one request, like a 3 ms route. So each
+operation's parsed request is priced in **work units**, one unit being about one millisecond
+of one core's work on the reference machine (the cost models of each operation, with the
+measurement behind them, sit beside its parser: `cost_of_*` functions). Then, before the work:
+
+1. a request dearer than the tier's `per_request` cost is refused with 413 `ERROR_COST_TOO_HIGH`,
+   naming its cost and the limit (no budget could ever pay for it);
+2. the units are charged to the account's budget, a GCRA bucket in the state Redis refilled at
+   `rate` units per second up to `burst` units (shared by every replica); an empty budget is a
+   429 `ERROR_COST_LIMIT_EXCEEDED` with `Retry-After`, the time the budget needs to refill;
+3. heavy work (`Cost.heavy`: matching, isochrones, large matrices, optimizations, detour files)
+   also takes one of the account's `concurrent` slots for as long as it runs (a lease in the
+   state Redis, released at the end, expiring on its own if the process dies), so one account's
+   parallel heavy requests cannot occupy every worker; beyond it a 429 `ERROR_TOO_MANY_CONCURRENT`.
+
+Every answer carries `RateLimit-Cost` (units charged), `RateLimit-Cost-Limit` (the burst) and
+`RateLimit-Cost-Remaining`. Like the gateway's request rate, admission fails open when the state
+Redis is unreachable (serving beats refusing; the per-request cap still holds, it needs no Redis).
+
+Calls without a caller (internal calls between our services, e.g. the optimizer's matrix) are
+not charged again: the public request that caused them paid for the whole. A job's replay
+(`X-Internal-Job`) is charged but never refused for an empty budget: the job was accepted, and
+its cost puts the account's budget in debt instead, which later synchronous requests feel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from common.errors import CostLimitExceeded, CostTooHigh, TooManyConcurrent
+from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
+from common.redis import ResilientRedis
+
+# Set by the job service on a replayed request (trusted only behind the internal credential).
+INTERNAL_JOB_HEADER = "X-Internal-Job"
+
+# The budgets' text (tier=per_request/rate/burst/concurrent; 0: that number does not limit) is
+# COST_BUDGETS, default common.config.DEFAULT_COST_BUDGETS.
+# A heavy request's slot outlives the longest request the gateway waits for (120 s, detour
+# files) so a running request never loses it; a crashed process's slot frees itself then.
+SLOT_LEASE_SECONDS = 150
+HEAVY_KEY = "heavy:{account}"
+BUDGET_KEY = "cost:{account}"
+
+# GCRA over units: the key holds the theoretical arrival time (ms, Redis' clock so replicas
+# agree). A request of n units moves it by n intervals; `debt` (ARGV[4] = 1) charges even
+# when the budget is empty.
+_CHARGE = """
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local units = tonumber(ARGV[3])
+local debt = tonumber(ARGV[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local tolerance = interval * burst
+local new_tat = tat + interval * units
+local allow_at = new_tat - tolerance
+if now < allow_at and debt == 0 then
+  return {0, allow_at - now, math.floor((now + tolerance - tat) / interval)}
+end
+redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
+return {1, 0, math.floor(math.max(0, now + tolerance - new_tat) / interval)}
+"""
+
+# A slot: a sorted set of tickets scored by their lease's end; expired ones are dropped first.
+_TAKE_SLOT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one request will cost, and what that was computed from (for the messages)."""
+
+    units: int
+    measure: str  # e.g. "10000 trace points", "100 x 100 cells"
+    heavy: bool = False
+
+
+def cost(units: float, measure: str, *, heavy: bool = False) -> Cost:
+    """Units rounded up, at least one: every request costs something."""
+    return Cost(max(1, math.ceil(units)), measure, heavy)
+
+
+@dataclass(frozen=True)
+class TierBudget:
+    per_request: int  # most units one request may cost; 0: no cap
+    rate: float  # units per second the budget refills; 0: no budget
+    burst: int  # units the budget holds
+    concurrent: int  # heavy requests running at once; 0: no cap
+
+    def as_json(self) -> dict[str, float | int | None]:
+        """For /v1/account and the docs: None where a number does not limit."""
+        return {
+            "maxCostPerRequest": self.per_request or None,
+            "costPerSecond": self.rate or None,
+            "costBurst": self.burst or None,
+            "concurrentHeavyRequests": self.concurrent or None,
+        }
+
+
+@dataclass(frozen=True)
+class CostBudgets:
+    tiers: dict[str, TierBudget]
+
+    def for_tier(self, tier: str | None) -> TierBudget:
+        """A tier not listed gets the smallest budget (fail closed, like common.tiers)."""
+        if tier in self.tiers:
+            return self.tiers[tier]
+        named = {name: budget for name, budget in self.tiers.items() if name != "anonymous"} or self.tiers
+        return min(named.values(), key=lambda b: (b.per_request or math.inf, b.rate or math.inf))
+
+
+def parse_cost_budgets(text: str, variable: str = "COST_BUDGETS") -> CostBudgets:
+    """`tier=per_request/rate/burst/concurrent,...`; a malformed item stops the process at start."""
+    tiers: dict[str, TierBudget] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            tier, numbers = item.split("=", 1)
+            per_request, rate, burst, concurrent = (x.strip() for x in numbers.split("/"))
+            budget = TierBudget(int(per_request), float(rate), int(burst), int(concurrent))
+        except ValueError as exc:
+            raise SystemExit(
+                f"configuration error: {variable} item {item!r} is not tier=per_request/rate/burst/concurrent"
+            ) from exc
+        if min(budget.per_request, budget.rate, budget.burst, budget.concurrent) < 0 or (
+            budget.rate > 0 and budget.burst < 1
+        ):
+            raise SystemExit(f"configuration error: {variable} item {item!r} has a negative number or no burst")
+        tiers[tier.strip()] = budget
+    if not tiers:
+        raise SystemExit(f"configuration error: {variable} names no tier")
+    return CostBudgets(tiers)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who pays: the account the gateway forwarded, its tier, and whether this is a job's replay."""
+
+    account: str
+    tier: str
+    job: bool = False
+
+
+def caller_of(headers: Mapping[str, str]) -> Caller | None:
+    """The paying caller of a request, or None for an internal call made on nobody's behalf."""
+    account = headers.get(INTERNAL_SUBJECT_HEADER)
+    if not account:
+        return None
+    return Caller(account, headers.get(INTERNAL_TIER_HEADER, ""), bool(headers.get(INTERNAL_JOB_HEADER)))
+
+
+@dataclass
+class Admitted:
+    """The headers an admitted request's answer carries."""
+
+    headers: dict[str, str]
+
+
+class Admission:
+    def __init__(self, redis: ResilientRedis, budgets: CostBudgets, *, lease_seconds: float = SLOT_LEASE_SECONDS):
+        self.redis = redis
+        self.budgets = budgets
+        self.lease_seconds = lease_seconds
+        self._charge = redis.client.register_script(_CHARGE)
+        self._take_slot = redis.client.register_script(_TAKE_SLOT)
+
+    @contextlib.asynccontextmanager
+    async def admit(self, caller: Caller | None, price: Cost) -> AsyncIterator[Admitted]:
+        """Checks, charges and (for heavy work) holds a slot while the body of the `with` runs."""
+        if caller is None or (price.units <= 1 and not price.heavy):
+            # On nobody's behalf, or a light request the gateway's request rate already counts
+            # (charging it would add a Redis round trip to the cheapest, most frequent requests).
+            yield Admitted({})
+            return
+        budget = self.budgets.for_tier(caller.tier)
+        self.check_price(price, budget, caller.tier)
+        headers = await self.charge(caller, price, budget)
+        if not price.heavy or not budget.concurrent or caller.job:
+            yield Admitted(headers)
+            return
+        ticket = await self.take_slot(caller, budget, headers)
+        try:
+            yield Admitted(headers)
+        finally:
+            if ticket:
+                await self.release_slot(caller, ticket)
+
+    @staticmethod
+    def check_price(price: Cost, budget: TierBudget, tier: str) -> None:
+        if budget.per_request and price.units > budget.per_request:
+            raise CostTooHigh(
+                f"this request costs {price.units} work units ({price.measure}); the {tier or 'default'} tier "
+                f"allows at most {budget.per_request} per request: split it, or send less"
+            )
+
+    async def charge(self, caller: Caller, price: Cost, budget: TierBudget) -> dict[str, str]:
+        if not budget.rate:
+            return {"RateLimit-Cost": str(price.units)}
+        interval_ms = 1000.0 / budget.rate
+
+        async def run(_: Redis) -> list[int]:
+            keys = [BUDGET_KEY.format(account=caller.account)]
+            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, price.units, int(caller.job)]))
+
+        no_answer: list[int] = []
+        result = await self.redis.call(run, no_answer)
+        if not result:
+            return {"RateLimit-Cost": str(price.units)}  # Redis unreachable: fail open
+        allowed, retry_ms, remaining = (float(x) for x in result)
+        headers = {
+            "RateLimit-Cost": str(price.units),
+            "RateLimit-Cost-Limit": str(budget.burst),
+            "RateLimit-Cost-Remaining": str(max(0, int(remaining))),
+        }
+        if not allowed:
+            retry = max(1, math.ceil(retry_ms / 1000))
+            raise CostLimitExceeded(
+                f"this request costs {price.units} work units ({price.measure}) and the account's budget holds "
+                f"{max(0, int(remaining))} now; it refills at {budget.rate:g} units per second up to {budget.burst}: "
+                f"retry in {retry} s",
+                headers={**headers, "Retry-After": str(retry)},
+            )
+        return headers
+
+    async def take_slot(self, caller: Caller, budget: TierBudget, headers: dict[str, str]) -> str | None:
+        ticket = secrets.token_hex(8)
+
+        async def run(_: Redis) -> int:
+            key = HEAVY_KEY.format(account=caller.account)
+            return int(await self._take_slot(keys=[key], args=[budget.concurrent, self.lease_seconds, ticket]))
+
+        taken = await self.redis.call(run, -1)
+        if taken == -1:
+            return None  # Redis unreachable: fail open, nothing to release
+        if not taken:
+            raise TooManyConcurrent(
+                f"the account already runs {budget.concurrent} heavy requests (matching, isochrones, large "
+                f"matrices, optimizations, detour files) at once, the most its tier allows: retry when one has "
+                f"answered, or send it with ?async=true where the operation offers it",
+                headers={**headers, "Retry-After": "1"},
+            )
+        return ticket
+
+    async def release_slot(self, caller: Caller, ticket: str) -> None:
+        async def run(client: Redis) -> int:
+            return int(await client.zrem(HEAVY_KEY.format(account=caller.account), ticket))
+
+        await self.redis.call(run, 0)

@@ -1,0 +1,50 @@
+"""Numbers in query texts are ASCII decimals only, and messages name JSON kinds, not Python types."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from common.errors import ParameterErrors
+from common.params import json_kind, number_or_nan, parse_decimal, parse_latlon_text
+from geo_service.validation import parse_coordinate
+from route_service.detour.csvfile import number
+
+# Arabic-Indic, Extended Arabic-Indic and Devanagari "10", which float() reads as 10.0.
+OTHER_SCRIPTS_TEN = ["\u0661\u0660", "\u06f1\u06f0", "\u0967\u0966"]
+
+
+@pytest.mark.parametrize("text", ["1_0", *OTHER_SCRIPTS_TEN, "nan", "inf", "-Infinity", "1e999", "0x10", "1,5", "", " "])
+def test_what_float_takes_but_is_no_ascii_decimal_is_refused(text: str) -> None:
+    assert parse_decimal(text) is None
+    assert math.isnan(number_or_nan(text))
+
+
+@pytest.mark.parametrize(("text", "value"), [("10", 10.0), ("-0.5", -0.5), (".5", 0.5), ("+2.", 2.0), ("1e3", 1000.0)])
+def test_ascii_decimals_are_read(text: str, value: float) -> None:
+    assert parse_decimal(text) == value
+    assert number_or_nan(text) == value
+
+
+def test_coordinates_with_underscores_or_other_scripts_digits_are_refused() -> None:
+    assert isinstance(parse_latlon_text("4_9.4,8.69"), str)
+    assert isinstance(parse_latlon_text("\u0664\u0669.\u0664,\u0668.\u0666\u0669"), str)
+    assert parse_latlon_text("49.4,8.69") is not None and not isinstance(parse_latlon_text("49.4,8.69"), str)
+    errors = ParameterErrors()
+    parse_coordinate({"lat": "\u0664\u0669"}, "lat", 90, errors)
+    assert errors.violations and errors.violations[0].parameter == "lat"
+
+
+def test_detour_files_take_ascii_digits_only() -> None:
+    problems: list[str] = []
+    assert number("\u0664\u0669.\u0664", "from_lat", -90, 90, ",", problems) is None
+    assert problems and "not a number" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "kind"),
+    [(None, "null"), (True, "a boolean"), ("x", "a string"), ([], "an array"), ({}, "an object"), (1.5, "a number")],
+)
+def test_json_kinds_are_named_in_jsons_words(value: object, kind: str) -> None:
+    assert json_kind(value) == kind
