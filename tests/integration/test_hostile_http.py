@@ -49,7 +49,10 @@ from tests.raw_http import (
 READ_TIMEOUT_S = 1
 MARKER = "HOSTILE-MARKER"
 STOP = b'[{"name": "HOSTILE-MARKER", "coordinate": {"lat": 43.7384, "lon": 7.4246}}]'
-WRONG_LOGIN = b'{"user": "nobody@example.com", "password": "HOSTILE-MARKER"}'
+def wrong_login() -> bytes:
+    """A wrong password for a new e-mail each time: failed logins are paced per account (five
+    free), and these tests are about the answer's format, not the pacing."""
+    return json.dumps({"user": f"nobody-{uuid.uuid4().hex[:8]}@example.com", "password": "HOSTILE-MARKER"}).encode()
 # Format: request bytes for an Accept value and a valid token.
 Build = Callable[[str, str], bytes]
 
@@ -63,9 +66,9 @@ class Hostile:
     quick: bool = True  # answered at once (not after a read timeout)
 
 
-def post_login(accept: str, *, headers: dict[str, str] | None = None, body: bytes = WRONG_LOGIN) -> bytes:
+def post_login(accept: str, *, headers: dict[str, str] | None = None, body: bytes | None = None) -> bytes:
     all_headers = {"Content-Type": "application/json", **(headers or {})}
-    return request("POST", "/v1/authenticate", accept=accept, headers=all_headers, body=body)
+    return request("POST", "/v1/authenticate", accept=accept, headers=all_headers, body=body or wrong_login())
 
 
 CASES: dict[str, Hostile] = {
@@ -107,7 +110,7 @@ CASES: dict[str, Hostile] = {
             "http://example.com/v1/authenticate",
             accept=a,
             headers={"Content-Type": "application/json"},
-            body=WRONG_LOGIN,
+            body=wrong_login(),
         ),
         InvalidCredentials,  # served as its path: the auth service checked the login
     ),
@@ -225,7 +228,7 @@ def test_one_trailing_slash_rule_everywhere(stack: Stack, token: str, legacy: bo
     bearer = {"Authorization": f"Bearer {token}"}
     for path in ("/v1/authenticate", "/v1/authenticate/"):
         answer = gateway(
-            stack, request("POST", path, accept=accept, headers={"Content-Type": "application/json"}, body=WRONG_LOGIN)
+            stack, request("POST", path, accept=accept, headers={"Content-Type": "application/json"}, body=wrong_login())
         )
         assert_error_format(
             answer, legacy=legacy, status=401, code=InvalidCredentials.code, problem_type=InvalidCredentials.type
@@ -242,7 +245,7 @@ def test_one_trailing_slash_rule_everywhere(stack: Stack, token: str, legacy: bo
 
 
 def test_every_answer_carries_the_standard_headers(stack: Stack, token: str) -> None:
-    login = request("POST", "/v1/authenticate", headers={"Content-Type": "application/json"}, body=WRONG_LOGIN)
+    login = request("POST", "/v1/authenticate", headers={"Content-Type": "application/json"}, body=wrong_login())
     answers = {
         "providers": gateway(stack, request("GET", "/v1/providers", headers={"Authorization": f"Bearer {token}"})),
         "401": gateway(stack, request("GET", "/v1/route")),
