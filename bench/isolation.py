@@ -4,7 +4,7 @@ requests, one at a time (a cold route, a reverse geocode, a login, the gateway's
 
 Phases, each `BENCH_ISOLATION_SECONDS` long (default 15), in one run on one machine:
 - idle: the probe alone, the reference;
-- match: the attacker keeps four 10 000-point traces (~1 m apart along a real route) in flight,
+- match: the attacker keeps four 10 000-point traces (~0.2 m apart along a real route) in flight,
   abandoning each after 2 s (`curl -m2`) as the campaign did;
 - gzip: four unauthenticated clients send 4 MiB gzip bodies that inflate to 4 GiB;
 - login: three source addresses (127.0.0.2-4) each log in at 4.5 per second, new e-mails, wrong passwords;
@@ -47,8 +47,9 @@ from bench.scale import percentile
 from launcher.stack import Stack
 
 PHASE_SECONDS = float(os.environ.get("BENCH_ISOLATION_SECONDS", "15"))
-ROUTE_FROM, ROUTE_TO = (48.1374, 11.5755), (48.1440, 11.5800)  # central Munich, ~1 km
-LONG_FROM, LONG_TO = (48.1500, 11.5400), (48.1200, 11.6100)  # ~6 km, densified into the trace
+# The shared Munich extract covers lat 48.1314-48.1434, lon 11.5657-11.5861.
+ROUTE_FROM, ROUTE_TO = (48.1374, 11.5755), (48.1420, 11.5800)  # ~0.7 km
+LONG_FROM, LONG_TO = (48.1320, 11.5670), (48.1425, 11.5850)  # ~2 km, densified into the trace
 TRACE_POINTS = 10_000
 BOMB_INFLATED = 4 << 30
 GOAL_RATIO = 2.0
@@ -143,7 +144,7 @@ def probe(phase: Phase, calls: dict[str, Callable[[int], tuple[int, float]]], un
 
 
 def dense_trace(attacker: Api) -> bytes:
-    """TRACE_POINTS points along a real ~6 km route, about a metre apart, a second apart."""
+    """TRACE_POINTS points along a real ~2 km route, a fraction of a metre apart, a second apart."""
     path = f"/v1/route?from={LONG_FROM[0]},{LONG_FROM[1]}&to={LONG_TO[0]},{LONG_TO[1]}"
     status, _, body = attacker.call("GET", path)
     if status != 200:
@@ -173,7 +174,7 @@ def gzip_bomb() -> bytes:
 
 def stops_body(count: int) -> bytes:
     stops: list[dict[str, Any]] = [
-        {"name": f"s{i}", "coordinate": {"lat": 48.12 + (i % 20) * 0.002, "lon": 11.54 + (i // 20) * 0.003}}
+        {"name": f"s{i}", "coordinate": {"lat": 48.1320 + (i % 20) * 0.0005, "lon": 11.5670 + (i // 20) * 0.0012}}
         for i in range(count)
     ]
     stops[0]["start"] = True
