@@ -25,7 +25,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	@touch $(STAMP)
 
 # Swagger UI (/docs) and Leaflet (/map): pinned npm tarballs fetched with Python's urllib from
-# the npm registry (NPM_REGISTRY), checked against their pinned sha512; no node or npm needed.
+# the machine's configured npm registry (gateway/vendor.py), checked against their pinned sha512; no node or npm needed.
 $(VENDOR_STAMP): gateway/vendor.py | $(STAMP)
 	$(PY) -m gateway.vendor
 	@touch $(VENDOR_STAMP)

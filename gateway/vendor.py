@@ -6,7 +6,9 @@ pinned `sha512` integrity (the registry's `dist.integrity`), and only the files 
 are unpacked into `gateway/static/vendor/<package>/` (git-ignored: downloaded code is never
 committed). The pages load them from the gateway itself, never from a CDN.
 
-`NPM_REGISTRY` [https://registry.npmjs.org] names another registry or a mirror; the usual
+The registry is the machine's own npm configuration, never a host named here: `NPM_REGISTRY`
+if set, else npm's `npm_config_registry`, else what `npm config get registry` answers (npm on the
+PATH), else the `registry=` line of `./.npmrc`, `~/.npmrc` or `/etc/npmrc`. The usual
 `https_proxy` variables apply. Re-running does nothing once the pinned versions are in place.
 """
 
@@ -17,6 +19,7 @@ import hashlib
 import io
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import urllib.request
@@ -25,7 +28,7 @@ from pathlib import Path
 
 STATIC_DIR = Path(__file__).with_name("static")
 VENDOR_DIR = STATIC_DIR / "vendor"
-DEFAULT_REGISTRY = "https://registry.npmjs.org"
+NPMRC_FILES = (Path(".npmrc"), Path.home() / ".npmrc", Path("/etc/npmrc"))
 DOWNLOAD_TIMEOUT_SECONDS = 60
 # Written last, after every file of the package: a half-finished unpack is never taken as done.
 STAMP = ".integrity"
@@ -142,8 +145,54 @@ def vendor(package: NpmPackage, registry: str) -> bool:
     return True
 
 
+def registry_in_npmrc(files: tuple[Path, ...] = NPMRC_FILES) -> str:
+    """The first `registry=` setting of the npmrc files, in npm's order of precedence."""
+    for file in files:
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key.strip() == "registry" and value.strip():
+                return value.strip()
+    return ""
+
+
+def registry_from_npm() -> str:
+    """What npm itself would use, when npm is installed."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return ""
+    try:
+        answer = subprocess.run([npm, "config", "get", "registry"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    value = answer.stdout.strip()
+    return value if answer.returncode == 0 and value.startswith(("http://", "https://")) else ""
+
+
+def machine_registry(environ: dict[str, str] | None = None, files: tuple[Path, ...] = NPMRC_FILES) -> str:
+    """The npm registry this machine is configured for ("" when none is)."""
+    env = os.environ if environ is None else environ
+    return (
+        env.get("NPM_REGISTRY", "").strip()
+        or env.get("npm_config_registry", "").strip()
+        or env.get("NPM_CONFIG_REGISTRY", "").strip()
+        or (registry_from_npm() if environ is None else "")
+        or registry_in_npmrc(files)
+    )
+
+
 def main() -> int:
-    registry = os.environ.get("NPM_REGISTRY", "").strip() or DEFAULT_REGISTRY
+    registry = machine_registry()
+    if not registry and not all(package.installed() for package in PACKAGES):
+        print(
+            "gateway.vendor: no npm registry is configured on this machine: set NPM_REGISTRY, "
+            "npm_config_registry or a `registry=` line in ~/.npmrc, then run `make install` again",
+            file=sys.stderr,
+        )
+        return 1
     for package in PACKAGES:
         try:
             if vendor(package, registry):
