@@ -25,6 +25,7 @@ _KEY_PREFIX = re.compile(r"^[0-9a-f-]{1,36}$")
 # The condition "this API key has not expired" at the time given as its parameter.
 ACTIVE_KEY = "(expires_at IS NULL OR expires_at > ?)"
 
+
 class AccountError(Exception):
     """A console-level problem with an account operation (unknown user, duplicate, …)."""
 
@@ -263,7 +264,9 @@ class AccountStore:
             now = now_seconds()
             cap = self.max_api_keys
             if cap is not None and self.active_api_key_count(user.id, now) >= cap:
-                raise ApiKeyLimit(f"the account has {cap} active API keys, as many as one account may: revoke one first")
+                raise ApiKeyLimit(
+                    f"the account has {cap} active API keys, as many as one account may: revoke one first"
+                )
             rows = self.db.execute(
                 "INSERT INTO api_keys (user_id, prefix, key_hash, created_at, expires_at) "
                 "VALUES (?, ?, ?, ?, ?) RETURNING *",
@@ -281,9 +284,7 @@ class AccountStore:
     def find_api_key(self, key: str) -> ApiKey | None:
         """The stored key matching `key`, revoked or not; compares hashes in constant time."""
         wanted = hash_api_key(key)
-        rows = self.db.execute(
-            "SELECT * FROM api_keys WHERE prefix = ?", (key[:API_KEY_PREFIX_LENGTH],)
-        )
+        rows = self.db.execute("SELECT * FROM api_keys WHERE prefix = ?", (key[:API_KEY_PREFIX_LENGTH],))
         found = None
         for row in rows:
             if hmac.compare_digest(row["key_hash"], wanted):
@@ -386,13 +387,25 @@ class AccountStore:
 
 def _user(row: Row) -> User:
     return User(
-        row["id"], row["email"], row["password_hash"], row["tier"], bool(row["disabled"]), row["created_at"], row["role"]
+        row["id"],
+        row["email"],
+        row["password_hash"],
+        row["tier"],
+        bool(row["disabled"]),
+        row["created_at"],
+        row["role"],
     )
 
 
 def _api_key(row: Row) -> ApiKey:
     return ApiKey(
-        row["id"], row["user_id"], row["prefix"], row["key_hash"], row["created_at"], row["revoked_at"], row["expires_at"]
+        row["id"],
+        row["user_id"],
+        row["prefix"],
+        row["key_hash"],
+        row["created_at"],
+        row["revoked_at"],
+        row["expires_at"],
     )
 
 

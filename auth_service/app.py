@@ -53,6 +53,7 @@ def accounts_context(config: AuthConfig) -> CleanupContext:
             free_failures=config.login_free_failures,
             max_backoff_seconds=config.login_backoff_max_seconds,
             window_seconds=config.login_failure_window_seconds,
+            address_free_failures=config.login_address_free_failures,
         )
         app[AUTHENTICATOR_KEY] = Authenticator(store, passwords, throttle)
         app[ISSUER_KEY] = TokenIssuer(

@@ -30,12 +30,12 @@ class Authenticator:
     async def with_password(self, email: str, password: str, requester: Requester = ANYONE) -> TokenSubject:
         """`requester`: whose turn the hash takes (`passwords.HashingGate`); one who has left
         by then is not hashed for."""
-        await self._check_throttle(email)
+        await self._check_throttle(email, requester.key)
         user = self.store.find_user(email)
         matches = await self.passwords.verify_in_thread(user.password_hash if user else None, password, requester)
         if user is None or not matches or user.disabled:
             if self.throttle is not None:
-                await self.throttle.failed(email)
+                await self.throttle.failed(email, requester.key)
             raise InvalidCredentials(WRONG_CREDENTIALS)
         if self.throttle is not None:
             await self.throttle.succeeded(email)
@@ -57,14 +57,15 @@ class Authenticator:
         subject = TokenSubject(sub=user.subject, tier=user.tier, email=user.email, api_key_id=api_key.id)
         return subject, duration
 
-    async def _check_throttle(self, email: str) -> None:
+    async def _check_throttle(self, email: str, address: str) -> None:
         if self.throttle is None:
             return
-        verdict = await self.throttle.attempt(email)
+        verdict = await self.throttle.attempt(email, address)
         if not verdict.allowed:
             # Unknown addresses are throttled the same, so this tells nothing about who has an account.
             raise TooManyFailedLogins(
-                f"too many failed logins for this account: retry in {verdict.retry_after_seconds} s",
+                f"too many failed logins for this account or from this address: retry in "
+                f"{verdict.retry_after_seconds} s",
                 retry_after_s=verdict.retry_after_seconds,
             )
 

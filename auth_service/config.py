@@ -46,6 +46,9 @@ class AuthConfig(BaseConfig):
     login_backoff_max_seconds: int = 60
     # An account's failures are forgotten after this long without one.
     login_failure_window_seconds: int = 900
+    # Failed logins from one client address (any accounts) before its back-off starts; 0: none.
+    # More than an account's: people behind one office address mistype (auth_service.throttle).
+    login_address_free_failures: int = 10
     # Active (not revoked, not expired) API keys one account may hold.
     max_api_keys_per_account: int = 20
 
@@ -80,6 +83,7 @@ class AuthConfig(BaseConfig):
             "login_free_failures": env_int("LOGIN_FREE_FAILURES", 5),
             "login_backoff_max_seconds": env_int("LOGIN_BACKOFF_MAX_SECONDS", 60),
             "login_failure_window_seconds": env_int("LOGIN_FAILURE_WINDOW_SECONDS", 900),
+            "login_address_free_failures": env_int("LOGIN_ADDRESS_FREE_FAILURES", 10),
             "max_api_keys_per_account": env_int("MAX_API_KEYS_PER_ACCOUNT", 20),
         }
         values.update(overrides)
@@ -102,6 +106,7 @@ class AuthConfig(BaseConfig):
             "LOGIN_FREE_FAILURES": (self.login_free_failures, 1),
             "LOGIN_BACKOFF_MAX_SECONDS": (self.login_backoff_max_seconds, 1),
             "LOGIN_FAILURE_WINDOW_SECONDS": (self.login_failure_window_seconds, 1),
+            "LOGIN_ADDRESS_FREE_FAILURES": (self.login_address_free_failures, 0),
             "MAX_API_KEYS_PER_ACCOUNT": (self.max_api_keys_per_account, 1),
         }
         for name, (value, minimum) in at_least.items():

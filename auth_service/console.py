@@ -229,7 +229,10 @@ def parser() -> argparse.ArgumentParser:
     add_apikey = command("add-apikey", cmd_add_apikey, "make an API key for a user; prints it once")
     add_apikey.add_argument("email")
     add_apikey.add_argument(
-        "--expires-in-days", type=int, metavar="DAYS", help=f"the key gives no token after DAYS days (1..{MAX_API_KEY_DAYS})"
+        "--expires-in-days",
+        type=int,
+        metavar="DAYS",
+        help=f"the key gives no token after DAYS days (1..{MAX_API_KEY_DAYS})",
     )
     command("list-users", cmd_list_users, "list the users")
     command("list-apikeys", cmd_list_apikeys, "list a user's API keys (prefixes only)").add_argument("email")
@@ -241,7 +244,9 @@ def parser() -> argparse.ArgumentParser:
     set_role = command("set-role", cmd_set_role, "make a user an administrator (admin) or not (user)")
     set_role.add_argument("email")
     set_role.add_argument("role", choices=ROLES)
-    revoke = command("revoke-apikey", cmd_revoke_apikey, "revoke the API key starting with KEY_PREFIX (or the whole key)")
+    revoke = command(
+        "revoke-apikey", cmd_revoke_apikey, "revoke the API key starting with KEY_PREFIX (or the whole key)"
+    )
     revoke.add_argument("key_prefix")
     demo = command("demo-token", cmd_demo_token, "print a signed demo token")
     demo.add_argument("--duration", type=int, default=3600, help=f"seconds, 1..{MAX_DEMO_TOKEN_SECONDS} (default 3600)")

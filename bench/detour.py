@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 import orjson
-import psutil
 
 from bench.maps import EVERY_MAP, BenchMap, bench_map
+from bench.processes import cpu_seconds
 from common.config import DEFAULT_PORTS
 from common.geo import LatLon, haversine_m_arrays
 from launcher.redis_server import free_port
@@ -172,18 +172,6 @@ class Posted:
         return statistics.median(self.times)
 
 
-def cpu_seconds(service: psutil.Process) -> float:
-    """User and system CPU of the service and its children (workers, large-call processes)."""
-    total = 0.0
-    for process in [service, *service.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
-
-
 def over_http(dataset: Dataset, files: dict[str, bytes]) -> dict[str, Posted]:
     """Each file posted to one route service started for the map (the first a few lines, to warm up)."""
     with tempfile.TemporaryDirectory(prefix="bench-detour-") as tmp:
@@ -191,13 +179,13 @@ def over_http(dataset: Dataset, files: dict[str, bytes]) -> dict[str, Posted]:
         try:
             url, internal = stack.url("route_service"), stack.internal_headers()
             post(url, next(iter(files.values()))[:2000], "warmup.csv", internal)
-            service = psutil.Process(stack.processes["route_service"].pid)
+            service = stack.processes["route_service"].pid
             return {label: post_repeatedly(url, internal, label, body, service) for label, body in files.items()}
         finally:
             stack.stop()
 
 
-def post_repeatedly(url: str, internal: dict[str, str], label: str, body: bytes, service: psutil.Process) -> Posted:
+def post_repeatedly(url: str, internal: dict[str, str], label: str, body: bytes, service: int) -> Posted:
     times: list[float] = []
     cpu: list[float] = []
     answer: dict[str, Any] = {}

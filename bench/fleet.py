@@ -558,7 +558,7 @@ def section(
             "|---|---|---|---|",
             *e2e,
             "",
-            "The same requests on one platform serving all five extracts loaded as one map (`bench/maps.py` \"all\"), "
+            'The same requests on one platform serving all five extracts loaded as one map (`bench/maps.py` "all"), '
             "each answer checked against the city's own matrices:",
             "",
             "| city | wall median (s) | wall max (s) | max ≤ goal |",

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import multiprocessing
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -36,11 +38,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import psutil
 
 from bench.full_stack import full_stack
 from bench.scale import percentile
@@ -91,6 +94,8 @@ class Phase:
     probe_failures: Counter[str] = field(default_factory=Counter)
     attack_statuses: Counter[int] = field(default_factory=Counter)
     attack_max_s: float = 0.0
+    machine_cpu_s: float = 0.0  # busy CPU of the whole machine: platform, probe and attacking client
+    attacker_cpu_s: float = 0.0  # the attacking client's own process (another machine in reality)
 
     def attacked(self, status: int, seconds: float) -> None:
         self.attack_statuses[status] += 1
@@ -188,6 +193,48 @@ def repeat(phase: Phase, until: float, attack: Callable[[], tuple[int, float]], 
             phase.attacked(status, seconds)
 
 
+@dataclass(frozen=True)
+class AttackPlan:
+    """One phase's attack, picklable: it runs in its own process (`attack_process`), as an attacker
+    runs its own client; in the probe's process its threads would share the probe's interpreter
+    lock, and each probe would wait for them (+15 to 17 ms on every probe kind, measured
+    2026-11-26 with the gzip attack in threads)."""
+
+    kind: str  # match | gzip | login | optimize
+    base: str
+    token: str = ""
+    copies: int = 1
+    payload: bytes = b""
+    sources: tuple[str, ...] = ()
+
+
+def attacks_of(plan: AttackPlan) -> list[Callable[[], tuple[int, float]]]:
+    attacker = Api(plan.base, plan.token)
+    if plan.kind == "match":
+        return [match_attack(attacker, plan.payload)] * plan.copies
+    if plan.kind == "gzip":
+        return [bomb_attack(plan.base, plan.payload)] * plan.copies
+    if plan.kind == "login":
+        return [login_attack(plan.base, source) for source in plan.sources]
+    if plan.kind == "optimize":
+        return [optimize_attack(attacker)] * plan.copies
+    raise ValueError(f"unknown attack {plan.kind!r}")
+
+
+def attack_process(plan: AttackPlan, seconds: float, answers: Any) -> None:
+    """The attack's loops in threads of this process for `seconds`; its answers, as
+    (statuses, slowest seconds), put on `answers`."""
+    phase, lock = Phase(plan.kind), threading.Lock()
+    until = time.monotonic() + seconds
+    loops = [threading.Thread(target=repeat, args=(phase, until, attack, lock)) for attack in attacks_of(plan)]
+    for loop in loops:
+        loop.start()
+    for loop in loops:
+        loop.join()
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    answers.put((dict(phase.attack_statuses), phase.attack_max_s, used.ru_utime + used.ru_stime))
+
+
 def match_attack(attacker: Api, trace: bytes) -> Callable[[], tuple[int, float]]:
     def attack() -> tuple[int, float]:
         status, seconds, _ = attacker.call("POST", "/v1/match", trace, timeout=2.0)
@@ -272,16 +319,45 @@ def attacking(workers: list[Callable[[], None]]) -> Iterator[None]:
             thread.join(timeout=120)
 
 
-# What a phase starts: the attack loops, given the phase to record into and when to stop.
+# What a phase starts in the probe's process: loops given the phase to record into and when to stop.
 Attacks = Callable[[Phase, float], list[Callable[[], None]]]
+WARM_UP_S = min(1.0, PHASE_SECONDS / 10)  # the attack under way before the first probe
+
+
+def machine_busy_s() -> float:
+    """Busy CPU seconds of the whole machine since boot. Summing the platform's processes came
+    out above two cores' worth in the optimize phase (solver processes come and go), so the
+    machine's own count is taken, and the attacking client's beside it."""
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 def run_phase(name: str, calls: dict[str, Callable[[int], tuple[int, float]]], attacks: Attacks) -> Phase:
     phase = Phase(name)
     until = time.monotonic() + PHASE_SECONDS
+    before = machine_busy_s()
     with attacking(attacks(phase, until)):
-        time.sleep(min(1.0, PHASE_SECONDS / 10))  # the attack under way before the first probe
+        time.sleep(WARM_UP_S)
         probe(phase, calls, until)
+    phase.machine_cpu_s = machine_busy_s() - before
+    return phase
+
+
+def run_attacked_phase(name: str, calls: dict[str, Callable[[int], tuple[int, float]]], plan: AttackPlan) -> Phase:
+    """The probe here while `plan` runs in a separate process for the whole phase."""
+    before = machine_busy_s()
+    context = multiprocessing.get_context("spawn")
+    answers = context.Queue()
+    attacker = context.Process(target=attack_process, args=(plan, PHASE_SECONDS + WARM_UP_S, answers), daemon=True)
+    attacker.start()
+    phase = Phase(name)
+    time.sleep(WARM_UP_S + 0.5)  # the child imports
+    probe(phase, calls, time.monotonic() + PHASE_SECONDS)
+    statuses, slowest, phase.attacker_cpu_s = answers.get(timeout=180)
+    attacker.join(timeout=30)
+    phase.machine_cpu_s = machine_busy_s() - before
+    phase.attack_statuses.update(statuses)
+    phase.attack_max_s = slowest
     return phase
 
 
@@ -303,28 +379,20 @@ def measure(stack: Stack) -> list[Phase]:
     victim_email, victim_password = stack.add_user("standard")
     victim = Api(stack.base_url, stack.token_for(victim_email, victim_password))
     calls = probe_calls(victim, Api(stack.base_url), victim_email, victim_password)
-    trace, bomb = dense_trace(attacker), gzip_bomb()
-    lock = threading.Lock()
-
-    def looping(attack: Callable[[], tuple[int, float]], count: int) -> Attacks:
-        return lambda phase, until: [lambda: repeat(phase, until, attack, lock) for _ in range(count)]
-
-    def logins(phase: Phase, until: float) -> list[Callable[[], None]]:
-        attacks = [login_attack(stack.base_url, source) for source in loopback_sources()]
-        return [partial(repeat, phase, until, attack, lock) for attack in attacks]
+    base, token = stack.base_url, attacker.token
 
     def jobs(phase: Phase, until: float) -> list[Callable[[], None]]:
         return [lambda: jobs_attack(attacker, victim, phase, until)]
 
-    phases: list[tuple[str, Attacks]] = [
-        ("idle", lambda phase, until: []),
-        ("match", looping(match_attack(attacker, trace), 4)),
-        ("gzip", looping(bomb_attack(stack.base_url, bomb), 4)),
-        ("login", logins),
-        ("optimize", looping(optimize_attack(attacker), 2)),
-        ("jobs", jobs),
+    plans = [
+        AttackPlan("match", base, token, copies=4, payload=dense_trace(attacker)),
+        AttackPlan("gzip", base, copies=4, payload=gzip_bomb()),
+        AttackPlan("login", base, sources=tuple(loopback_sources())),
+        AttackPlan("optimize", base, token, copies=2),
     ]
-    return [run_phase(name, calls, attacks) for name, attacks in phases]
+    idle = run_phase("idle", calls, lambda phase, until: [])
+    attacked = [run_attacked_phase(plan.kind, calls, plan) for plan in plans]
+    return [idle, *attacked, run_phase("jobs", calls, jobs)]
 
 
 # ---------------------------------------------------------------- the section
@@ -341,8 +409,8 @@ def table(phases: list[Phase]) -> list[str]:
     names = ["route", "reverse", "login", "health"]
     rows = [
         "| phase | " + " | ".join(f"{n} p50 / p99 ms" for n in names) + " | worst p99 / idle | probe failures "
-        "| attack answers (status: count) | slowest attack answer s |",
-        "|---|" + "---|" * len(names) + "---|---|---|---|",
+        "| attack answers (status: count) | slowest attack answer s | busy CPU s: machine / attacking client |",
+        "|---|" + "---|" * len(names) + "---|---|---|---|---|",
     ]
     for phase in phases:
         ratios = [
@@ -357,7 +425,8 @@ def table(phases: list[Phase]) -> list[str]:
         extra = f" (5-stop job waited {phase.probe_s['5-stop job'][0]:.1f} s)" if "5-stop job" in phase.probe_s else ""
         rows.append(
             f"| {phase.name}{extra} | " + " | ".join(p50_p99(phase.probe_s.get(n, [])) for n in names)
-            + f" | {worst:.2f}{verdict} | {failures} | {statuses} | {phase.attack_max_s:.1f} |"
+            + f" | {worst:.2f}{verdict} | {failures} | {statuses} | {phase.attack_max_s:.1f} "
+            f"| {phase.machine_cpu_s:.1f} / {phase.attacker_cpu_s:.1f} |"
         )  # fmt: skip
     return rows
 

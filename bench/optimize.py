@@ -206,7 +206,9 @@ class Client:
     token: str
 
     def optimize(self, inst: Instance) -> Answer:
-        return http(self.stack.base_url + "/v1/optimize/stops", stops_body(inst), {"Authorization": f"Bearer {self.token}"})
+        return http(
+            self.stack.base_url + "/v1/optimize/stops", stops_body(inst), {"Authorization": f"Bearer {self.token}"}
+        )
 
 
 def stops_body(inst: Instance) -> list[Json]:
@@ -612,7 +614,7 @@ def merged_section(merged: list[EndToEnd], own: list[EndToEnd], refs: dict[tuple
         )
     return [
         "All five extracts loaded as one map (one platform whose map holds Heidelberg, Munich, Helsinki, Monaco and "
-        "Andorra, `bench/maps.py` \"all\"): the same round trips, the same repeats; the tour is scored on the "
+        'Andorra, `bench/maps.py` "all"): the same round trips, the same repeats; the tour is scored on the '
         "city's own matrix, so a different matrix on the larger map would show as a gap:",
         "",
         "| city | stops | wall median (s) | wall max (s) | goal | alone: wall median (s) | ratio | method | tour (s) | gap | ≤ 1 % |",
@@ -663,7 +665,9 @@ def burst_summary(result: Burst) -> str:
 
 
 def capacity_line(cities: Sequence[str]) -> str:
-    held = [f"{c} {capacity(c)}{'+' if capacity(c) >= 2 * max(SIZES) else ''} (≤ {max(supported_sizes(c))})" for c in cities]
+    held = [
+        f"{c} {capacity(c)}{'+' if capacity(c) >= 2 * max(SIZES) else ''} (≤ {max(supported_sizes(c))})" for c in cities
+    ]
     return "Places per extract (sizes held): " + ", ".join(held) + "."
 
 
@@ -686,7 +690,8 @@ def report(
     e2e, load = stacks.e2e, stacks.load
     quick = "" if settings.full else " (a partial run: its settings are in the command)"
     command = " ".join(
-        [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_OPTIMIZE_")] + ["python -m bench optimize"]
+        [f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_OPTIMIZE_")]
+        + ["python -m bench optimize"]
     )
     lines = [
         "## Stop-order optimization (POST /v1/optimize/stops)",

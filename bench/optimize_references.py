@@ -118,7 +118,11 @@ def pyvrp_order(instance: Instance, seconds: float) -> list[int]:
     return [start, *visits, *([end] if end is not None and end != start else [])]
 
 
-ORDERS: dict[str, Callable[[Instance, float], list[int]]] = {VROOM: vroom_order, ORTOOLS: ortools_order, PYVRP: pyvrp_order}
+ORDERS: dict[str, Callable[[Instance, float], list[int]]] = {
+    VROOM: vroom_order,
+    ORTOOLS: ortools_order,
+    PYVRP: pyvrp_order,
+}
 
 
 # ---------------------------------------------------------------- the cache and the worker processes

@@ -30,6 +30,7 @@ import osrm
 
 from bench.http_load import Coords, Load, LoadResult, find_wrk, run_load
 from bench.maps import EVERY_MAP, BenchMap, bench_map
+from bench.processes import cpu_seconds
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.redis_server import free_port, wait_for_port
 from launcher.stack import Stack
@@ -58,17 +59,6 @@ class Row:
     # CPU milliseconds per request of each watched process (with its children): unlike
     # req/s, this hardly depends on what else the shared machine runs at the time.
     cpu_ms: dict[str, float]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and its children (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        children = [int(c) for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()]
-    except OSError:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(child) for child in children)
 
 
 # ---------------------------------------------------------------- data
@@ -363,9 +353,10 @@ def measure_every_map(wrk: str | None, seconds: float, work: Path) -> list[str]:
         map_osrm = loaded.dataset.path / "osrm" / PROFILE / "map.osrm"
         runner = Runner(wrk, seconds)
         runner.runs = 500
-        with platform(work / f"every-{name}", {"MAP_DIR": str(loaded.dataset.path.parent)}) as stack, osrm_routed(
-            map_osrm, work / f"osrm-routed-{name}.log"
-        ) as routed:
+        with (
+            platform(work / f"every-{name}", {"MAP_DIR": str(loaded.dataset.path.parent)}) as stack,
+            osrm_routed(map_osrm, work / f"osrm-routed-{name}.log") as routed,
+        ):
             reference = Load(routed[0], OSRM_PATH, coords, {}, lonlat=True)
             gateway = Load(stack.base_url, GATEWAY_PATH, coords, {"Authorization": "Bearer " + stack.login()})
             failed = (check_all(gateway)[0], check_all(reference)[0])

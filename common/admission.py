@@ -74,6 +74,29 @@ redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
 return {1, 0, math.floor(math.max(0, now + tolerance - new_tat) / interval)}
 """
 
+# Read only, before a large body is read: {1, ms} while the budget (KEYS[1]) cannot pay one
+# unit, {2, 0} while every heavy slot (KEYS[2]) is taken by a live lease, else {0, 0}.
+_LARGE_BODY_REFUSAL = """
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if interval > 0 then
+  local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+  local wait = math.ceil(tat + interval - interval * burst - now)
+  if wait > 0 then return {1, wait} end
+end
+local concurrent = tonumber(ARGV[3])
+if concurrent > 0 and redis.call('ZCOUNT', KEYS[2], now / 1000, '+inf') >= concurrent then return {2, 0} end
+return {0, 0}
+"""
+
+# A body this large never belongs to a light request (a 1 000-point trace is ~37 KB, a 100-stop
+# order ~9 KB; a route or geocode has none): refused unread while its account's budget is spent
+# or its heavy slots are all taken, since reading and parsing it costs more than a light request
+# (a 10 000-point trace: 40 ms of the service's loop for JSON and validation, measured 2026-11-26).
+LARGE_BODY_BYTES = 16 * 1024
+
 # A slot: a sorted set of tickets scored by their lease's end; expired ones are dropped first.
 _TAKE_SLOT = """
 local t = redis.call('TIME')
@@ -182,6 +205,7 @@ class Admission:
         self.lease_seconds = lease_seconds
         self._charge = redis.client.register_script(_CHARGE)
         self._take_slot = redis.client.register_script(_TAKE_SLOT)
+        self._large_body_refusal = redis.client.register_script(_LARGE_BODY_REFUSAL)
 
     @contextlib.asynccontextmanager
     async def admit(self, caller: Caller | None, price: Cost) -> AsyncIterator[Admitted]:
@@ -203,6 +227,34 @@ class Admission:
         finally:
             if ticket:
                 await self.release_slot(caller, ticket)
+
+    async def refuse_large_body_early(self, caller: Caller | None, body_bytes: int | None) -> None:
+        """Before a large body is read: a 429 while its account's budget cannot pay one unit or
+        its heavy slots are all taken, so such requests cost one Redis call each, not their
+        reading and parsing. Without a declared length (chunked) the body counts as large."""
+        if caller is None or caller.job or (body_bytes is not None and body_bytes < LARGE_BODY_BYTES):
+            return
+        budget = self.budgets.for_tier(caller.tier)
+        interval_ms = 1000.0 / budget.rate if budget.rate else 0.0
+        if not interval_ms and not budget.concurrent:
+            return
+
+        async def run(_: Redis) -> list[int]:
+            keys = [BUDGET_KEY.format(account=caller.account), HEAVY_KEY.format(account=caller.account)]
+            args = [interval_ms, budget.burst, budget.concurrent]
+            return [int(x) for x in await self._large_body_refusal(keys=keys, args=args)]
+
+        refusal, wait_ms = await self.redis.call(run, [0, 0])  # Redis unreachable: fail open
+        if refusal == 1:
+            retry = max(1, math.ceil(wait_ms / 1000))
+            raise CostLimitExceeded(
+                f"the account's work budget is spent (it refills at {budget.rate:g} units per second up to "
+                f"{budget.burst}); a request with a body this large is refused before it is read: retry in {retry} s",
+                headers={"RateLimit-Cost-Limit": str(budget.burst), "RateLimit-Cost-Remaining": "0",
+                         "Retry-After": str(retry)},
+            )  # fmt: skip
+        if refusal == 2:
+            raise self.too_many_concurrent(budget, {})
 
     @staticmethod
     def check_price(price: Cost, budget: TierBudget, tier: str) -> None:
@@ -252,13 +304,17 @@ class Admission:
         if taken == -1:
             return None  # Redis unreachable: fail open, nothing to release
         if not taken:
-            raise TooManyConcurrent(
-                f"the account already runs {budget.concurrent} heavy requests (matching, isochrones, large "
-                f"matrices, optimizations, detour files) at once, the most its tier allows: retry when one has "
-                f"answered, or send it with ?async=true where the operation offers it",
-                headers={**headers, "Retry-After": "1"},
-            )
+            raise self.too_many_concurrent(budget, headers)
         return ticket
+
+    @staticmethod
+    def too_many_concurrent(budget: TierBudget, headers: dict[str, str]) -> TooManyConcurrent:
+        return TooManyConcurrent(
+            f"the account already runs {budget.concurrent} heavy requests (matching, isochrones, large "
+            f"matrices, optimizations, detour files) at once, the most its tier allows: retry when one has "
+            f"answered, or send it with ?async=true where the operation offers it",
+            headers={**headers, "Retry-After": "1"},
+        )
 
     async def release_slot(self, caller: Caller, ticket: str) -> None:
         async def run(client: Redis) -> int:

@@ -11,8 +11,8 @@ slashes removed), so every service and the gateway route alike.
 Connections are bounded too: a body left unread by an early answer (401, 404, 413, 429 …) is
 never read further, let alone decompressed (aiohttp would drain it, a gzip bomb's gigabytes
 included, to keep the connection): the answer says `Connection: close`, the rest of the
-client's bytes are dropped unparsed for at most `UNREAD_BODY_LINGER_SECONDS`, and the
-connection is closed. A port may cap the connections one client address holds at once
+client's bytes are dropped unparsed for at most `UNREAD_BODY_LINGER_SECONDS` and
+`UNREAD_BODY_DISCARD_BYTES`, and the connection is closed. A port may cap the connections one client address holds at once
 (`max_connections_per_client`; beyond it a new connection is closed at once), and an idle
 connection is closed after `keepalive_timeout` seconds (also one that never sent a byte). On a
 public port (`PUBLIC_PORT_KEY`, the gateway's) a client's `X-Internal-*` headers are removed
@@ -81,6 +81,12 @@ _SAFE_TARGET = re.compile(rb"^[A-Z]{1,16} (/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,255
 # bytes still unread, makes the kernel send a reset that may destroy the answer on its way
 # (nginx's "lingering close" for the same reason). Ends as soon as the client closes.
 UNREAD_BODY_LINGER_SECONDS = 2.0
+# ... and at most this many bytes are dropped: past them the connection is closed at once (the
+# answer may then be lost to a client that writes all before it reads). Dropping a 4 MiB gzip
+# bomb's rest in full, at 550 bombs a second on loopback, cost the gateway one of two cores and
+# raised another client's probe p50 from 4 to 19 ms (bench/isolation.py, 2026-11-26). Bodies up
+# to this size still get their answer to such a client.
+UNREAD_BODY_DISCARD_BYTES = 1 << 20
 # Headers only our own services set (common.internal_auth); a public port drops a client's,
 # except the credential (X-Internal-Token), which guards the gateway's /metrics.
 INTERNAL_HEADER_PREFIX = "x-internal-"
@@ -220,6 +226,8 @@ class ApiRequestHandler(RequestHandler):
     def data_received(self, data: bytes) -> None:
         if self._discarding or self._refused:
             self.discarded_bytes += len(data)
+            if self._discarding and self.discarded_bytes > UNREAD_BODY_DISCARD_BYTES:
+                self._stop_lingering()
             return
         awaiting_head = self._awaiting_request()
         if awaiting_head:
@@ -245,9 +253,12 @@ class ApiRequestHandler(RequestHandler):
             return
         self._server.release(self._client)
         self._stop_header_timer()
+        self._stop_lingering()
+        super().connection_lost(exc)
+
+    def _stop_lingering(self) -> None:
         if self._closed is not None and not self._closed.done():
             self._closed.set_result(None)
-        super().connection_lost(exc)
 
     async def finish_response(
         self, request: BaseRequest, resp: web.StreamResponse, start_time: float | None
@@ -265,7 +276,8 @@ class ApiRequestHandler(RequestHandler):
 
     async def _drop_unread_body(self) -> None:
         """Our side is finished (FIN after the answer); what the client still sends is counted
-        and dropped until it closes or `UNREAD_BODY_LINGER_SECONDS` pass; then aiohttp closes."""
+        and dropped until it closes, `UNREAD_BODY_DISCARD_BYTES` have come or
+        `UNREAD_BODY_LINGER_SECONDS` pass; then aiohttp closes."""
         transport = self.transport
         if transport is None or transport.is_closing():
             return
@@ -415,6 +427,7 @@ class ApiAppRunner(web.AppRunner):
 
     async def _make_server(self) -> web.Server:
         plain = await super()._make_server()
+        public = self.app.get(PUBLIC_PORT_KEY, False)
         return ApiServer(
             plain.request_handler,
             request_factory=plain.request_factory,
@@ -423,8 +436,10 @@ class ApiAppRunner(web.AppRunner):
             header_timeout=self._header_timeout,
             max_connections_per_client=self._max_connections_per_client,
             uncapped=self.app.get(UNCAPPED_CLIENTS_KEY),
-            public=self.app.get(PUBLIC_PORT_KEY, False),
-            **plain._kwargs,
+            public=public,
+            # The public port's bodies stay as sent until read: its reader decodes them only as
+            # far as it reads (gateway.proxy.BodyDecoder).
+            **{**plain._kwargs, "auto_decompress": not public},
         )
 
 

@@ -54,12 +54,20 @@ async def read_json(request: web.Request, *, check_media_type: bool = True) -> A
     """The request's JSON body: 415 unless it is sent as JSON, 400 when it does not parse.
 
     Internal endpoints skip the media-type check: their only callers are our services."""
-    if check_media_type and not is_json_media_type(request.content_type):
-        raise UnsupportedMediaType(
-            f"send the body as application/json, not {request.content_type!r}", parameter="Content-Type"
-        )
+    if check_media_type:
+        require_json_media_type(request.content_type)
+    return decode_json(await request.read())
+
+
+def require_json_media_type(content_type: str) -> None:
+    if not is_json_media_type(content_type):
+        raise UnsupportedMediaType(f"send the body as application/json, not {content_type!r}", parameter="Content-Type")
+
+
+def decode_json(raw: bytes) -> Any:
+    """A body's JSON, or 400 when it does not parse."""
     try:
-        return orjson.loads(await request.read())
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise MalformedBody(f"the body is not valid JSON: {exc}") from exc
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import aiohttp
 from aiohttp import web
 
-from common.admission import parse_cost_budgets
+from common.admission import Admission, parse_cost_budgets
 from common.client import ServiceClient, upstream_connector
 from common.http_server import UNCAPPED_CLIENTS_KEY
 from common.service import REDIS_KEY, base_app
@@ -66,7 +66,7 @@ def create_app(config: GatewayConfig) -> web.Application:
             rate_limiter=RateLimiter(redis, config.rate_limits),
             revocations=RevocationChecker(redis, config.revocation_cache_seconds),
             usage=usage,
-            cost_budgets=parse_cost_budgets(config.cost_budgets),
+            admission=Admission(redis, parse_cost_budgets(config.cost_budgets)),
             proxies=TrustedProxies(config.trusted_proxies),
         )
         await jwks.start()

@@ -91,7 +91,7 @@ async def account_usage(state: GatewayState, identity: Identity) -> dict[str, An
     return {
         "tier": identity.tier,
         "rateLimit": rate,
-        "costBudget": state.cost_budgets.for_tier(identity.tier).as_json(),
+        "costBudget": state.admission.budgets.for_tier(identity.tier).as_json(),
         "usage": await state.usage.recent(identity.subject),
     }
 
@@ -117,7 +117,7 @@ async def proxy(request: web.Request) -> web.Response:
         if route.service == LOCAL_SERVICE:
             response = await local_answer(state, route, identity)
         else:
-            response = await forward(request, route, state.services.get(route.service), identity)
+            response = await forward(request, route, state.services.get(route.service), identity, state.admission)
     except ApiError as exc:
         # The request counted against the limit, so its error says so too.
         exc.headers.update(limit_headers)

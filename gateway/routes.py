@@ -74,6 +74,7 @@ def as_job(route: PublicRoute) -> PublicRoute:
     """The operation's route to the job service."""
     return replace(route, service=JOB_SERVICE, timeout_seconds=JOB_SUBMIT_TIMEOUT_SECONDS)
 
+
 # Routes the gateway answers itself (after authentication and rate limiting).
 LOCAL_SERVICE = "gateway"
 USAGE_PATH = "/v1/account/usage"

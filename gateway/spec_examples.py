@@ -108,7 +108,11 @@ def main() -> int:
     for path, item in spec["paths"].items():
         for method, op in item.items():
             name = f"{method.upper()} {path}"
-            if name in SKIPPED or path.startswith(SKIPPED_PREFIXES) or "application/json" not in op["responses"].get("200", {}).get("content", {}):
+            if (
+                name in SKIPPED
+                or path.startswith(SKIPPED_PREFIXES)
+                or "application/json" not in op["responses"].get("200", {}).get("content", {})
+            ):
                 continue
             url, body, headers = example_request(spec, path, method, op)
             examples[name] = shorten(fetch(args.base_url, args.token, method, url, body, headers))

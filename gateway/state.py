@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from common.admission import CostBudgets, parse_cost_budgets
+from common.admission import Admission
 from common.client import ServiceClient
-from common.config import DEFAULT_COST_BUDGETS
 from gateway.client_address import TrustedProxies
 from gateway.jwks import JwksRefresher
 from gateway.ratelimit import RateLimiter
@@ -26,8 +25,9 @@ class GatewayState:
     rate_limiter: RateLimiter
     revocations: RevocationChecker
     usage: UsageCounter  # each account's requests per hour (/v1/account/usage)
-    # The services' work-unit budgets per tier (COST_BUDGETS), shown in /v1/account/usage.
-    cost_budgets: CostBudgets = field(default_factory=lambda: parse_cost_budgets(DEFAULT_COST_BUDGETS))
+    # The services' work-unit budgets per tier (COST_BUDGETS): shown in /v1/account/usage, and
+    # a spent budget refuses large bodies before they are read (proxy.forward).
+    admission: Admission
     # Whose X-Forwarded-For names the client (TRUSTED_PROXIES); none by default.
     proxies: TrustedProxies = field(default_factory=TrustedProxies)
 

@@ -6,12 +6,14 @@ slots), call (`state` and `calls` decide where; heavy work stops when its client
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
-from common.admission import caller_of
+from common.admission import Cost, caller_of
 from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
-from common.service import json_response, read_json
+from common.service import decode_json, dump_json, json_response, read_json, require_json_media_type
 from common.waiting import unless_gone
 from route_service.costs import is_heavy_matrix, isochrone_cost, match_cost, matrix_cost, route_cost
 from route_service.formatter import (
@@ -22,7 +24,7 @@ from route_service.formatter import (
     public_matrix_body,
     waypoints_body,
 )
-from route_service.matching import spacing_m, thinned
+from route_service.matching import Thinned, spacing_m, thinned
 from route_service.parsing import (
     parse_isochrone,
     parse_match,
@@ -31,6 +33,8 @@ from route_service.parsing import (
     parse_route,
     parse_waypoints,
 )
+from route_service.providers.base import MatchRequest
+from route_service.providers.registry import ProviderRegistry
 from route_service.state import STATE_KEY
 from route_service.traces import GPX_MEDIA_TYPES, trace_from_gpx, trace_from_json
 
@@ -86,17 +90,32 @@ async def match(request: web.Request) -> web.Response:
     """POST /v1/match: a GPS trace (JSON, or GPX text) matched to the roads, thinned first."""
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
-    errors = ParameterErrors()
-    if request.content_type in GPX_MEDIA_TYPES:
-        trace = trace_from_gpx(await request.read(), dict(request.query), errors)
-    else:
-        trace = trace_from_json(await read_json(request), errors)
-    parsed = parse_match(trace, registry, errors)
-    thin = thinned(trace.points, spacing_m(trace.gps_accuracy_m))
-    price = match_cost(thin.steps_m, trace.gps_accuracy_m, len(trace.points))
+    if request.content_type not in GPX_MEDIA_TYPES:
+        require_json_media_type(request.content_type)
+    raw, query = await request.read(), dict(request.query)
+    # A 10 000-point trace costs ~30 ms to read, thin and price and as much to write: in a thread,
+    # the loop gets its turn every few ms (the interpreter's switch interval) instead of other
+    # requests waiting for it whole (probe p99 22x idle under the campaign's match attack,
+    # bench/isolation.py, 2026-11-26).
+    parsed, thin, price = await asyncio.to_thread(read_match, raw, request.content_type, query, registry)
     async with state.admission.admit(caller_of(request.headers), price) as admitted:
         result = await unless_gone(request, state.calls.match(parsed, thin))
-    return json_response(match_body(result, parsed.query, parsed.provider, dataset.hash), headers=admitted.headers)
+    body = await asyncio.to_thread(lambda: dump_json(match_body(result, parsed.query, parsed.provider, dataset.hash)))
+    return web.Response(body=body, content_type="application/json", headers=admitted.headers)
+
+
+def read_match(
+    raw: bytes, content_type: str, query: dict[str, str], registry: ProviderRegistry
+) -> tuple[MatchRequest, Thinned, Cost]:
+    """The trace parsed and checked, thinned, and what matching it will cost."""
+    errors = ParameterErrors()
+    if content_type in GPX_MEDIA_TYPES:
+        trace = trace_from_gpx(raw, query, errors)
+    else:
+        trace = trace_from_json(decode_json(raw), errors)
+    parsed = parse_match(trace, registry, errors)
+    thin = thinned(trace.points, spacing_m(trace.gps_accuracy_m))
+    return parsed, thin, match_cost(thin.steps_m, trace.gps_accuracy_m, len(trace.points))
 
 
 async def isochrone(request: web.Request) -> web.Response:

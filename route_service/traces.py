@@ -50,6 +50,7 @@ def check_length(count: int) -> None:
 
 # ---------------------------------------------------------------- JSON
 
+MAX_TIMESTAMP = 32_503_680_000  # year 3000
 TRACE_FIELDS = frozenset({"points", "vehicle", "type", "provider", "gpsAccuracy"})
 
 
@@ -67,18 +68,39 @@ def trace_from_json(body: Any, errors: ParameterErrors) -> Trace:
     points: list[LatLon] = []
     times: list[int | None] = []
     for index, item in enumerate(raw):
-        where = f"points[{index}]"
-        if not isinstance(item, dict) or not {"lat", "lon"} <= item.keys():
-            errors.add(where, "must be an object {lat, lon, time?}")
-            continue
-        lat = coordinate(item["lat"], f"{where}.lat", 90, errors)
-        lon = coordinate(item["lon"], f"{where}.lon", 180, errors)
-        if lat is not None and lon is not None:
-            points.append(LatLon(lat, lon))
-        given = item.get("time")
-        times.append(None if given is None else read_time(given, f"{where}.time", errors))
+        if not trace_point_fast(item, points, times):
+            trace_point(index, item, points, times, errors)
     options = {k: str(body[k]) for k in ("vehicle", "type", "provider") if body.get(k) is not None}
     return Trace(points, checked_times(times, errors), options, gps_accuracy(body.get("gpsAccuracy"), errors))
+
+
+def trace_point_fast(item: Any, points: list[LatLon], times: list[int | None]) -> bool:
+    """The common point (float degrees in range, a whole-second time or none) read without
+    building its name: a 10 000-point trace's validation took 28 ms of the service's loop with
+    a name per point, a third of it here (measured 2026-11-26). False: read it with messages."""
+    if type(item) is not dict:
+        return False
+    lat, lon, given = item.get("lat"), item.get("lon"), item.get("time")
+    if type(lat) is not float or type(lon) is not float or not (-90.0 <= lat <= 90.0 and -180.0 <= lon <= 180.0):
+        return False
+    if given is not None and not (type(given) is int and 0 <= given < MAX_TIMESTAMP):
+        return False
+    points.append(LatLon(lat, lon))
+    times.append(given)
+    return True
+
+
+def trace_point(index: int, item: Any, points: list[LatLon], times: list[int | None], errors: ParameterErrors) -> None:
+    where = f"points[{index}]"
+    if not isinstance(item, dict) or not {"lat", "lon"} <= item.keys():
+        errors.add(where, "must be an object {lat, lon, time?}")
+        return
+    lat = coordinate(item["lat"], f"{where}.lat", 90, errors)
+    lon = coordinate(item["lon"], f"{where}.lon", 180, errors)
+    if lat is not None and lon is not None:
+        points.append(LatLon(lat, lon))
+    given = item.get("time")
+    times.append(None if given is None else read_time(given, f"{where}.time", errors))
 
 
 def gps_accuracy(value: Any, errors: ParameterErrors) -> float:
@@ -108,7 +130,7 @@ def timestamp(value: Any, name: str, errors: ParameterErrors) -> int | None:
     if isinstance(value, bool):
         errors.add(name, "must be seconds since 1970 or ISO 8601 text with an offset")
         return None
-    if isinstance(value, int | float) and math.isfinite(value) and 0 <= value < 32_503_680_000:
+    if isinstance(value, int | float) and math.isfinite(value) and 0 <= value < MAX_TIMESTAMP:
         return int(value)
     if isinstance(value, str) and len(value) <= 40:
         try:

@@ -124,7 +124,9 @@ def cell_costs(road: RoadGraph, snapper: Snapper, vehicle: str, reached: Reach, 
     (OSRM snaps both its nearest and its nearest large one and routes from the one that works,
     so a point by a cut-off piece routes from the main road behind it); inf beyond the radius."""
     xyz = to_xyz(lat, lon)
-    costs = [nearest_cost(road, snapper.tree(vehicle, False, parts), reached, xyz, snap_radius_m) for parts in SNAPPED_TO]
+    costs = [
+        nearest_cost(road, snapper.tree(vehicle, False, parts), reached, xyz, snap_radius_m) for parts in SNAPPED_TO
+    ]
     return np.minimum.reduce(costs)
 
 

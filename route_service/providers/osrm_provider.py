@@ -96,7 +96,9 @@ class OsrmProvider:
         self.profiles = tuple(profiles)
         # which profiles the importer contracted (their CH graph file exists): read once here,
         # not on every matrix request
-        self._contracted = frozenset(p for p in self.profiles if (dataset_dir / OSRM_DIR / p / "map.osrm.hsgr").is_file())
+        self._contracted = frozenset(
+            p for p in self.profiles if (dataset_dir / OSRM_DIR / p / "map.osrm.hsgr").is_file()
+        )
         self._engines: dict[tuple[str, str], osrm.OSRM] = {}
         self._lock = threading.Lock()
 
@@ -391,7 +393,6 @@ def table_cost(table: Any, row: int, column: int) -> Cost | None:
 
 
 # ---------------------------------------------------------------- conversion
-
 
 
 def to_snapped(waypoint: Any) -> Snapped:

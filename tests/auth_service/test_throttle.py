@@ -114,7 +114,30 @@ async def test_redis_down_skips_the_throttle() -> None:
 
 @pytest.fixture
 async def throttled(aiohttp_client: ClientFactory, config: AuthConfig, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(replace(config, redis_url=redis_server, login_free_failures=3)))
+    # Per account only: every test here logs in from the same address (the per-address count
+    # has its own test below).
+    settings = replace(config, redis_url=redis_server, login_free_failures=3, login_address_free_failures=0)
+    return await aiohttp_client(create_app(settings))
+
+
+async def test_an_address_naming_ever_new_accounts_is_429_after_its_free_failures(
+    aiohttp_client: ClientFactory, config: AuthConfig, redis_server: str
+) -> None:
+    """Through the service: the client address the gateway forwards is counted, whatever
+    account each attempt names."""
+    settings = replace(config, redis_url=redis_server, login_free_failures=3, login_address_free_failures=2)
+    client = await aiohttp_client(create_app(settings))
+    address = f"203.0.113.{uuid.uuid4().int % 250}"
+    statuses = []
+    for _ in range(3):
+        body = {"user": fresh_email(), "password": "wrong password"}
+        answer = await client.post("/v1/authenticate", json=body, headers={"X-Forwarded-For": address})
+        statuses.append(answer.status)
+    assert statuses == [401, 401, 429]
+    elsewhere = await client.post(
+        "/v1/authenticate", json={"user": fresh_email(), "password": "x"}, headers={"X-Forwarded-For": "198.51.100.1"}
+    )
+    assert elsewhere.status == 401
 
 
 async def test_failed_logins_of_one_account_are_429_before_any_hash(
@@ -144,3 +167,26 @@ async def test_an_unknown_account_is_throttled_alike(throttled: Client) -> None:
     statuses = [(await login(throttled, {"user": email, "password": "wrong password"})).status for _ in range(4)]
     # Indistinguishable from an existing account: the answers tell nothing of who has one.
     assert statuses == [401, 401, 401, 429]
+
+
+async def test_an_address_trying_ever_new_accounts_waits_after_its_free_failures(redis_server: str) -> None:
+    """Issue 29: wrong passwords for ever new e-mails from one address never reach an account's
+    free failures, yet each cost a hash. The address has its own count: past its free
+    failures it waits, whatever account it names next; other addresses do not, and its own
+    success elsewhere does not clear it."""
+    redis = ResilientRedis(redis_server)
+    throttle = LoginThrottle(redis, free_failures=3, max_backoff_seconds=4, window_seconds=60, address_free_failures=4)
+    address, other_address = f"192.0.2.{uuid.uuid4().int % 250}", "198.51.100.7"
+    allowed = []
+    for _ in range(5):
+        email = fresh_email()
+        allowed.append((await throttle.attempt(email, address)).allowed)
+        await throttle.failed(email, address)
+    assert allowed == [True, True, True, True, False]
+    mine = fresh_email()
+    await throttle.succeeded(mine)
+    verdict = await throttle.attempt(mine, address)
+    assert not verdict.allowed and verdict.retry_after_seconds >= 1
+    assert (await throttle.attempt(fresh_email(), other_address)).allowed
+    assert (await throttle.attempt(fresh_email())).allowed  # no address known: the account alone
+    await redis.close()

@@ -31,6 +31,7 @@ from aiohttp.test_utils import unused_port
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from common import http_server
 from common.config import BaseConfig
 from common.errors import (
     ApiError,
@@ -431,6 +432,35 @@ async def test_an_answer_before_the_body_closes_the_connection_and_never_decompr
             writer.close()
     (body,) = bodies
     assert body.total_bytes < 16 << 20, body.total_bytes  # decompressed: a few chunks, not 1 GiB
+
+
+async def test_a_client_that_keeps_sending_after_the_answer_is_cut_off_past_the_discard_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Dropping what a client still sends after an early answer is bounded in bytes too: a
+    bomber sending 4 MiB bodies in a loop had the gateway copy and drop every byte (one of two
+    cores). Here the linger time is made long, so only the byte cap can close the connection."""
+    monkeypatch.setattr(http_server, "UNREAD_BODY_LINGER_SECONDS", 60.0)
+    app = base_app(BaseConfig(service="httptest"), with_redis=False)
+
+    async def refuse(request: web.Request) -> web.Response:
+        raise Unauthorized("no token")
+
+    app.router.add_post("/refuse", refuse)
+    body = bytes(64 << 20)
+    head = request("POST", "/refuse", headers={"Content-Type": "application/json"}, content_length=len(body))
+    async with serving(app) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(head + body)  # buffered: sent while the answer is read
+            async with asyncio.timeout(5):
+                raw = await reader.readuntil(b"\r\n\r\n")
+            assert raw.startswith(b"HTTP/1.1 401"), raw
+            with pytest.raises(ConnectionError):  # the server stopped taking the rest: a reset
+                async with asyncio.timeout(10):
+                    await writer.drain()  # drained at once by a server that drops it all
+        finally:
+            writer.close()
 
 
 async def test_a_body_read_to_its_end_keeps_the_connection() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import logging
 import socket
@@ -73,21 +74,28 @@ def key() -> TestKey:
     return TestKey("k1")
 
 
-@pytest.fixture
-async def gateway(aiohttp_client: Any, key: TestKey, redis_server: str) -> AsyncIterator[TestClient]:
+@contextlib.asynccontextmanager
+async def gateway_before(
+    key: TestKey,
+    redis_server: str,
+    services: tuple[str, ...] = ("auth_service", "route_service", "geo_service"),
+    **settings: Any,
+) -> AsyncIterator[GatewayConfig]:
+    """A gateway's configuration with `services` at one upstream test server (the others not deployed)."""
     upstream = TestServer(upstream_app(key))
     await upstream.start_server()
     base = str(upstream.make_url("")).rstrip("/")
-    config = GatewayConfig(
-        service="gateway",
-        redis_url=redis_server,
-        upstreams={"auth_service": base, "route_service": base, "geo_service": base},
-        jwks_url=base + "/.well-known/jwks.json",
-        rate_limits={"standard": RateLimit(1000, 1000), "demo": RateLimit(1, 2), "anonymous": RateLimit(1000, 1000)},
-    )
-    client: TestClient = await aiohttp_client(create_app(config))
-    yield client
+    jwks_url = base + "/.well-known/jwks.json"
+    yield GatewayConfig(service="gateway", redis_url=redis_server, upstreams=dict.fromkeys(services, base), jwks_url=jwks_url, **settings)  # fmt: skip
     await upstream.close()
+
+
+@pytest.fixture
+async def gateway(aiohttp_client: Any, key: TestKey, redis_server: str) -> AsyncIterator[TestClient]:
+    limits = {"standard": RateLimit(1000, 1000), "demo": RateLimit(1, 2), "anonymous": RateLimit(1000, 1000)}
+    async with gateway_before(key, redis_server, rate_limits=limits) as config:
+        client: TestClient = await aiohttp_client(create_app(config))
+        yield client
 
 
 async def test_request_is_forwarded_with_identity_and_without_credentials(gateway: TestClient, key: TestKey) -> None:
@@ -302,3 +310,126 @@ async def test_a_body_is_read_only_up_to_the_limit_as_sent_and_as_decompressed(
     resp = await client.post("/limited", data=chunks(), headers=headers)
     assert resp.status == 413, await resp.text()
     assert (await resp.json())["details"][0]["code"] == "ERROR_PAYLOAD_TOO_LARGE"
+
+
+async def test_a_busy_or_spent_account_s_large_body_is_refused_unread_and_its_small_ones_pass(
+    aiohttp_client: Any, key: TestKey, redis_server: str
+) -> None:
+    """Issue 29: an account whose work budget is spent sends 368 KB traces in a loop; each one's
+    read and parse cost the route service 40 ms before the 429. The gateway refuses a large
+    body from a spent account before reading it (one Redis call), with when to retry; small
+    bodies and other accounts pass on."""
+
+    services = ("auth_service", "optimize_service")
+    async with gateway_before(key, redis_server, services, cost_budgets="standard=6000/50/100/2") as config:
+        gateway: TestClient = await aiohttp_client(create_app(config))
+        await refused_early_unless_able_to_pay(gateway, key, redis_server)
+
+
+async def refused_early_unless_able_to_pay(gateway: TestClient, key: TestKey, redis_server: str) -> None:
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(redis_server)
+    seconds, micros = await redis.time()
+    await redis.set("cost:user:spent", (seconds * 1000 + micros // 1000) + 100_000, px=200_000)  # 100 s of debt
+    large = b'{"points": [' + b'{"lat": 48.1, "lon": 11.5},' * 700 + b'{"lat": 48.1, "lon": 11.5}]}'
+    assert len(large) > 16 * 1024
+
+    def bearer(subject: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key.token(sub=subject, tier='standard')}", **LEGACY}
+
+    refused = await gateway.post("/v1/optimize/stops", data=large, headers=bearer("user:spent"))
+    assert refused.status == 429, await refused.text()
+    assert (await refused.json())["details"][0]["code"] == "ERROR_COST_LIMIT_EXCEEDED"
+    assert 95 <= int(refused.headers["Retry-After"]) <= 100
+    small = await gateway.post("/v1/optimize/stops", data=b"[]", headers=bearer("user:spent"))
+    assert small.status == 200, await small.text()
+    other = await gateway.post("/v1/optimize/stops", data=large, headers=bearer("user:other"))
+    assert other.status == 200 and len((await other.json())["body"]) == len(large)
+    # Both heavy slots held by live leases (and one expired, which does not count): refused too.
+    await redis.zadd("heavy:user:busy", {"a": seconds + 100, "b": seconds + 100})
+    busy = await gateway.post("/v1/optimize/stops", data=large, headers=bearer("user:busy"))
+    assert busy.status == 429 and (await busy.json())["details"][0]["code"] == "ERROR_TOO_MANY_CONCURRENT"
+    await redis.zadd("heavy:user:busy", {"b": seconds - 1})
+    assert (await gateway.post("/v1/optimize/stops", data=large, headers=bearer("user:busy"))).status == 200
+    await redis.aclose()
+
+
+def raw_deflate(data: bytes) -> bytes:
+    deflate = zlib.compressobj(wbits=-15)
+    return deflate.compress(data) + deflate.flush()
+
+
+@pytest.fixture
+async def public_port() -> AsyncIterator[str]:
+    """`read_limited_body` (limit 1000) behind the public port's own server, as the gateway
+    runs it: bodies arrive as sent, decoded only as they are read."""
+    from aiohttp.test_utils import unused_port
+
+    from common.http_server import ApiAppRunner
+
+    read: list[int] = []
+
+    async def limited(request: web.Request) -> web.Response:
+        try:
+            return web.json_response({"size": len(await read_limited_body(request, 1000))})
+        finally:
+            read.append(request.content.total_raw_bytes)
+
+    async def refuse(request: web.Request) -> web.Response:
+        # Nothing decoded before a handler reads: aiohttp's decoding stream would count it.
+        return web.json_response({"decodedOnArrival": request.content.total_compressed_bytes is not None}, status=401)
+
+    app = base_app(BaseConfig(service="gateway"), with_redis=False, internal=False)
+    app.router.add_post("/limited", limited)
+    app.router.add_post("/refuse", refuse)
+    runner = ApiAppRunner(app, header_timeout=5, access_log=None)
+    await runner.setup()
+    port = unused_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}/limited"
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "body", "status", "size"),
+    [
+        ("gzip", gzip.compress(b"x" * 900), 200, 900),
+        ("deflate", zlib.compress(b"x" * 900), 200, 900),
+        ("deflate", raw_deflate(b"x" * 900), 200, 900),  # without the zlib header, as some clients send
+        ("identity", b"x" * 900, 200, 900),
+        ("gzip", gzip.compress(b" " * 5000), 413, 0),  # over the limit once decoded
+        ("gzip", zlib.compressobj(wbits=31).compress(b"") + b"\x00\x00\x00\xff\xff" * 400, 413, 0),  # as sent
+        ("gzip", b'{"not": "compressed"}', 400, 0),
+        ("gzip", gzip.compress(b"x" * 900)[:-12], 400, 0),  # cut short
+    ],
+    ids=["gzip", "deflate", "raw-deflate", "identity", "decoded-over", "sent-over", "not-gzip", "cut-short"],
+)
+async def test_the_public_port_decodes_a_body_as_it_is_read(
+    public_port: str, encoding: str, body: bytes, status: int, size: int
+) -> None:
+    import aiohttp
+
+    headers = {"Content-Encoding": encoding, "Content-Type": "application/json", **LEGACY}
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as session,
+        session.post(public_port, data=body, headers=headers) as resp,
+    ):
+        assert resp.status == status, await resp.text()
+        if status == 200:
+            assert (await resp.json())["size"] == size
+
+
+async def test_the_public_port_decodes_nothing_of_a_body_nobody_reads(public_port: str) -> None:
+    """The campaign's bomb loop: aiohttp inflated each arriving chunk before the 401, 60 % of the
+    gateway's work under it. The public port leaves the body as sent."""
+    import aiohttp
+
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json", **LEGACY}
+    url = public_port.replace("/limited", "/refuse")
+    async with (
+        aiohttp.ClientSession(auto_decompress=False) as session,
+        session.post(url, data=gzip.compress(bytes(1 << 20)), headers=headers) as resp,
+    ):
+        assert resp.status == 401
+        assert (await resp.json()) == {"decodedOnArrival": False}
