@@ -94,7 +94,9 @@ class Phase:
     probe_failures: Counter[str] = field(default_factory=Counter)
     attack_statuses: Counter[int] = field(default_factory=Counter)
     attack_max_s: float = 0.0
-    machine_cpu_s: float = 0.0  # busy CPU of the whole machine: platform, probe and attacking client
+    # Busy CPU of the whole machine (platform, probe and attacking client) from the attack's
+    # start to its last answer (a 10 s optimization asked at the end runs past the phase).
+    machine_cpu_s: float = 0.0
     attacker_cpu_s: float = 0.0  # the attacking client's own process (another machine in reality)
 
     def attacked(self, status: int, seconds: float) -> None:
