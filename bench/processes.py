@@ -5,13 +5,13 @@ from __future__ import annotations
 import psutil
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_seconds(process: int | psutil.Process) -> float:
     """User and system CPU of the process and its living children. psutil finds the children
     from every process's parent; /proc/<pid>/task/*/children, read before, missed some (the
     kernel documents it as unreliable unless the tasks are stopped), so differences came out
     larger than the machine's cores allow."""
     try:
-        service = psutil.Process(pid)
+        service = process if isinstance(process, psutil.Process) else psutil.Process(process)
         family = [service, *service.children(recursive=True)]
     except psutil.NoSuchProcess:
         return 0.0

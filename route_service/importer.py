@@ -8,6 +8,7 @@ the importer version and the options):
     source.osm.pbf                 the inputs merged into one file
     osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
     graph/                         the emergency-routing graph (route_service.graph_build)
+    valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.valhalla_tiles)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
 
 and `<out>/current.json` = {"hash": ...} names the dataset the service loads
@@ -44,12 +45,14 @@ from typing import Any
 from common.datasets import Progress, dataset_name, file_sha256, publish_current, write_json_atomic
 from common.geo import Bounds
 from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
-from route_service import osrm_profiles
+from common.vocabulary import VEHICLES
+from route_service import osrm_profiles, valhalla_tiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
 from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extents, read_components, tiny_main_networks
 
-IMPORTER_VERSION = "3"  # 3: every input's main network routable (osrm_components); 2: car and truck contracted
+# 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
+IMPORTER_VERSION = "4"
 ALGORITHMS = ("mld+ch", "mld", "ch")
 # MLD answers routes (several alternatives, the faster import of the two), CH the car and truck
 # matrices: a 100x100 car table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in
@@ -80,7 +83,8 @@ def graph_builder_source() -> bytes:
 
 def dataset_hash(input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str) -> str:
     digest = hashlib.sha256()
-    for part in (IMPORTER_VERSION, osrm_profiles.osrm_version(), algorithm, ",".join(profiles), *input_hashes):
+    versions = (IMPORTER_VERSION, osrm_profiles.osrm_version(), valhalla_tiles.version())
+    for part in (*versions, algorithm, ",".join(profiles), *input_hashes):
         digest.update(part.encode() + b"\0")
     for lua in osrm_profiles.lua_files():
         digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
@@ -246,6 +250,13 @@ def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any]:
     return {"seconds": round(time.perf_counter() - start, 2), **json.loads(done.stdout)}
 
 
+def build_valhalla(pbf: Path, work: Path, threads: int, progress: Progress) -> dict[str, Any]:
+    try:
+        return progress.run("valhalla tiles", lambda: valhalla_tiles.build_tiles(pbf, work, threads))
+    except RuntimeError as exc:
+        raise ImportFailed(str(exc)) from exc
+
+
 # ---------------------------------------------------------------- the import
 
 
@@ -258,6 +269,9 @@ class ImportResult:
 
 
 def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
+    """The profiles asked, else those of the operator's ROUTING_VEHICLES, else all of them."""
+    if profiles is None and os.environ.get("ROUTING_VEHICLES", "").strip():
+        profiles = profiles_of_vehicles(os.environ["ROUTING_VEHICLES"])
     chosen = list(osrm_profiles.PROFILE_NAMES) if profiles is None else list(dict.fromkeys(profiles))
     unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
     if unknown or not chosen:
@@ -273,8 +287,8 @@ def build_parts(
     jobs: int,
     progress: Progress,
     extents: Sequence[Bounds | None],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
-    """Every OSRM profile and the emergency graph, `jobs` of them at a time.
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Every OSRM profile, the emergency graph and Valhalla's tiles, `jobs` of them at a time.
 
     Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the
     machine; most of osrm-extract is single-threaded Lua, which is why 2 jobs on 2 cores
@@ -284,11 +298,12 @@ def build_parts(
     wide_extract = threading.Lock()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         graph = pool.submit(build_graph, pbf, work, progress)
+        tiles = pool.submit(build_valhalla, pbf, work, threads, progress)
         futures = {}
         for p in import_order(profiles):
             gate = wide_extract if p.startswith(WIDE_PROFILES) else None
             futures[p] = pool.submit(build_profile, p, pbf, work, algorithm, threads, progress, gate, extents)
-        return {p: futures[p].result() for p in profiles}, graph.result()
+        return {p: futures[p].result() for p in profiles}, graph.result(), tiles.result()
 
 
 def build_dataset(
@@ -303,7 +318,7 @@ def build_dataset(
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
-    per_profile, graph = build_parts(profiles, pbf, work, algorithm, jobs, progress, extents)
+    per_profile, graph, tiles = build_parts(profiles, pbf, work, algorithm, jobs, progress, extents)
     first = next(iter(per_profile.values()))
     return {
         "hash": digest,
@@ -318,6 +333,7 @@ def build_dataset(
         "osm_ways": first.get("osm_ways"),
         "profiles": per_profile,
         "graph": graph,
+        "valhalla": tiles,
         "seconds": round(progress.elapsed(), 2),
         "disk_bytes": dir_bytes(work),
     }
@@ -401,6 +417,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES)
     )
     parser.add_argument(
+        "--vehicles",
+        default=os.environ.get("ROUTING_VEHICLES") or None,
+        help="comma-separated vehicles whose OSRM profiles are built (default: $ROUTING_VEHICLES, else all of "
+        + ",".join(VEHICLES)
+        + "); Valhalla's tiles serve every vehicle regardless",
+    )
+    parser.add_argument(
         "--algorithm",
         choices=ALGORITHMS,
         default=DEFAULT_ALGORITHM,
@@ -416,10 +439,21 @@ def default_map_dir() -> Path:
     return RouteConfig.from_env().maps_path
 
 
+def profiles_of_vehicles(text: str) -> list[str]:
+    """The OSRM profiles of the vehicles named (ROUTING_VEHICLES=car,truck), every route type each."""
+    vehicles = [v.strip().lower() for v in text.split(",") if v.strip()]
+    unknown = [v for v in vehicles if v not in VEHICLES]
+    if unknown or not vehicles:
+        raise ValueError(f"unknown vehicles {unknown or text!r} in ROUTING_VEHICLES; known: {', '.join(VEHICLES)}")
+    return [p for p in osrm_profiles.PROFILE_NAMES if p.split("-", 1)[0] in vehicles]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
     try:
+        if profiles is None and args.vehicles:
+            profiles = profiles_of_vehicles(args.vehicles)
         inputs = input_files(args.osm)
         result = import_maps(
             inputs,

@@ -11,7 +11,7 @@ emergencyRoutingRadius.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from common.providers import requested_provider
@@ -109,8 +109,13 @@ class ProviderRegistry:
             wanted = restricted_by or "emergency routing"
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
         if not chosen.info.serves(vehicle, route_type):
+            loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
+            others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
+            hint = f"; provider={others[0]} serves it" if others else ""
             raise InvalidParameter(
-                f"{vehicle}/{route_type} routing is not available in the loaded map data", parameter="vehicle"
+                f"{vehicle}/{route_type} routing is not available in the loaded map data of the {chosen.name} "
+                f"provider (it serves {loaded}: the import's ROUTING_VEHICLES){hint}",
+                parameter="vehicle",
             )
         return chosen
 
@@ -127,14 +132,15 @@ class ProviderRegistry:
 
     @classmethod
     def load(cls, dataset: Dataset, *, preload: bool = True) -> ProviderRegistry:
-        """`osrm` (required) and `graph` (when its module and data exist) for one dataset."""
+        """`osrm` (required), `graph` and `valhalla` (each when its module and data exist) for one dataset."""
         osrm = OsrmProvider.load(dataset.path, dataset.manifest)
         if preload:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
-        graph = load_graph_provider(dataset)
-        if graph is not None:
-            providers[graph.name] = graph
+        for load_optional in (load_graph_provider, load_valhalla_provider):
+            optional = load_optional(dataset)
+            if optional is not None:
+                providers[optional.name] = optional
         return cls(providers, osrm.name, SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points))
 
 
@@ -144,9 +150,18 @@ def load_graph_provider(dataset: Dataset) -> RouteProvider | None:
     except ImportError as exc:
         log.warning("graph provider unavailable: %s", exc)
         return None
+    return loaded(lambda: GraphProvider.load(dataset.path), "graph")
+
+
+def load_valhalla_provider(dataset: Dataset) -> RouteProvider | None:
+    from route_service.providers.valhalla import ValhallaProvider
+
+    return loaded(lambda: ValhallaProvider.load(dataset.path), "valhalla")
+
+
+def loaded(load: Callable[[], RouteProvider], name: str) -> RouteProvider | None:
     try:
-        provider: RouteProvider = GraphProvider.load(dataset.path)
-    except ApiError as exc:  # DatasetNotReady: the dataset was imported without the graph
-        log.warning("graph provider not loaded: %s", exc)
+        return load()
+    except ApiError as exc:  # DatasetNotReady: the dataset was imported without its data
+        log.warning("%s provider not loaded: %s", name, exc)
         return None
-    return provider

@@ -14,8 +14,8 @@ import numpy as np
 import psutil
 import pytest
 
-from bench.detour import cpu_seconds
 from bench.match import synthetic_trace
+from bench.processes import cpu_seconds
 from launcher.stack import Stack
 from tests.integration.conftest import LEGACY, PROBLEM, Caller
 from tests.integration.test_route_e2e import CASINO, STADIUM, route_path

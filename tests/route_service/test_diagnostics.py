@@ -143,7 +143,7 @@ def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
     return None
 
 
-@pytest.mark.parametrize("provider", ["osrm", "graph"])
+@pytest.mark.parametrize("provider", ["osrm", "graph", "valhalla"])
 def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Loaded, provider: str) -> None:
     cut = cut_off_point(loaded, leaves=False, reached=False)
     if cut is None:

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from bench.detour import cpu_seconds
+from bench.processes import cpu_seconds
 from common.admission import Admission, parse_cost_budgets
 from common.errors import CostTooHigh
 from common.geo import LatLon, haversine_m

@@ -176,7 +176,7 @@ async def test_matrix(client: Client) -> None:
 async def test_health_reports_the_dataset(client: Client, heidelberg_maps: ImportResult) -> None:
     body = await (await client.get("/health")).json()
     assert body["status"] == "ok" and body["checks"]["dataset"] == heidelberg_maps.hash
-    assert body["checks"]["providers"] == ["osrm", "graph"]
+    assert body["checks"]["providers"] == ["osrm", "graph", "valhalla"]
 
 
 async def test_without_a_dataset_the_service_is_unready(

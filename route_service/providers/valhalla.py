@@ -1,0 +1,280 @@
+"""The `valhalla` routing provider: Valhalla in process, on the dataset's tiles (issue 30).
+
+One graph serves every vehicle and route type, and the per-request costs OSRM's precomputed
+graphs cannot: truck dimensions (its truck costing's height, width, length, weight and axle
+load) and avoid areas (`exclude_polygons`). It routes (with alternatives) and answers
+isochrones; the registry serves waypoints and detour costs leg by leg through its routes.
+Synchronous and CPU-bound like every plugin (the binding releases the interpreter lock while
+Valhalla works, measured: a Python loop beside 40 routes in a thread slowed only by the second
+core's sharing). Queries arrive validated (`providers.base`).
+
+Where it differs from OSRM: the turn instructions come from Valhalla's maneuvers, mapped onto
+OSRM's maneuver types (`MANEUVERS`), so the formatter writes one style of sentence; an avoid
+area's holes are not passed (Valhalla excludes whole polygons), so a route never enters the
+area but may also leave out a hole in it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import valhalla
+
+from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
+from common.geo import LatLon, haversine_m
+from route_service import polyline, valhalla_tiles
+from route_service.model import (
+    EVERY_PROFILE,
+    SNAP_RADIUS_M,
+    IsochroneQuery,
+    IsochroneResult,
+    Leg,
+    Maneuver,
+    ProviderInfo,
+    Restrictions,
+    Route,
+    RouteQuery,
+    RouteResult,
+    Snapped,
+    Step,
+    TruckDimensions,
+)
+from route_service.providers.base import Plugins
+
+COSTING = {"car": "auto", "truck": "truck", "bicycle": "bicycle", "pedestrian": "pedestrian"}
+
+# Valhalla's maneuver types (valhalla/odin DirectionsLeg_Maneuver_Type) as OSRM's type and modifier.
+MANEUVERS: dict[int, tuple[str, str | None]] = {
+    1: ("depart", None), 2: ("depart", "right"), 3: ("depart", "left"),
+    4: ("arrive", None), 5: ("arrive", "right"), 6: ("arrive", "left"),
+    7: ("new name", "straight"), 8: ("continue", "straight"),
+    9: ("turn", "slight right"), 10: ("turn", "right"), 11: ("turn", "sharp right"),
+    12: ("turn", "uturn"), 13: ("turn", "uturn"),
+    14: ("turn", "sharp left"), 15: ("turn", "left"), 16: ("turn", "slight left"),
+    17: ("on ramp", "straight"), 18: ("on ramp", "right"), 19: ("on ramp", "left"),
+    20: ("off ramp", "right"), 21: ("off ramp", "left"),
+    22: ("fork", "straight"), 23: ("fork", "right"), 24: ("fork", "left"),
+    25: ("merge", "straight"), 37: ("merge", "right"), 38: ("merge", "left"),
+    26: ("roundabout", None), 27: ("exit roundabout", None),
+}  # fmt: skip
+# Valhalla's error codes (its docs' "api/turn-by-turn/api-reference" status codes).
+NO_EDGES_NEAR = {171, 170}  # "No suitable edges near location"
+NO_PATH = {442, 443}  # "No path could be found for input"
+
+
+class ValhallaProvider:
+    name = "valhalla"
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    @classmethod
+    def load(cls, dataset_dir: Path) -> ValhallaProvider:
+        tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
+        if not tar.is_file():
+            raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
+        return cls(valhalla.Actor(valhalla_tiles.config(dataset_dir)))
+
+    def info(self) -> ProviderInfo:
+        return ProviderInfo(
+            name=self.name,
+            description="Valhalla on one graph for every vehicle; supports avoid areas and truck dimensions",
+            profiles=EVERY_PROFILE,
+            alternatives=True,
+            restrictions=True,
+        )
+
+    def plugins(self) -> Plugins:
+        return Plugins(route=self.route, isochrone=self.isochrone)
+
+    # ------------------------------------------------------------ route
+
+    def route(self, query: RouteQuery) -> RouteResult:
+        request: dict[str, Any] = {
+            "locations": [location(query.origin, query.vehicle), location(query.destination, query.vehicle)],
+            **costing(query.vehicle, query.route_type, query.restrictions),
+            "directions_options": {"units": "kilometers", "narrative": query.steps},
+            "shape_format": "polyline6",
+        }
+        if query.alternatives:
+            request["alternates"] = query.alternatives
+        answer = self.call("route", request, query.restrictions)
+        trips = [answer["trip"], *(alternate["trip"] for alternate in answer.get("alternates", []))]
+        routes = [to_route(trip, query.steps) for trip in trips[: query.alternatives + 1]]
+        first = routes[0].geometry
+        return RouteResult(
+            routes=routes,
+            origin=snapped(query.origin, first[0], trips[0], 0),
+            destination=snapped(query.destination, first[-1], trips[0], -1),
+            alternatives_requested=query.alternatives,
+        )
+
+    # ------------------------------------------------------------ isochrone
+
+    def isochrone(self, query: IsochroneQuery) -> IsochroneResult:
+        if query.metric == "time":
+            contours = [{"time": limit / 60.0} for limit in query.limits]  # minutes
+        else:
+            contours = [{"distance": limit / 1000.0} for limit in query.limits]  # kilometres
+        request = {
+            "locations": [location(query.point, query.vehicle)],
+            **costing(query.vehicle, query.route_type, Restrictions()),
+            "contours": contours,
+            "polygons": True,
+        }
+        answer = self.call("isochrone", request, Restrictions(), parameter="point")
+        by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
+        origin = self.snap(query.point, query.vehicle)
+        return IsochroneResult(origin, [feature["geometry"] for feature in by_limit])
+
+    def snap(self, point: LatLon, vehicle: str) -> Snapped:
+        request = {"locations": [location(point, vehicle)], **costing(vehicle, "fastest", Restrictions())}
+        found = self.call("locate", request, Restrictions(), parameter="point")
+        edges = (found[0] or {}).get("edges") or [] if found else []
+        if not edges:
+            return Snapped(point, 0.0)
+        edge = edges[0]
+        where = LatLon(float(edge["correlated_lat"]), float(edge["correlated_lon"]))
+        names = (edge.get("edge_info") or {}).get("names") or []
+        return Snapped(where, round(haversine_m(point, where), 1), names[0] if names else "")
+
+    # ------------------------------------------------------------ the engine
+
+    def call(self, action: str, request: dict[str, Any], restrictions: Restrictions, parameter: str = "to") -> Any:
+        """Valhalla's answer, or its error as ours: a point off the roads is PointNotRoutable
+        (which point: the registry's diagnostics tell), no path NoRouteFound."""
+        try:
+            return orjson.loads(getattr(self.actor, action)(orjson.dumps(request).decode()))
+        except RuntimeError as exc:
+            raise as_api_error(exc, request, restrictions, parameter) from exc
+
+
+def location(point: LatLon, vehicle: str) -> dict[str, Any]:
+    """A break location that snaps no farther than the vehicle's radius, as the other providers."""
+    return {"lat": point.lat, "lon": point.lon, "radius": int(SNAP_RADIUS_M[vehicle]), "minimum_reachability": 0}
+
+
+def costing(vehicle: str, route_type: str, restrictions: Restrictions) -> dict[str, Any]:
+    name = COSTING[vehicle]
+    options: dict[str, Any] = {}
+    if route_type == "shortest":
+        options["shortest"] = True
+    if vehicle == "truck":
+        options.update(truck_options(restrictions.truck or TruckDimensions()))
+    request: dict[str, Any] = {"costing": name, "costing_options": {name: options}}
+    if restrictions.avoid is not None:
+        # Outer rings only: Valhalla excludes whole polygons (its holes cannot be passed).
+        request["exclude_polygons"] = [[list(p) for p in rings[0]] for rings in restrictions.avoid.polygons]
+    return request
+
+
+def truck_options(truck: TruckDimensions) -> dict[str, float]:
+    height, width, length, weight, axle_load = truck.with_defaults()
+    options = {"height": height, "width": width, "length": length, "weight": weight}
+    if axle_load:
+        options["axle_load"] = axle_load
+    return options
+
+
+def error_code(exc: RuntimeError) -> int | None:
+    """Valhalla's numeric error code, from its message's JSON or text."""
+    text = str(exc)
+    try:
+        code = orjson.loads(text).get("error_code")
+        return int(code) if code is not None else None
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        pass
+    if "No suitable edges" in text:
+        return 171
+    if "No path could be found" in text or "unconnected regions" in text:
+        return 442
+    return None
+
+
+def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restrictions, parameter: str) -> Exception:
+    code = error_code(exc)
+    vehicle = next(v for v, c in COSTING.items() if c == request["costing"])
+    if code in NO_EDGES_NEAR:
+        return PointNotRoutable(
+            f"no road usable by {vehicle} within {SNAP_RADIUS_M[vehicle]:.0f} m of the point", parameter=parameter
+        )
+    if code in NO_PATH:
+        if restrictions.parameter is not None:
+            what = "avoids the area" if restrictions.avoid is not None else "is open to a truck of this size and weight"
+            return NoRouteFound(
+                f"no {vehicle} route between the start and the destination {what}", parameter=restrictions.parameter
+            )
+        return NoRouteFound(
+            f"no {vehicle} route connects the start and the destination "
+            "(they lie on parts of the road network that are not connected)",
+            parameter="to",
+        )
+    return exc
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def to_route(trip: dict[str, Any], with_steps: bool) -> Route:
+    """Legs' shapes joined (each leg after the first starts where the one before it ended), its
+    maneuvers' shape indices moved to the joined geometry."""
+    shapes = [polyline.decode(leg["shape"], 6) for leg in trip["legs"]]
+    geometry = np.ascontiguousarray(np.round(np.concatenate([shapes[0], *(s[1:] for s in shapes[1:])]), 7))
+    starts = np.concatenate(([0], np.cumsum([len(s) - 1 for s in shapes[:-1]]))).astype(int)
+    summary = trip["summary"]
+    return Route(
+        distance_m=round(summary["length"] * 1000.0, 1),
+        duration_s=round(summary["time"], 1),
+        geometry=geometry,
+        legs=[to_leg(leg, int(start), with_steps, geometry) for leg, start in zip(trip["legs"], starts, strict=True)],
+    )
+
+
+def to_leg(leg: dict[str, Any], offset: int, with_steps: bool, geometry: np.ndarray) -> Leg:
+    maneuvers = leg.get("maneuvers", []) if with_steps else []
+    steps = [to_step(m, offset, geometry) for m in maneuvers]
+    names = [name for m in maneuvers for name in m.get("street_names", [])]
+    summary = leg["summary"]
+    return Leg(
+        distance_m=round(summary["length"] * 1000.0, 1),
+        duration_s=round(summary["time"], 1),
+        summary=", ".join(dict.fromkeys(names))[:200],
+        steps=steps,
+    )
+
+
+def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray) -> Step:
+    kind, modifier = MANEUVERS.get(int(maneuver.get("type", 0)), ("continue", "straight"))
+    first, last = offset + int(maneuver["begin_shape_index"]), offset + int(maneuver["end_shape_index"])
+    lon, lat = geometry[min(first, len(geometry) - 1)]
+    names = maneuver.get("street_names") or maneuver.get("begin_street_names") or []
+    return Step(
+        name=names[0] if names else "",
+        distance_m=round(float(maneuver.get("length", 0.0)) * 1000.0, 1),
+        duration_s=round(float(maneuver.get("time", 0.0)), 1),
+        geometry_index=(first, last),
+        mode=str(maneuver.get("travel_mode", "")),
+        maneuver=Maneuver(
+            type=kind,
+            location=(round(float(lon), 7), round(float(lat), 7)),
+            bearing_before=int(maneuver.get("bearing_before", 0)),
+            bearing_after=int(maneuver.get("bearing_after", 0)),
+            modifier=modifier,
+            exit=maneuver.get("roundabout_exit_count") if kind == "roundabout" else None,
+        ),
+    )
+
+
+def snapped(point: LatLon, where: np.ndarray, trip: dict[str, Any], index: int) -> Snapped:
+    """Where the route meets an end (`index` 0: its start, -1: its end), named after the street
+    there (the arrival maneuver has no street: the one before it)."""
+    at = LatLon(float(where[1]), float(where[0]))
+    maneuvers = trip["legs"][index].get("maneuvers") or []
+    if not maneuvers:
+        return Snapped(at, round(haversine_m(point, at), 1))
+    near = maneuvers[0] if index == 0 else maneuvers[max(0, len(maneuvers) - 2)]
+    names = (near or {}).get("street_names") or []
+    return Snapped(at, round(haversine_m(point, at), 1), names[0] if names else "")

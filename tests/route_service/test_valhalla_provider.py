@@ -1,0 +1,192 @@
+"""The `valhalla` provider (issue 30) on every shared extract and on all of them as one map:
+every vehicle and route type from the one graph, avoid areas never entered, trucks kept off
+ways below their size, isochrones nested around their point, and its errors in our terms."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import orjson
+import pytest
+import shapely
+
+from common.areas import square_around
+from common.errors import InvalidParameter, NoRouteFound, PointNotRoutable
+from common.geo import LatLon, haversine_m
+from common.vocabulary import ROUTE_TYPES, VEHICLES
+from route_service.dataset import Dataset
+from route_service.importer import ImportResult
+from route_service.model import SNAP_RADIUS_M, TRUCK_PARAMETERS, IsochroneQuery
+from route_service.parsing import parse_route
+from route_service.providers.registry import ProviderRegistry
+from route_service.providers.valhalla import ValhallaProvider
+from tests.conftest import EVERY_MAP
+from tests.route_service.test_truck_dimensions import (
+    METRES_PER_DEGREE,
+    SMALL_TRUCK,
+    LimitedWay,
+    limited_ways,
+    passes_middle,
+)
+
+
+@dataclass(frozen=True)
+class MapCase:
+    name: str
+    registry: ProviderRegistry
+    origin: LatLon
+    destination: LatLon
+
+    def params(self, **extra: str) -> dict[str, str]:
+        ends = {"from": f"{self.origin.lat},{self.origin.lon}", "to": f"{self.destination.lat},{self.destination.lon}"}
+        return {**ends, "provider": "valhalla", **extra}
+
+
+def load(result: ImportResult) -> ProviderRegistry:
+    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+
+
+@pytest.fixture(scope="module", params=EVERY_MAP)
+def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> MapCase:
+    """Two main-network points of the map, as far apart as Valhalla routes a car."""
+    registry = load(city_maps(request.param))
+    assert "valhalla" in registry.names, "every import builds Valhalla's tiles"
+    assert registry.diagnostics is not None
+    network = registry.diagnostics.references("car", "fastest")
+    pairs = sorted(((a, b) for a in network for b in network if a != b), key=lambda pair: -haversine_m(*pair))
+    for origin, destination in pairs[:50]:
+        found = MapCase(request.param, registry, origin, destination)
+        parsed = parse_route(found.params(steps="false"), registry)
+        try:
+            parsed.plugin(parsed.query)
+        except NoRouteFound:
+            continue
+        return found
+    pytest.fail(f"Valhalla routes a car between none of the 50 farthest main-network pairs of {request.param}")
+
+
+@pytest.mark.parametrize("route_type", ROUTE_TYPES)
+@pytest.mark.parametrize("vehicle", VEHICLES)
+def test_every_vehicle_and_type_routes_from_the_one_graph(case: MapCase, vehicle: str, route_type: str) -> None:
+    parsed = parse_route(case.params(vehicle=vehicle, type=route_type), case.registry)
+    assert parsed.provider == "valhalla"
+    result = parsed.plugin(parsed.query)
+    route = result.routes[0]
+    assert route.distance_m > 0 and route.duration_s > 0
+    assert sum(leg.distance_m for leg in route.legs) == pytest.approx(route.distance_m, abs=1)
+    start, end = LatLon(route.geometry[0][1], route.geometry[0][0]), LatLon(route.geometry[-1][1], route.geometry[-1][0])
+    assert haversine_m(start, case.origin) <= SNAP_RADIUS_M[vehicle]
+    assert haversine_m(end, case.destination) <= SNAP_RADIUS_M[vehicle]
+    steps = route.legs[0].steps
+    assert steps[0].maneuver is not None and steps[0].maneuver.type == "depart"
+    assert steps[-1].maneuver is not None and steps[-1].maneuver.type == "arrive"
+    assert all(0 <= s.geometry_index[0] <= s.geometry_index[1] < len(route.geometry) for s in steps)
+
+
+def test_shortest_is_never_longer_than_fastest(case: MapCase) -> None:
+    lengths = {}
+    for route_type in ROUTE_TYPES:
+        parsed = parse_route(case.params(type=route_type, steps="false"), case.registry)
+        lengths[route_type] = parsed.plugin(parsed.query).routes[0].distance_m
+    assert lengths["shortest"] <= lengths["fastest"] + 1
+
+
+def test_the_route_never_enters_an_avoided_area(case: MapCase) -> None:
+    plain = parse_route(case.params(steps="false"), case.registry)
+    geometry = plain.plugin(plain.query).routes[0].geometry
+    lon, lat = geometry[len(geometry) // 2]
+    area = square_around(LatLon(float(lat), float(lon)), 40.0)
+    shape = shapely.Polygon(area["coordinates"][0])
+    assert shapely.LineString(geometry).intersects(shape), "the box is on the way"
+    avoiding = parse_route(case.params(steps="false", avoid=orjson.dumps(area).decode()), case.registry)
+    assert avoiding.provider == "valhalla"
+    try:
+        around = avoiding.plugin(avoiding.query).routes[0]
+    except NoRouteFound as exc:  # the only way through: said so
+        assert exc.violations[0].parameter == "avoid" and "avoids the area" in exc.detail
+        return
+    assert not shapely.LineString(around.geometry).intersects(shape)
+
+
+def test_an_isochrone_is_nested_around_its_point(case: MapCase) -> None:
+    provider = case.registry.providers["valhalla"]
+    assert provider.isochrone is not None
+    result = provider.isochrone(IsochroneQuery(case.origin, (120.0, 300.0), vehicle="car"))
+    inner, outer = (shapely.geometry.shape(area) for area in result.areas)
+    assert inner.area < outer.area
+    assert outer.buffer(1e-4).contains(inner)
+    assert inner.buffer(1e-4).contains(shapely.Point(result.origin.location.lon, result.origin.location.lat))
+
+
+def test_a_point_off_the_map_is_named(case: MapCase) -> None:
+    params = {**case.params(steps="false"), "to": "0.5,0.5"}  # the Gulf of Guinea
+    parsed = parse_route(params, case.registry)
+    with pytest.raises(PointNotRoutable) as caught:
+        parsed.plugin(parsed.query)
+    assert caught.value.violations[0].parameter == "to"
+
+
+def beyond_ends(way: LimitedWay, metres: float = 150.0) -> dict[str, str]:
+    """From and to `metres` past the way's ends, along its end segments: Valhalla, like a driver
+    delivering there, does not hold a way's limits against a route that starts or ends on it."""
+    (x0, y0), (x1, y1) = way.points[0], way.points[1]
+    (x2, y2), (x3, y3) = way.points[-2], way.points[-1]
+
+    def past(ax: float, ay: float, bx: float, by: float) -> tuple[float, float]:
+        scale = metres / max(1e-9, math.hypot((bx - ax) * math.cos(math.radians(ay)), by - ay) * 111_320)
+        return bx + (bx - ax) * scale, by + (by - ay) * scale
+
+    (lon0, lat0), (lon1, lat1) = past(x1, y1, x0, y0), past(x2, y2, x3, y3)
+    return {"from": f"{lat0},{lon0}", "to": f"{lat1},{lon1}", "vehicle": "truck", "steps": "false", "provider": "valhalla"}
+
+
+def through(ends: dict[str, str], way: LimitedWay, registry: ProviderRegistry) -> bool:
+    """Whether a small truck's route between `ends` starts and ends off the way and drives its middle."""
+    small = parse_route({**ends, **SMALL_TRUCK}, registry)
+    try:
+        geometry = small.plugin(small.query).routes[0].geometry
+    except (NoRouteFound, PointNotRoutable):
+        return False
+    line = shapely.LineString(way.points)
+    off_the_way = all(line.distance(shapely.Point(*end)) * METRES_PER_DEGREE > 20 for end in (geometry[0], geometry[-1]))
+    return off_the_way and passes_middle(geometry, way)
+
+
+@pytest.mark.parametrize("city", ["heidelberg", "munich"])
+def test_a_truck_over_a_ways_limit_is_kept_off_it(city: str, city_maps: Callable[[str], ImportResult], shared_osm: str) -> None:  # fmt: skip
+    """Ways with a limit that a small truck drives through the middle of, from beyond their ends:
+    a truck just over the limit does not (or is told no route is open to its size)."""
+    registry = load(city_maps(city))
+    checked = 0
+    for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
+        ends = next((e for e in map(partial(beyond_ends, way), (60.0, 150.0, 300.0)) if through(e, way, registry)), None)
+        if ends is None:
+            continue  # no small truck's route from beyond its ends goes through it: it proves nothing
+        limited = next(i for i, limit in enumerate(way.limits) if math.isfinite(limit))
+        over = {**SMALL_TRUCK, TRUCK_PARAMETERS[limited]: f"{way.limits[limited] + 0.5:.2f}"}
+        try:
+            big = parse_route({**ends, **over}, registry)
+        except InvalidParameter:
+            continue  # a limit above any truck's (70 t): nothing to keep off
+        try:
+            around = big.plugin(big.query).routes[0]
+        except NoRouteFound as exc:
+            assert exc.violations[0].parameter in TRUCK_PARAMETERS
+        else:
+            assert not passes_middle(around.geometry, way), f"way {way.way_id} driven over its limit"
+        checked += 1
+        if checked == 5:
+            break
+    assert checked >= 3, f"{city}: too few limited ways a small truck drives"
+
+
+def test_a_dataset_without_tiles_has_no_valhalla(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from common.errors import DatasetNotReady
+
+    with pytest.raises(DatasetNotReady):
+        ValhallaProvider.load(Path(str(tmp_path)))
