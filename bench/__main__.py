@@ -25,6 +25,7 @@ SECTIONS = (
     "dynamic_costs",
     "match",
     "isochrone",
+    "engines",
     "geocoder",
     "country_lookup",
     "optimize",

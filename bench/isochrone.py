@@ -76,8 +76,10 @@ class Quality:
         return self.good / max(1, self.sampled)
 
 
-def area_of(bench: BenchMap, centre: LatLon, limit_s: float) -> shapely.Geometry:
+def area_of(bench: BenchMap, centre: LatLon, limit_s: float, provider: str | None = None) -> shapely.Geometry:
     params = {"point": f"{centre.lat},{centre.lon}", "time": f"{limit_s:g}"}
+    if provider is not None:
+        params["provider"] = provider
     request = parse_isochrone(params, bench.registry)
     return shapely.geometry.shape(request.plugin(request.query).areas[-1])
 
@@ -125,8 +127,8 @@ def osrm_start_m(bench: BenchMap, centre: LatLon, elsewhere: LatLon) -> float:
 
 
 def quality(bench: BenchMap, centre: LatLon, limit_s: float, samples: int, rng: np.random.Generator,
-            elsewhere: LatLon) -> Quality:  # fmt: skip
-    area = area_of(bench, centre, limit_s)
+            elsewhere: LatLon, provider: str | None = None) -> Quality:  # fmt: skip
+    area = area_of(bench, centre, limit_s, provider)
     measured = Quality()
     if osrm_start_m(bench, centre, elsewhere) > JUDGE_START_M:
         measured.judged_elsewhere = 1
@@ -151,12 +153,15 @@ def quality(bench: BenchMap, centre: LatLon, limit_s: float, samples: int, rng: 
     return measured
 
 
-def map_quality(bench: BenchMap, centres: int, samples: int, seed: int, limit_s: float = LIMIT_S) -> Quality:
+def map_quality(
+    bench: BenchMap, centres: int, samples: int, seed: int, limit_s: float = LIMIT_S, provider: str | None = None
+) -> Quality:
+    """The areas of `provider` (None: the one chosen without a name) judged against OSRM's routes."""
     rng = np.random.default_rng(seed)
     total = Quality()
     drawn = bench.road_points(centres, seed)
     for centre, elsewhere in zip(drawn, [*drawn[1:], *drawn[:1]], strict=True):
-        total.add(quality(bench, centre, limit_s, samples, rng, elsewhere))
+        total.add(quality(bench, centre, limit_s, samples, rng, elsewhere, provider))
     return total
 
 

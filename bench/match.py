@@ -52,7 +52,9 @@ def synthetic_trace(geometry: np.ndarray, duration_s: float, rng: np.random.Gene
     return {"points": points}
 
 
-def matched(bench: BenchMap, body: dict[str, Any]) -> MatchResult:
+def matched(bench: BenchMap, body: dict[str, Any], provider: str | None = None) -> MatchResult:
+    if provider is not None:
+        body = {**body, "provider": provider}
     errors = ParameterErrors()
     request = parse_match(trace_from_json(body, errors), bench.registry, errors)
     q = request.query
@@ -91,11 +93,13 @@ def drives(bench: BenchMap, count: int, seed: int, legs: int = LEGS) -> list[tup
     return found
 
 
-def right_road_share(bench: BenchMap, count: int, seed: int) -> tuple[int, int]:
+def right_road_share(bench: BenchMap, count: int, seed: int, provider: str | None = None) -> tuple[int, int]:
+    """(points matched onto the road driven, points) of `count` noisy drives; `provider`: the
+    one that matches (None: the default)."""
     rng = np.random.default_rng(seed)
     right = total = 0
     for geometry, duration in drives(bench, count, seed):
-        r, t = on_route(matched(bench, synthetic_trace(geometry, duration, rng)), geometry)
+        r, t = on_route(matched(bench, synthetic_trace(geometry, duration, rng), provider), geometry)
         right, total = right + r, total + t
     return right, total
 

@@ -64,7 +64,7 @@ from route_service.providers.base import (
     WaypointsRequest,
 )
 from route_service.providers.osrm_provider import OsrmProvider
-from route_service.providers.registry import load_graph_provider, resolve
+from route_service.providers.registry import load_graph_provider, load_valhalla_provider, resolve
 
 T = TypeVar("T")
 
@@ -123,7 +123,7 @@ _child_provider: OsrmProvider | None = None
 _child_plugins: Capabilities | None = None
 _child_dataset: Dataset | None = None
 _child_diagnostics: SnapDiagnostics | None = None
-_child_graph: Capabilities | None = None
+_child_optional: dict[str, Capabilities | None] = {}  # loaded on first use; None: not in the dataset
 _child_flags: Any = None
 
 
@@ -147,18 +147,23 @@ def _plugins() -> tuple[OsrmProvider, Capabilities]:
 
 
 def _capabilities(provider: str) -> Capabilities:
-    """A provider's plugins in the child: OSRM's from the start, the graph's loaded on first use
-    (0.2 s, ~75 MB: only where isochrones or graph matrices are asked)."""
-    global _child_graph
+    """A provider's plugins in the child: OSRM's from the start, the graph's and Valhalla's loaded
+    on first use (the graph: 0.2 s, ~75 MB; only where isochrones, graph matrices or Valhalla
+    are asked)."""
     osrm = _plugins()[1]
     if provider == osrm.name:
         return osrm
-    if _child_graph is None and _child_dataset is not None:
-        graph = load_graph_provider(_child_dataset)
-        _child_graph = resolve(graph, _child_diagnostics) if graph is not None else None
-    if _child_graph is None or _child_graph.name != provider:
+    loader = OPTIONAL_PROVIDERS.get(provider)
+    if provider not in _child_optional and loader is not None and _child_dataset is not None:
+        loaded = loader(_child_dataset)
+        _child_optional[provider] = resolve(loaded, _child_diagnostics) if loaded is not None else None
+    found = _child_optional.get(provider)
+    if found is None:
         raise RuntimeError(f"the large-call process has no {provider} provider")
-    return _child_graph
+    return found
+
+
+OPTIONAL_PROVIDERS = {"graph": load_graph_provider, "valhalla": load_valhalla_provider}
 
 
 def _abandoned(ticket: Ticket) -> Callable[[], bool]:

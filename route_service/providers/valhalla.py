@@ -2,8 +2,8 @@
 
 One graph serves every vehicle and route type, and the per-request costs OSRM's precomputed
 graphs cannot: truck dimensions (its truck costing's height, width, length, weight and axle
-load) and avoid areas (`exclude_polygons`). It routes (with alternatives) and answers
-isochrones; the registry serves waypoints and detour costs leg by leg through its routes.
+load) and avoid areas (`exclude_polygons`). It routes (with alternatives), answers
+isochrones and matches traces (`trace_attributes`); the registry serves waypoints and detour costs leg by leg through its routes.
 Synchronous and CPU-bound like every plugin (the binding releases the interpreter lock while
 Valhalla works, measured: a Python loop beside 40 routes in a thread slowed only by the second
 core's sharing). Queries arrive validated (`providers.base`).
@@ -21,10 +21,12 @@ from typing import Any
 
 import numpy as np
 import orjson
+import shapely
+import shapely.ops
 import valhalla
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
-from common.geo import LatLon, haversine_m
+from common.geo import LatLon, haversine_m, haversine_m_arrays
 from route_service import polyline, valhalla_tiles
 from route_service.model import (
     EVERY_PROFILE,
@@ -33,6 +35,9 @@ from route_service.model import (
     IsochroneResult,
     Leg,
     Maneuver,
+    Matching,
+    MatchQuery,
+    MatchResult,
     ProviderInfo,
     Restrictions,
     Route,
@@ -60,6 +65,15 @@ MANEUVERS: dict[int, tuple[str, str | None]] = {
     25: ("merge", "straight"), 37: ("merge", "right"), 38: ("merge", "left"),
     26: ("roundabout", None), 27: ("exit roundabout", None),
 }  # fmt: skip
+# Map matching: the GPS error assumed when the trace gives none (m), and how far from a point
+# its road is looked for (Valhalla's default search radius is the accuracy's; a city trace's
+# points 20-30 m off a road were left unmatched at 20 m).
+MATCH_ACCURACY_M = 10.0
+MATCH_SEARCH_RADIUS_M = 50.0
+MATCH_ATTRIBUTES = [
+    "edge.length", "edge.speed", "shape", "confidence_score", "matched.point", "matched.type",
+    "matched.edge_index", "matched.distance_from_trace_point", "matched.end_route_discontinuity",
+]  # fmt: skip
 # Valhalla's error codes (its docs' "api/turn-by-turn/api-reference" status codes).
 NO_EDGES_NEAR = {171, 170}  # "No suitable edges near location"
 NO_PATH = {442, 443}  # "No path could be found for input"
@@ -88,7 +102,7 @@ class ValhallaProvider:
         )
 
     def plugins(self) -> Plugins:
-        return Plugins(route=self.route, isochrone=self.isochrone)
+        return Plugins(route=self.route, isochrone=self.isochrone, match=self.match)
 
     # ------------------------------------------------------------ route
 
@@ -129,6 +143,30 @@ class ValhallaProvider:
         by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
         origin = self.snap(query.point, query.vehicle)
         return IsochroneResult(origin, [feature["geometry"] for feature in by_limit])
+
+    # ------------------------------------------------------------ map matching
+
+    def match(self, query: MatchQuery) -> MatchResult:
+        """Valhalla's map matching (`trace_attributes`, map_snap): each point's place on the
+        road, matchings split where a point is unmatched or the path breaks. No point near a
+        road gives an empty result (the caller falls back to straight lines), not an error."""
+        count = len(query.points)
+        shape: list[dict[str, float]] = [{"lat": p.lat, "lon": p.lon} for p in query.points]
+        for point, seconds in zip(shape, query.timestamps or [], strict=False):
+            point["time"] = seconds
+        accuracy = query.gps_accuracy_m or MATCH_ACCURACY_M
+        request = {
+            "shape": shape,
+            **costing(query.vehicle, query.route_type, Restrictions()),
+            "shape_match": "map_snap",
+            "trace_options": {"gps_accuracy": accuracy, "search_radius": max(MATCH_SEARCH_RADIUS_M, 3 * accuracy)},
+            "filters": {"attributes": MATCH_ATTRIBUTES, "action": "include"},
+        }
+        try:
+            answer = self.call("trace_attributes", request, Restrictions(), parameter="points")
+        except (PointNotRoutable, NoRouteFound, RuntimeError):
+            return MatchResult([], [False] * count, [None] * count if query.detail else [])
+        return to_match(answer, count, query.detail)
 
     def snap(self, point: LatLon, vehicle: str) -> Snapped:
         request = {"locations": [location(point, vehicle)], **costing(vehicle, "fastest", Restrictions())}
@@ -266,6 +304,80 @@ def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray) -> Step
             exit=maneuver.get("roundabout_exit_count") if kind == "roundabout" else None,
         ),
     )
+
+
+def to_match(answer: dict[str, Any], count: int, detail: bool) -> MatchResult:
+    """Matchings over runs of matched points (an unmatched point or a break in the path ends one);
+    each one's geometry the stretch of the matched path between its first and last point."""
+    points = answer.get("matched_points") or []
+    matched = [p.get("type") != "unmatched" for p in points] + [False] * (count - len(points))
+    snapped: list[Snapped | None] = [None] * count if detail else []
+    if detail:
+        for i, p in enumerate(points):
+            if matched[i]:
+                where = LatLon(float(p["lat"]), float(p["lon"]))
+                snapped[i] = Snapped(where, round(float(p.get("distance_from_trace_point", 0.0)), 1))
+    path = shapely.LineString(polyline.decode(answer["shape"], 6)) if answer.get("shape") else None
+    edges = answer.get("edges") or []
+    confidence = float(answer.get("confidence_score", 1.0))
+    matchings, along = [], 0.0
+    for first, last in runs(points, matched):
+        piece, along = stretch(path, points[first], points[last], along)
+        metres = line_metres(piece)
+        matchings.append(
+            Matching(first, last, round(metres, 1), round(seconds_over(edges, points, first, last, metres), 1),
+                     confidence, piece if detail else None)
+        )  # fmt: skip
+    return MatchResult(matchings, matched, snapped)
+
+
+def runs(points: list[dict[str, Any]], matched: list[bool]) -> list[tuple[int, int]]:
+    """(first, last) of each run of matched points with no break in the path between."""
+    found: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, point in enumerate(points):
+        if matched[i] and start is None:
+            start = i
+        if start is not None and (not matched[i] or point.get("end_route_discontinuity")):
+            end = i if matched[i] else i - 1
+            found.append((start, end))
+            start = None
+    if start is not None:
+        found.append((start, len(points) - 1))
+    return [(a, b) for a, b in found if b > a]
+
+
+def stretch(path: shapely.LineString | None, first: dict[str, Any], last: dict[str, Any], after: float
+            ) -> tuple[np.ndarray, float]:  # fmt: skip
+    """The path between two matched points (degrees along it, searched from `after` on, so a
+    path that passes a place twice is cut in order), and where it ended."""
+    if path is None or path.length == 0:
+        return np.array([[first["lon"], first["lat"]], [last["lon"], last["lat"]]], dtype=np.float64), after
+    rest = shapely.ops.substring(path, after, path.length)
+    start = after + rest.project(shapely.Point(first["lon"], first["lat"]))
+    end = max(start, after + rest.project(shapely.Point(last["lon"], last["lat"])))
+    piece = shapely.ops.substring(path, start, end)
+    coordinates = np.asarray(piece.coords, dtype=np.float64).reshape(-1, 2)
+    if len(coordinates) < 2:
+        coordinates = np.array([[first["lon"], first["lat"]], [last["lon"], last["lat"]]], dtype=np.float64)
+    return np.ascontiguousarray(np.round(coordinates, 7)), end
+
+
+def line_metres(coordinates: np.ndarray) -> float:
+    if len(coordinates) < 2:
+        return 0.0
+    lon, lat = coordinates[:, 0], coordinates[:, 1]
+    return float(haversine_m_arrays(lat[:-1], lon[:-1], lat[1:], lon[1:]).sum())
+
+
+def seconds_over(edges: list[dict[str, Any]], points: list[dict[str, Any]], first: int, last: int, metres: float) -> float:  # fmt: skip
+    """The stretch's metres at the mean speed of the edges it uses (km/h, weighted by length)."""
+    lo, hi = int(points[first].get("edge_index", 0)), int(points[last].get("edge_index", 0))
+    used = [e for e in edges[lo : hi + 1] if e.get("speed")]
+    length = sum(float(e.get("length", 0.0)) for e in used)
+    hours = sum(float(e.get("length", 0.0)) / float(e["speed"]) for e in used)
+    kmh = length / hours if hours > 0 else 30.0
+    return metres / 1000.0 / kmh * 3600.0
 
 
 def snapped(point: LatLon, where: np.ndarray, trip: dict[str, Any], index: int) -> Snapped:

@@ -158,3 +158,14 @@ async def test_match_faults_over_http_in_both_formats(client: Client, accept: di
     body = orjson.dumps({"points": HEIDELBERG, "provider": "graph"})
     response = await client.post("/v1/match", data=body, headers={"Content-Type": "application/json", **accept})
     assert response.status == 400 and "matches no traces" in (await response.text())
+
+
+async def test_match_through_valhalla_over_http(client: Client) -> None:
+    """The same trace through the valhalla provider (issue 30), in the service's child process."""
+    body = orjson.dumps({"points": HEIDELBERG, "provider": "valhalla"})
+    response = await client.post("/v1/match", data=body, headers={"Content-Type": "application/json"})
+    answer = await response.json()
+    assert response.status == 200, answer
+    assert answer["provider"] == "valhalla" and answer["geometry"]["type"] == "MultiLineString"
+    assert answer["matchedPoints"] == 3 and len(answer["geometry"]["coordinates"]) == 1
+    assert len(answer["geometry"]["coordinates"][0]) >= 2

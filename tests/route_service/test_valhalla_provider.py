@@ -1,6 +1,7 @@
 """The `valhalla` provider (issue 30) on every shared extract and on all of them as one map:
 every vehicle and route type from the one graph, avoid areas never entered, trucks kept off
-ways below their size, isochrones nested around their point, and its errors in our terms."""
+ways below their size, isochrones nested around their point, noisy traces matched onto the
+road driven, and its errors in our terms."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ import orjson
 import pytest
 import shapely
 
+from bench.maps import BenchMap
+from bench.match import right_road_share
 from common.areas import square_around
 from common.errors import InvalidParameter, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.dataset import Dataset
 from route_service.importer import ImportResult
-from route_service.model import SNAP_RADIUS_M, TRUCK_PARAMETERS, IsochroneQuery
+from route_service.model import SNAP_RADIUS_M, TRUCK_PARAMETERS, IsochroneQuery, MatchQuery
 from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
 from route_service.providers.valhalla import ValhallaProvider
@@ -119,6 +122,24 @@ def test_an_isochrone_is_nested_around_its_point(case: MapCase) -> None:
     assert inner.area < outer.area
     assert outer.buffer(1e-4).contains(inner)
     assert inner.buffer(1e-4).contains(shapely.Point(result.origin.location.lon, result.origin.location.lat))
+
+
+@pytest.mark.parametrize("name", EVERY_MAP)
+def test_noisy_traces_match_the_road_driven(name: str, city_maps: Callable[[str], ImportResult]) -> None:
+    """The bar of OSRM's matching (test_match.py): 95 % of noisy points on the road driven."""
+    result = city_maps(name)
+    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    right, total = right_road_share(BenchMap(name, dataset, ProviderRegistry.load(dataset)), 4, 7, "valhalla")
+    assert total >= 60, f"{name}: too few points to judge"
+    assert right / total >= 0.95, f"{name}: {right}/{total} points on the right road"
+
+
+def test_a_trace_far_from_any_road_matches_nothing(case: MapCase) -> None:
+    provider = case.registry.providers["valhalla"]
+    assert provider.match is not None
+    sea = [LatLon(0.5, 0.5 + i * 1e-4) for i in range(5)]
+    result = provider.match(MatchQuery(sea, detail=True))
+    assert result.matchings == [] and result.matched == [False] * 5 and result.snapped == [None] * 5
 
 
 def test_a_point_off_the_map_is_named(case: MapCase) -> None:

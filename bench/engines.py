@@ -1,0 +1,212 @@
+"""One road graph for every vehicle (issue 30): the `graph` provider against `valhalla` on every
+shared extract and on all of them as one map, and Valhalla's tiles at 1x, 10x and 30x.
+
+Per request, in process, the two providers alternating on the same seeded pairs of main-network
+points at least 500 m apart (bench/maps.py): a 5-minute car isochrone, a car route around an
+80 m box across the middle of its plain route, a truck with dimensions (4.0 m, 2.55 m, 12 m,
+18 t, 10 t axle load), a pedestrian and a bicycle route. Isochrone agreement: the 10-minute
+area judged like `tests/route_service/test_isochrone.py` against the routes OSRM answers
+(recall: of the points OSRM's car reaches in time, the share inside; precision: of the area,
+the share near a road reached in 10 % more).
+
+Tiles: the synthetic maps of `bench/synthetic_map.py` (Heidelberg, 10 and 30 copies), each built
+alone with 2 threads; wall time, the tar's size against the PBF, the build's peak RSS (its whole
+process tree, sampled every 0.2 s).
+
+`python -m bench engines` writes the section; BENCH_ENGINE_PAIRS (default 40) sets the pairs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+
+from bench.isochrone import map_quality
+from bench.maps import SHARED_OSM, BenchMap, every_map
+from bench.scale import percentile
+from bench.synthetic_map import write_copies
+from common.areas import square_around
+from common.errors import ApiError
+from common.geo import LatLon, haversine_m
+from route_service import valhalla_tiles
+from route_service.parsing import parse_isochrone, parse_route
+
+SEED = 20261126
+PAIRS = int(os.environ.get("BENCH_ENGINE_PAIRS", "40"))
+PROVIDERS = ("graph", "valhalla")
+TRUCK = {"vehicle": "truck", "height": "4.0", "width": "2.55", "length": "12", "weight": "18", "axleLoad": "10"}
+OPERATIONS = ("isochrone 5 min", "avoid area", "truck dimensions", "pedestrian", "bicycle")
+SCALES = (1, 10, 30)
+
+
+def text(point: LatLon) -> str:
+    return f"{point.lat},{point.lon}"
+
+
+def timed_ms(call: Callable[[], object]) -> float:
+    """Milliseconds of one call, parsing included; a refusal (no route) is timed too."""
+    started = time.perf_counter()
+    with contextlib.suppress(ApiError):
+        call()
+    return (time.perf_counter() - started) * 1000
+
+
+def calls(bench: BenchMap, a: LatLon, b: LatLon, provider: str) -> dict[str, Callable[[], object]]:
+    ends = {"from": text(a), "to": text(b), "steps": "false", "provider": provider}
+    plain = parse_route({**ends, "provider": "graph"}, bench.registry)
+    geometry = plain.plugin(plain.query).routes[0].geometry
+    lon, lat = geometry[len(geometry) // 2]
+    area = orjson.dumps(square_around(LatLon(float(lat), float(lon)), 40.0)).decode()
+
+    def route(**extra: str) -> Callable[[], object]:
+        def call() -> object:
+            parsed = parse_route({**ends, **extra}, bench.registry)
+            return parsed.plugin(parsed.query)
+
+        return call
+
+    def isochrone() -> object:
+        parsed = parse_isochrone({"point": text(a), "time": "300", "provider": provider}, bench.registry)
+        return parsed.plugin(parsed.query)
+
+    return {
+        "isochrone 5 min": isochrone,
+        "avoid area": route(avoid=area),
+        "truck dimensions": route(**TRUCK),
+        "pedestrian": route(vehicle="pedestrian"),
+        "bicycle": route(vehicle="bicycle"),
+    }
+
+
+def per_request(bench: BenchMap) -> dict[str, dict[str, list[float]]]:
+    points = bench.road_points(4 * PAIRS, SEED)
+    pairs = [(a, b) for a, b in zip(points[::2], points[1::2], strict=False) if haversine_m(a, b) >= 500][:PAIRS]
+    times: dict[str, dict[str, list[float]]] = {p: {op: [] for op in OPERATIONS} for p in PROVIDERS}
+    for a, b in pairs:
+        try:
+            prepared = {p: calls(bench, a, b, p) for p in PROVIDERS}
+        except ApiError:
+            continue  # the graph has no plain route between them: no box to put on it
+        for operation in OPERATIONS:
+            for provider in PROVIDERS:  # alternating: the machine's noise falls on both
+                timed_ms(prepared[provider][operation])  # warm
+                times[provider][operation].append(timed_ms(prepared[provider][operation]))
+    return times
+
+
+def p50_p99(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} / {percentile(values, 99):.1f}" if values else "-"
+
+
+def request_rows() -> list[str]:
+    rows = []
+    for bench in every_map():
+        times = per_request(bench)
+        for operation in OPERATIONS:
+            graph, valhalla = times["graph"][operation], times["valhalla"][operation]
+            ratio = statistics.median(valhalla) / statistics.median(graph) if graph and valhalla else float("nan")
+            rows.append(f"| {bench.name} | {operation} | {p50_p99(graph)} | {p50_p99(valhalla)} | {ratio:.2f}x |")
+        for provider in PROVIDERS:
+            quality = map_quality(bench, centres=3, samples=100, seed=5, limit_s=600, provider=provider)
+            rows.append(
+                f"| {bench.name} | isochrone 10 min agreement, {provider} | recall {quality.recall:.0%} "
+                f"| precision {quality.precision:.0%} | ({quality.reachable} reachable points) |"
+            )
+    return rows
+
+
+# ---------------------------------------------------------------- tiles
+
+
+def peak_rss_while(work: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    """`work`'s result and the peak RSS of this process's children while it ran."""
+    peak, done = [0], threading.Event()
+
+    def watch() -> None:
+        me = psutil.Process()
+        while not done.is_set():
+            total = 0
+            for child in me.children(recursive=True):
+                try:
+                    total += child.memory_info().rss
+                except psutil.Error:
+                    continue
+            peak[0] = max(peak[0], total)
+            done.wait(0.2)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return work(), peak[0]
+    finally:
+        done.set()
+        watcher.join()
+
+
+def tile_rows() -> list[str]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+        for copies in SCALES:
+            pbf = Path(tmp) / f"heidelberg-{copies}x.osm.pbf"
+            write_copies([SHARED_OSM / "heidelberg.osm.pbf"], copies, pbf)
+            out = Path(tmp) / f"tiles-{copies}x"
+            started = time.perf_counter()
+            info, peak = peak_rss_while(partial(valhalla_tiles.build_tiles, pbf, out, 2))
+            wall = time.perf_counter() - started
+            size, tar = pbf.stat().st_size, int(info["tar_bytes"])
+            rows.append(
+                f"| {copies}x | {size / 1e6:.1f} MB | {wall:.1f} s | {tar / 1e6:.1f} MB ({tar / size:.1f}x the PBF) "
+                f"| {peak / 1e6:.0f} MB |"
+            )
+    return rows
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def run() -> str:
+    started = datetime.now(UTC)
+    load = os.getloadavg()[0]
+    requests, tiles = request_rows(), tile_rows()
+    return "\n".join(
+        [
+            "## One graph for every vehicle: the graph provider against Valhalla (issue 30)",
+            "",
+            f"{started:%Y-%m-%d %H:%M} UTC, commit {commit()}, `python -m bench engines` (BENCH_ENGINE_PAIRS={PAIRS}); "
+            f"{os.cpu_count()} cores, load average at start {load:.2f}. In process, parsing included, the two "
+            "providers alternating on the same pairs; p50 / p99 ms.",
+            "",
+            "| map | operation | graph | valhalla | valhalla / graph (p50) |",
+            "|---|---|---|---|---|",
+            *requests,
+            "",
+            f"Valhalla's tiles, built alone ({valhalla_tiles.version()}, 2 threads), on the synthetic maps of "
+            "`bench/synthetic_map.py`:",
+            "",
+            "| map | PBF | build wall | tiles.tar | peak RSS, build's process tree |",
+            "|---|---|---|---|---|",
+            *tiles,
+            "",
+            "Goals (issue 30, for the whole routing import once Valhalla replaces what it can): data on disk ≤ 6x "
+            "the PBF at every size; peak RSS of the import's tree ≤ 1.5 GB at 30x.",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    print(run())
