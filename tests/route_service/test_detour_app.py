@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from bench.processes import cpu_seconds
 from common.geo import EARTH_RADIUS_M, LatLon
 from route_service import detour_handlers
 from route_service.app import create_app
@@ -177,14 +178,15 @@ async def test_a_failing_large_call_process_leaves_the_file_to_the_worker(
 async def test_the_largest_file_is_answered(client: Client) -> None:
     """20 000 lines, the documented maximum: every line answered or failed with its error. The
     goal (≤ 15 s) is measured by bench/detour.py; this bound only catches a return to the
-    69-80 s the issue reported."""
-    started = time.perf_counter()
+    69-80 s the issue reported. In CPU seconds of this process and its children (the service's
+    large-call process), not wall time: a loaded machine stretched the wall time to 58 s once."""
+    before = cpu_seconds(os.getpid())
     body = await ok_json(await post(client, random_lines(csvfile.MAX_DETOUR_LINES, seed=3)))
-    took = time.perf_counter() - started
+    used = cpu_seconds(os.getpid()) - before
     summary = body["summary"]
     assert summary["linesRead"] == csvfile.MAX_DETOUR_LINES == summary["answered"] + summary["failed"]
     assert len(body["results"]) == summary["answered"] > 19_800 and len(body["errors"]) == summary["failed"]
-    assert took < 45, took
+    assert used < 45, used
 
 
 async def test_bad_lines_get_their_own_errors_and_the_rest_is_answered(client: Client) -> None:
