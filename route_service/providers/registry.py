@@ -23,8 +23,6 @@ from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 
 log = logging.getLogger("route_service.registry")
-# Answers a vehicle or route type the default provider has not loaded, when it can.
-FALLBACK_FIRST = "valhalla"
 
 
 def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
@@ -82,7 +80,6 @@ class ProviderRegistry:
         emergency: bool = False,
         restricted_by: str | None = None,
         needs: str | None = None,
-        serving: str = "route",
     ) -> Capabilities:
         """The provider that answers a request, the last step of parsing it: the provider's
         violations join the request's own in `errors`, and all are raised together. What only
@@ -90,10 +87,7 @@ class ProviderRegistry:
         or restrictions (503), or none of the vehicle and route type in this dataset.
         `restricted_by` names the parameter that asks for per-request costs (`avoid` …);
         `needs` a capability the provider must have (`isochrone`): without a name, the first
-        provider that has it answers. Without a name, a vehicle or route type the chosen provider
-        has not loaded (ROUTING_VEHICLES) goes to one that has, Valhalla first, with the
-        capability the request uses (`serving`: route, matrix, match …)."""
-        named = name is not None
+        provider that has it answers."""
         name = requested_provider(name, self.names, errors)
         if name is None and needs is not None:
             capable = next((c for c in self.providers.values() if getattr(c, needs) is not None), None)
@@ -114,8 +108,6 @@ class ProviderRegistry:
         if chosen is None:
             wanted = restricted_by or "emergency routing"
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
-        if not named and not chosen.info.serves(vehicle, route_type):
-            chosen = self._serving(vehicle, route_type, serving, restricted_by, emergency) or chosen
         if not chosen.info.serves(vehicle, route_type):
             loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
             others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
@@ -134,25 +126,6 @@ class ProviderRegistry:
             hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
             errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
         return chosen
-
-    def _serving(
-        self, vehicle: str, route_type: str, capability: str, restricted_by: str | None, emergency: bool
-    ) -> Capabilities | None:
-        """The provider that answers a vehicle its chosen one has not loaded: Valhalla (one graph
-        for every vehicle) first, then any other, each with the capability and what the request
-        asks of it."""
-        order = sorted(self.providers.values(), key=lambda c: c.name != FALLBACK_FIRST)
-        return next(
-            (
-                c
-                for c in order
-                if c.info.serves(vehicle, route_type)
-                and getattr(c, capability) is not None
-                and (not restricted_by or c.info.restrictions)
-                and (not emergency or c.info.emergency_routing)
-            ),
-            None,
-        )
 
     def _unnamed(self, emergency: bool) -> Capabilities | None:
         return self.emergency if emergency else self.providers[self.default_name]

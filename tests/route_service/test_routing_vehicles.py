@@ -10,7 +10,7 @@ import pytest
 from common.errors import InvalidParameter
 from route_service.dataset import Dataset
 from route_service.importer import ImportResult, main, profiles_of_vehicles
-from route_service.parsing import parse_matrix, parse_route
+from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
 
 
@@ -33,20 +33,11 @@ def test_the_importer_refuses_an_unknown_vehicle_before_any_work(
     assert "unknown vehicles ['hovercraft']" in capsys.readouterr().err
 
 
-def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_or_is_a_400_naming_what_is(
-    city_maps: Callable[[str], ImportResult],
-) -> None:
+def test_a_vehicle_not_imported_is_a_400_naming_what_is(city_maps: Callable[[str], ImportResult]) -> None:
     result = city_maps("monaco")  # OSRM's car-fastest only
     registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
-    walk = {"from": "43.7384,7.4246", "to": "43.7311,7.4197", "vehicle": "pedestrian"}
-    parsed = parse_route(walk, registry)
-    assert parsed.provider == "valhalla", "without a provider, the one graph for every vehicle answers"
-    assert parsed.plugin(parsed.query).routes[0].distance_m > 0
-    points = [{"lat": 43.7384, "lon": 7.4246}, {"lat": 43.7311, "lon": 7.4197}]
-    matrix = parse_matrix({"sources": points, "destinations": points, "vehicle": "pedestrian"}, registry)
-    assert matrix.provider == "graph", "Valhalla computes no matrices here: the next that serves the vehicle"
     with pytest.raises(InvalidParameter) as caught:
-        parse_route({**walk, "provider": "osrm"}, registry)
+        parse_route({"from": "43.7384,7.4246", "to": "43.7311,7.4197", "vehicle": "pedestrian"}, registry)
     message = caught.value.violations[0].message
     assert caught.value.violations[0].parameter == "vehicle"
     assert "it serves car/fastest" in message and "provider=graph serves it" in message, message
