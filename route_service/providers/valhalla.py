@@ -223,13 +223,9 @@ def truck_options(truck: TruckDimensions) -> dict[str, float]:
 
 
 def error_code(exc: RuntimeError) -> int | None:
-    """Valhalla's numeric error code, from its message's JSON or text."""
+    """Valhalla's error code, from its message: the binding raises the text alone
+    ("No suitable edges near location"), without the code."""
     text = str(exc)
-    try:
-        code = orjson.loads(text).get("error_code")
-        return int(code) if code is not None else None
-    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
-        pass
     if "No suitable edges" in text:
         return 171
     if "No path could be found" in text or "unconnected regions" in text:

@@ -129,6 +129,27 @@ async def test_an_unreachable_redis_admits_but_the_per_request_cap_still_holds()
     await admission.redis.close()
 
 
+async def test_an_unreachable_redis_lets_large_bodies_through_unrefused() -> None:
+    """The early refusal of a large body fails open like the rest of admission."""
+    admission = Admission(ResilientRedis(f"redis://127.0.0.1:{free_port()}/0", timeout=0.05), BUDGETS)
+    await admission.refuse_large_body_early(account(), 1 << 20)
+    await admission.redis.close()
+
+
+async def test_a_spent_budget_refuses_only_large_bodies_and_never_a_jobs_replay(redis_server: str) -> None:
+    admission = Admission(ResilientRedis(redis_server), BUDGETS)
+    caller = account()
+    for _ in range(3):  # the whole burst, 100 at a time (the most per request)
+        async with admission.admit(caller, Cost(100, "x")):
+            pass
+    with pytest.raises(CostLimitExceeded) as caught:
+        await admission.refuse_large_body_early(caller, 1 << 20)
+    assert int(caught.value.headers["Retry-After"]) >= 1
+    await admission.refuse_large_body_early(caller, 1000)  # small: left to the priced admission
+    await admission.refuse_large_body_early(Caller(caller.account, caller.tier, True), 1 << 20)
+    await admission.redis.close()
+
+
 async def test_internal_calls_on_nobodys_behalf_are_not_charged(redis_server: str) -> None:
     admission = Admission(ResilientRedis(redis_server), BUDGETS)
     assert caller_of({}) is None

@@ -124,6 +124,14 @@ def test_an_isochrone_is_nested_around_its_point(case: MapCase) -> None:
     assert inner.buffer(1e-4).contains(shapely.Point(result.origin.location.lon, result.origin.location.lat))
 
 
+def test_distance_isochrones_are_nested_too(case: MapCase) -> None:
+    provider = case.registry.providers["valhalla"]
+    assert provider.isochrone is not None
+    result = provider.isochrone(IsochroneQuery(case.origin, (500.0, 1500.0), metric="distance", vehicle="pedestrian"))
+    inner, outer = (shapely.geometry.shape(area) for area in result.areas)
+    assert 0 < inner.area < outer.area and outer.buffer(1e-4).contains(inner)
+
+
 @pytest.mark.parametrize("name", EVERY_MAP)
 def test_noisy_traces_match_the_road_driven(name: str, city_maps: Callable[[str], ImportResult]) -> None:
     """The bar of OSRM's matching (test_match.py): 95 % of noisy points on the road driven."""
