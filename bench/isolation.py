@@ -11,7 +11,10 @@ Phases, each `BENCH_ISOLATION_SECONDS` long (default 15), in one run on one mach
 - optimize: the attacker keeps two 100-stop stop-order requests (the most a standard account's
   matrix cells allow synchronously) with its tier's largest time limit in flight;
 - jobs: the attacker submits four 300-stop jobs (its tier runs three at once), then the victim
-  one 5-stop job, and how long that waited is measured.
+  one 5-stop job, and how long that waited is measured;
+- busy machine (a reference, not an attack): one process per core spins at the probe's own
+  priority and sends nothing. What the probe loses there is the machine's, not the platform's:
+  no attack that saturates the same cores can leave the probe better off.
 
 Goal: the probe's p99 within 2x its idle p99 in every phase, and every attack request answered
 or refused (a status, never a 504) within its bound. Every loop is bounded in count and time and
@@ -363,6 +366,25 @@ def run_attacked_phase(name: str, calls: dict[str, Callable[[int], tuple[int, fl
     return phase
 
 
+def spin(until: float) -> None:
+    while time.monotonic() < until:
+        pass
+
+
+def busy_machine(phase: Phase, until: float) -> list[Callable[[], None]]:
+    """One spinning process per core until `until` (the reference phase's load)."""
+
+    def spinning() -> None:
+        context = multiprocessing.get_context("spawn")
+        spinners = [context.Process(target=spin, args=(until,), daemon=True) for _ in range(os.cpu_count() or 1)]
+        for spinner in spinners:
+            spinner.start()
+        for spinner in spinners:
+            spinner.join(timeout=PHASE_SECONDS + 60)
+
+    return [spinning]
+
+
 def loopback_sources() -> list[str]:
     """Three extra loopback addresses the login attack can send from (Linux routes 127/8)."""
     usable = []
@@ -394,7 +416,7 @@ def measure(stack: Stack) -> list[Phase]:
     ]
     idle = run_phase("idle", calls, lambda phase, until: [])
     attacked = [run_attacked_phase(plan.kind, calls, plan) for plan in plans]
-    return [idle, *attacked, run_phase("jobs", calls, jobs)]
+    return [idle, *attacked, run_phase("jobs", calls, jobs), run_phase("busy machine (reference)", calls, busy_machine)]
 
 
 # ---------------------------------------------------------------- the section

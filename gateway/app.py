@@ -17,6 +17,7 @@ from gateway.client_address import TrustedProxies
 from gateway.config import GatewayConfig
 from gateway.cors import CORS_KEY, CorsPolicy, add_cors_headers
 from gateway.jwks import JWKS_TIMEOUT_SECONDS, JwksRefresher, jwks_credential
+from gateway.pacing import RefusalPacer
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
 from gateway.services import service_clients
@@ -68,6 +69,7 @@ def create_app(config: GatewayConfig) -> web.Application:
             usage=usage,
             admission=Admission(redis, parse_cost_budgets(config.cost_budgets)),
             proxies=TrustedProxies(config.trusted_proxies),
+            pacer=RefusalPacer(config.refusal_pacing),
         )
         await jwks.start()
         async for _ in flushing(usage):

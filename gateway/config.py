@@ -7,6 +7,7 @@ from typing import Any, Self
 
 from common.config import BaseConfig, env_float, env_int, env_str
 from gateway.client_address import IPNetwork, parse_trusted_proxies
+from gateway.pacing import PacingRule, parse_pacing_rule
 
 # service name -> env var holding its base URL; empty means "not deployed" (503).
 UPSTREAM_ENV = {
@@ -86,6 +87,8 @@ class GatewayConfig(BaseConfig):
     # The proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client: the Ingress
     # controller's pods. Empty: the connection's peer is the client (gateway.client_address).
     trusted_proxies: tuple[IPNetwork, ...] = ()
+    # How refusals (401, 429) of a client that keeps asking are held (gateway.pacing).
+    refusal_pacing: PacingRule = field(default_factory=PacingRule)
 
     @classmethod
     def from_env(cls, service: str = "gateway", **overrides: Any) -> Self:
@@ -106,6 +109,7 @@ class GatewayConfig(BaseConfig):
             "map_tile_url": env_str("MAP_TILE_URL", DEFAULT_MAP_TILE_URL).strip(),
             "map_tile_attribution": env_str("MAP_TILE_ATTRIBUTION", DEFAULT_MAP_TILE_ATTRIBUTION),
             "trusted_proxies": parse_trusted_proxies(env_str("TRUSTED_PROXIES", "")),
+            "refusal_pacing": parse_pacing_rule(env_str("GATEWAY_REFUSAL_PACING", "20/10/1")),
             "queued_concurrency": max(0, env_int("GATEWAY_QUEUED_CONCURRENCY", DEFAULT_QUEUED_CONCURRENCY)),
             "max_connections_per_client": max(
                 0, env_int("GATEWAY_MAX_CONNECTIONS_PER_CLIENT", DEFAULT_MAX_CONNECTIONS_PER_CLIENT)

@@ -109,7 +109,30 @@ async def proxy(request: web.Request) -> web.Response:
     if request.method == "OPTIONS":
         return answer_options(request)
     state = request.app[GATEWAY_KEY]
+    try:
+        response = await answer(state, request)
+    except ApiError as exc:
+        await state.pacer.pace(refused_client(state, request), exc.status)
+        raise
+    await state.pacer.pace(refused_client(state, request), response.status)
+    return response
+
+
+def refused_client(state: GatewayState, request: web.Request) -> str:
+    """Whose refusals are paced (gateway.pacing): the account the request named, else its address."""
+    account = request.get("account")
+    if account is not None:
+        return f"sub:{account}"
+    address = request.get("client_address")
+    if address is None:
+        address = state.proxies.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
+    return f"ip:{address}"
+
+
+async def answer(state: GatewayState, request: web.Request) -> web.Response:
     identity = await authenticate(state, request) if needs_token(request.path) else None
+    if identity is not None:
+        request["account"] = identity.subject
     route = resolve_route(request)
     request["route_label"] = route.path
     limit_headers = await apply_rate_limit(state, request, route, identity)

@@ -11,6 +11,7 @@ from common.admission import Admission
 from common.client import ServiceClient
 from gateway.client_address import TrustedProxies
 from gateway.jwks import JwksRefresher
+from gateway.pacing import RefusalPacer
 from gateway.ratelimit import RateLimiter
 from gateway.revocation import RevocationChecker
 from gateway.tokens import TokenVerifier
@@ -30,6 +31,8 @@ class GatewayState:
     admission: Admission
     # Whose X-Forwarded-For names the client (TRUSTED_PROXIES); none by default.
     proxies: TrustedProxies = field(default_factory=TrustedProxies)
+    # Holds the refusals of a client that keeps asking regardless (GATEWAY_REFUSAL_PACING).
+    pacer: RefusalPacer = field(default_factory=RefusalPacer)
 
 
 GATEWAY_KEY: web.AppKey[GatewayState] = web.AppKey("gateway", GatewayState)
