@@ -26,6 +26,7 @@ SECTIONS = (
     "match",
     "isochrone",
     "engines",
+    "import_choice",
     "geocoder",
     "country_lookup",
     "optimize",

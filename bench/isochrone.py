@@ -3,8 +3,12 @@
 
 Per map, seeded centres on the main network and, per centre, the car isochrone of LIMIT_S
 (15 minutes, the speed goal's size):
-- recall: random points (uniform over the box around the area, routable by OSRM) whose OSRM
-  route from the centre takes ≤ LIMIT_S; the share of them inside the polygon (goal ≥ 97 %);
+- recall: the nearest main-network road points of random points (uniform over the box around
+  the area) that OSRM's route from the centre reaches in ≤ LIMIT_S; the share of them inside the
+  polygon (goal ≥ 97 %). Changed measure (2026-11-26, issue 30): it counted the random points
+  themselves, up to the 1 km snapping radius off any road, which only an area padded by that
+  radius holds (the graph's, the padding issue 32 reports over the sea); an area that follows
+  the roads it reaches (Valhalla's) held 16-62 % of them and 97-100 % of the road points;
 - precision: random points uniform inside the polygon; the share whose nearest road of the main
   network (within the snapping radius) OSRM reaches from the centre in ≤ 1.1 x LIMIT_S: the
   area "within t + 10 % of a road reachable in that time" (≥ 90 %);
@@ -138,7 +142,7 @@ def quality(bench: BenchMap, centre: LatLon, limit_s: float, samples: int, rng: 
     min_lon, min_lat, max_lon, max_lat = area.bounds
     pad_lon, pad_lat = (max_lon - min_lon) * 0.2, (max_lat - min_lat) * 0.2
     box = (min_lon - pad_lon, min_lat - pad_lat, max_lon + pad_lon, max_lat + pad_lat)
-    around = uniform_in(None, samples, rng, box)
+    around = [road for road in (main_road(bench, p) for p in uniform_in(None, samples, rng, box)) if road]
     for point, seconds in zip(around, osrm_seconds(bench, centre, around), strict=True):
         if seconds is not None and seconds <= limit_s:
             measured.reachable += 1

@@ -12,6 +12,7 @@ from typing import Any
 from common.datasets import CURRENT, read_current
 from common.errors import DatasetNotReady
 from common.geo import Bounds, LatLon
+from common.vocabulary import VEHICLES
 
 MANIFEST = "manifest.json"  # written last: its presence with "complete" marks the dataset usable
 
@@ -42,6 +43,15 @@ class Dataset:
         """Where the map has roads (a GeoJSON MultiPolygon from the graph build), if recorded."""
         outline = self._graph_facts().get("outline")
         return outline if isinstance(outline, dict) else None
+
+    @property
+    def vehicles(self) -> tuple[str, ...]:
+        """The vehicles this map serves (the import's ROUTING_VEHICLES); a dataset from before
+        the manifest said so serves those of its OSRM profiles."""
+        named = self.manifest.get("vehicles")
+        if not isinstance(named, list):
+            named = [str(p).split("-", 1)[0] for p in self.manifest.get("profiles", {})]
+        return tuple(v for v in VEHICLES if v in named)
 
     def _graph_facts(self) -> dict[str, Any]:
         graph = self.manifest.get("graph")

@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import connected_components
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable, Violation
 from common.geo import Bounds, LatLon
-from route_service.model import SNAP_RADIUS_M, Snapped
+from route_service.model import SNAP_RADIUS_M, ProviderInfo, Snapped
 
 NamedPoint = tuple[str, LatLon]
 # Reference points of a map's main network: of the road nodes the graph build drew at random
@@ -51,6 +51,10 @@ class RoadNetwork(Protocol):
         """Whether a route exists from each source to each destination (a boolean matrix)."""
         ...
 
+    def info(self) -> ProviderInfo:
+        """Which vehicles and route types it has loaded (the others it cannot diagnose)."""
+        ...
+
 
 def distance_text(metres: float) -> str:
     return f"{metres:.0f} m" if metres < 10_000 else f"{metres / 1000:.0f} km"
@@ -65,7 +69,10 @@ class SnapDiagnostics:
         self._lock = threading.Lock()
 
     def explain(self, error: ApiError, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> ApiError:
-        """The error with a violation per point at fault; the error itself when none is found."""
+        """The error with a violation per point at fault; the error itself when none is found,
+        or when the engine has not loaded the vehicle (OSRM_VEHICLES: Valhalla answered it)."""
+        if not self.roads.info().serves(vehicle, route_type):
+            return error
         if isinstance(error, PointNotRoutable):
             violations = self.unroutable(points, vehicle, route_type)
             if violations:

@@ -200,6 +200,7 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
         "importedAt": manifest.get("created"),
         "sources": [str(i.get("name")) for i in manifest.get("inputs", []) if isinstance(i, dict)],
         "attribution": manifest.get("attribution"),
+        "vehicles": list(dataset.vehicles),
     }
 
 

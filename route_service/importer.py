@@ -51,8 +51,9 @@ from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
 from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extents, read_components, tiny_main_networks
 
-# 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
-IMPORTER_VERSION = "4"
+# 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
+# manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
+IMPORTER_VERSION = "5"
 ALGORITHMS = ("mld+ch", "mld", "ch")
 # MLD answers routes (several alternatives, the faster import of the two), CH the car and truck
 # matrices: a 100x100 car table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in
@@ -61,6 +62,17 @@ ALGORITHMS = ("mld+ch", "mld", "ch")
 # 127 s): those keep their matrices on MLD.
 DEFAULT_ALGORITHM = "mld+ch"
 CONTRACTED_IN_MLD_CH = ("car-", "truck-")
+# The vehicles OSRM's profiles are built for by default (OSRM_VEHICLES), of those served
+# (ROUTING_VEHICLES, default every vehicle): OSRM where its speed is needed, car and truck
+# routes and the optimizers' matrices; Valhalla's tiles serve every vehicle. Bicycle and
+# pedestrian OSRM profiles were 2/3 of the routing data at 10x (295-315 MB each against 122-128
+# for car or truck) and the import's memory peak (osrm-extract 2.0-2.1 GB at 30x against 1.5).
+DEFAULT_OSRM_VEHICLES = ("car", "truck")
+# OSRM's files only its preprocessing reads (osrm-extract's edge-based graph and restrictions,
+# the compressed node-based graph, osrm-contract's and osrm-customize's inputs): neither
+# osrm-routed nor the binding open them (OSRM's storage configuration lists what they do);
+# removed after the build, 2.6 of 13 MB in Heidelberg's car profile.
+BUILD_ONLY_SUFFIXES = (".ebg", ".enw", ".cnbg", ".cnbg_to_ebg", ".turn_penalties_index", ".restrictions")
 # What builds the emergency graph: a change to any of them yields a new dataset.
 GRAPH_SOURCES = ("graph_build.py", "graph_tags.py", "graph_format.py")
 
@@ -81,10 +93,12 @@ def graph_builder_source() -> bytes:
     return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
 
 
-def dataset_hash(input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str) -> str:
+def dataset_hash(
+    input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str, vehicles: Sequence[str] = VEHICLES
+) -> str:
     digest = hashlib.sha256()
     versions = (IMPORTER_VERSION, osrm_profiles.osrm_version(), valhalla_tiles.version())
-    for part in (*versions, algorithm, ",".join(profiles), *input_hashes):
+    for part in (*versions, algorithm, ",".join(profiles), ",".join(vehicles), *input_hashes):
         digest.update(part.encode() + b"\0")
     for lua in osrm_profiles.lua_files():
         digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
@@ -200,8 +214,19 @@ def build_profile(
     stats: dict[str, Any] = {"algorithm": algorithm, "seconds": round(time.perf_counter() - start, 2)}
     stats["small_component_size"] = component_size
     stats.update(parse_counts(logfile.read_text(errors="replace")))
+    stats["build_only_bytes_removed"] = remove_build_only_files(profile_dir)
     stats["bytes"] = dir_bytes(profile_dir)
     return stats
+
+
+def remove_build_only_files(profile_dir: Path) -> int:
+    """Removes the profile's files only OSRM's preprocessing reads; the bytes freed."""
+    freed = 0
+    for path in profile_dir.iterdir():
+        if path.name.startswith("map.osrm") and path.suffix in BUILD_ONLY_SUFFIXES:
+            freed += path.stat().st_size
+            path.unlink()
+    return freed
 
 
 def extract(
@@ -268,15 +293,45 @@ class ImportResult:
     manifest: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ImportChoice:
+    """What an import builds: the vehicles the dataset serves (every engine refuses the others)
+    and the OSRM profiles, a subset of theirs."""
+
+    vehicles: tuple[str, ...]
+    profiles: tuple[str, ...]
+
+
+def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) -> ImportChoice:
+    """OSRM profiles asked explicitly: those, serving the `vehicles` named or else their own
+    vehicles only. Else the vehicles named (`vehicles`, else ROUTING_VEHICLES, else every one),
+    OSRM built for those of them in OSRM_VEHICLES (default car, truck)."""
+    if profiles is not None:
+        chosen = list(dict.fromkeys(profiles))
+        unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
+        if unknown or not chosen:
+            raise ValueError(f"unknown profiles {unknown}; known: {', '.join(osrm_profiles.PROFILE_NAMES)}")
+        own = {p.split("-", 1)[0] for p in chosen}
+        served = set(vehicles_named(vehicles)) if vehicles else own
+        if not own <= served:
+            raise ValueError(f"OSRM profiles {chosen} name vehicles the map does not serve ({', '.join(sorted(served))})")
+        return ImportChoice(tuple(v for v in VEHICLES if v in served), tuple(chosen))
+    text = vehicles or os.environ.get("ROUTING_VEHICLES", "").strip()
+    served_vehicles = vehicles_named(text, "ROUTING_VEHICLES") if text else list(VEHICLES)
+    osrm_text = os.environ.get("OSRM_VEHICLES", "").strip()
+    fast = vehicles_named(osrm_text, "OSRM_VEHICLES") if osrm_text else list(DEFAULT_OSRM_VEHICLES)
+    with_osrm = [v for v in served_vehicles if v in fast]
+    if not with_osrm:
+        raise ValueError(
+            f"OSRM_VEHICLES ({', '.join(fast)}) names none of the vehicles served ({', '.join(served_vehicles)}): "
+            "OSRM answers at least one vehicle's routes and matrices"
+        )
+    return ImportChoice(tuple(served_vehicles), tuple(profiles_of_vehicles(",".join(with_osrm))))
+
+
 def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
-    """The profiles asked, else those of the operator's ROUTING_VEHICLES, else all of them."""
-    if profiles is None and os.environ.get("ROUTING_VEHICLES", "").strip():
-        profiles = profiles_of_vehicles(os.environ["ROUTING_VEHICLES"])
-    chosen = list(osrm_profiles.PROFILE_NAMES) if profiles is None else list(dict.fromkeys(profiles))
-    unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
-    if unknown or not chosen:
-        raise ValueError(f"unknown profiles {unknown}; known: {', '.join(osrm_profiles.PROFILE_NAMES)}")
-    return chosen
+    """The OSRM profiles an import builds (`resolve_choice`)."""
+    return list(resolve_choice(profiles).profiles)
 
 
 def build_parts(
@@ -310,7 +365,7 @@ def build_dataset(
     inputs: Sequence[Path],
     work: Path,
     digest: str,
-    profiles: Sequence[str],
+    choice: ImportChoice,
     algorithm: str,
     jobs: int,
     progress: Progress,
@@ -318,7 +373,7 @@ def build_dataset(
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
-    per_profile, graph, tiles = build_parts(profiles, pbf, work, algorithm, jobs, progress, extents)
+    per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, algorithm, jobs, progress, extents)
     first = next(iter(per_profile.values()))
     return {
         "hash": digest,
@@ -329,6 +384,7 @@ def build_dataset(
         "inputs": [{"name": p.name, "sha256": file_sha256(p), "bytes": p.stat().st_size} for p in inputs],
         "attribution": ATTRIBUTION,
         "algorithm": algorithm,
+        "vehicles": list(choice.vehicles),
         "osm_nodes": first.get("osm_nodes"),
         "osm_ways": first.get("osm_ways"),
         "profiles": per_profile,
@@ -347,21 +403,23 @@ def import_maps(
     algorithm: str = DEFAULT_ALGORITHM,
     jobs: int | None = None,
     progress: Progress | None = None,
+    vehicles: str | None = None,
 ) -> ImportResult:
     """Import `inputs` into `out_dir/<hash>/` (a no-op when that dataset is complete) and
     make it current. Raises ImportFailed or ValueError."""
     progress = progress or Progress()
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}")
-    chosen = resolve_profiles(profiles)
+    choice = resolve_choice(profiles, vehicles)
+    chosen = list(choice.profiles)
     jobs = jobs or default_jobs()
     inputs = [Path(p).resolve() for p in inputs]
     missing = [str(p) for p in inputs if not p.is_file()]
     if not inputs or missing:
         raise ValueError(f"input files missing: {missing or 'none given'}")
     hashes = progress.run("hash inputs", lambda: [file_sha256(p) for p in inputs])
-    digest = dataset_hash(hashes, chosen, algorithm)
-    build = partial(build_into, inputs=inputs, digest=digest, profiles=chosen, algorithm=algorithm, jobs=jobs,
+    digest = dataset_hash(hashes, chosen, algorithm, choice.vehicles)
+    build = partial(build_into, inputs=inputs, digest=digest, choice=choice, algorithm=algorithm, jobs=jobs,
                     progress=progress)  # fmt: skip
     published = publish_current(out_dir, digest, stored=read_manifest, build=build)
     return ImportResult(published.path, digest, published.reused, published.result)
@@ -376,13 +434,13 @@ def build_into(
     *,
     inputs: Sequence[Path],
     digest: str,
-    profiles: Sequence[str],
+    choice: ImportChoice,
     algorithm: str,
     jobs: int,
     progress: Progress,
 ) -> dict[str, Any]:
     """The dataset in `work`, its manifest written last."""
-    manifest = build_dataset(inputs, work, digest, profiles, algorithm, jobs, progress)
+    manifest = build_dataset(inputs, work, digest, choice, algorithm, jobs, progress)
     write_json_atomic(work / MANIFEST, manifest)
     return manifest
 
@@ -419,9 +477,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--vehicles",
         default=os.environ.get("ROUTING_VEHICLES") or None,
-        help="comma-separated vehicles whose OSRM profiles are built (default: $ROUTING_VEHICLES, else all of "
+        help="comma-separated vehicles the map serves (default: $ROUTING_VEHICLES, else all of "
         + ",".join(VEHICLES)
-        + "); Valhalla's tiles serve every vehicle regardless",
+        + "); OSRM's profiles are built for those also in $OSRM_VEHICLES (default "
+        + ",".join(DEFAULT_OSRM_VEHICLES)
+        + "), Valhalla's tiles serve them all",
     )
     parser.add_argument(
         "--algorithm",
@@ -439,12 +499,18 @@ def default_map_dir() -> Path:
     return RouteConfig.from_env().maps_path
 
 
-def profiles_of_vehicles(text: str) -> list[str]:
-    """The OSRM profiles of the vehicles named (ROUTING_VEHICLES=car,truck), every route type each."""
+def vehicles_named(text: str, setting: str = "ROUTING_VEHICLES") -> list[str]:
+    """The vehicles of a comma-separated list (`car,truck`), in VEHICLES' order."""
     vehicles = [v.strip().lower() for v in text.split(",") if v.strip()]
     unknown = [v for v in vehicles if v not in VEHICLES]
     if unknown or not vehicles:
-        raise ValueError(f"unknown vehicles {unknown or text!r} in ROUTING_VEHICLES; known: {', '.join(VEHICLES)}")
+        raise ValueError(f"unknown vehicles {unknown or text!r} in {setting}; known: {', '.join(VEHICLES)}")
+    return [v for v in VEHICLES if v in vehicles]
+
+
+def profiles_of_vehicles(text: str) -> list[str]:
+    """The OSRM profiles of the vehicles named (`car,truck`), every route type each."""
+    vehicles = vehicles_named(text)
     return [p for p in osrm_profiles.PROFILE_NAMES if p.split("-", 1)[0] in vehicles]
 
 
@@ -452,8 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
     try:
-        if profiles is None and args.vehicles:
-            profiles = profiles_of_vehicles(args.vehicles)
+        resolve_choice(profiles, args.vehicles)  # refused before any work
         inputs = input_files(args.osm)
         result = import_maps(
             inputs,
@@ -461,6 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             profiles=profiles,
             algorithm=args.algorithm,
             jobs=args.jobs and max(1, args.jobs),
+            vehicles=args.vehicles,
         )
     except (ImportFailed, DefaultMapUnavailable, ValueError) as exc:
         print(f"import failed: {exc}", file=sys.stderr)

@@ -233,7 +233,9 @@ def matrix_request(
         avoid=parse_avoid(body, named, errors),
         truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
     )
-    provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
+    provider = registry.choose(
+        name, vehicle, route_type, errors, restricted_by=restrictions.parameter, serving="matrix"
+    )
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
     query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions)
@@ -299,7 +301,7 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
 def parse_match(trace: Trace, registry: ProviderRegistry, errors: ParameterErrors) -> MatchRequest:
     """POST /v1/match, its trace read (route_service.traces): the profile and the provider."""
     vehicle, route_type, name = parse_profile(trace.options, errors)
-    provider = registry.choose(name, vehicle, route_type, errors)
+    provider = registry.choose(name, vehicle, route_type, errors, serving="match")
     if provider.match is None:
         raise InvalidParameter(f"the {provider.name} provider matches no traces", parameter="provider")
     query = MatchQuery(trace.points, trace.timestamps, vehicle, route_type, True, trace.gps_accuracy_m)
@@ -321,7 +323,7 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
     route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
     metric, limits = parse_limits(params, errors)
     name = parse_provider(params, errors)
-    provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone")
+    provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone", serving="isochrone")
     if provider.isochrone is None and name is None:  # no provider of this map has the capability
         raise DatasetNotReady("isochrones are unavailable: the road graph of this map is not loaded")
     if provider.isochrone is None:

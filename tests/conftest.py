@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from common.config import REPO_ROOT
+from common.vocabulary import VEHICLES
 from launcher.redis_server import free_port, redis_url, start_redis
 from route_service.importer import ImportResult, Progress, import_maps
 from tests.postgres_server import PostgresServer, PostgresUnavailable
@@ -72,15 +73,17 @@ EVERY_MAP = (*CITIES, "all")
 
 @pytest.fixture(scope="session")
 def city_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Callable[[str], ImportResult]:
-    """`city_maps(name)`: the car-fastest dataset of one shared extract (or "all"), imported
-    on first use and kept for the session."""
+    """`city_maps(name)`: the dataset of one shared extract (or "all") serving every vehicle,
+    OSRM's car-fastest only (the others from Valhalla and the graph), imported on first use and
+    kept for the session."""
     made: dict[str, ImportResult] = {}
 
     def maps(name: str) -> ImportResult:
         if name not in made:
             inputs = [shared_osm / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
             out = tmp_path_factory.mktemp(f"maps-{name}")
-            made[name] = import_maps(inputs, out, profiles=["car-fastest"], progress=Progress(emit=lambda _line: None))
+            made[name] = import_maps(inputs, out, profiles=["car-fastest"], vehicles=",".join(VEHICLES),
+                                     progress=Progress(emit=lambda _line: None))  # fmt: skip
         return made[name]
 
     return maps

@@ -2,7 +2,11 @@
 
 Every capability is resolved once, when the registry is made (`resolve`); a request's
 provider is chosen once, as the last step of parsing it (`ProviderRegistry.choose`). `osrm`
-is the default. Queries with `emergency_radius_m > 0` need per-query costs, which only
+is the default; without a provider named, a vehicle or route type it has not loaded (the
+import's OSRM_VEHICLES: car and truck by default) goes to Valhalla, or, for what Valhalla does
+not compute here (matrices), to the next provider serving it. A vehicle the map does not serve
+at all (the import's ROUTING_VEHICLES) is a 400 naming those it serves, whichever provider is
+named. Queries with `emergency_radius_m > 0` need per-query costs, which only
 providers whose ProviderInfo says `emergency_routing` have (the `graph` provider): without
 an explicit provider they go there; naming a provider that lacks it is a 400 naming
 emergencyRoutingRadius.
@@ -10,8 +14,9 @@ emergencyRoutingRadius.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from common.providers import requested_provider
@@ -23,6 +28,12 @@ from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 
 log = logging.getLogger("route_service.registry")
+# Answers a vehicle or route type the default provider has not loaded, when it can.
+FALLBACK_FIRST = "valhalla"
+# The provider answering a capability OSRM lacks, when none is named: isochrones from Valhalla,
+# 0.07-0.19x the graph's time on every shared map (bench/RESULTS.md "One graph for every
+# vehicle"), with as many of the roads our routes reach inside (docs/decisions.md, issue 30).
+DEFAULT_FOR = {"isochrone": "valhalla"}
 
 
 def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
@@ -53,15 +64,30 @@ def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None)
     )
 
 
+def serving_only(capabilities: Capabilities, vehicles: Sequence[str]) -> Capabilities:
+    """The provider's capabilities with its profiles cut to the vehicles the map serves."""
+    info = capabilities.info
+    profiles = frozenset(p for p in info.profiles if p[0] in vehicles)
+    return dataclasses.replace(capabilities, info=dataclasses.replace(info, profiles=profiles))
+
+
 class ProviderRegistry:
     def __init__(
-        self, providers: Mapping[str, RouteProvider], default_name: str, diagnostics: SnapDiagnostics | None = None
+        self,
+        providers: Mapping[str, RouteProvider],
+        default_name: str,
+        diagnostics: SnapDiagnostics | None = None,
+        vehicles: Sequence[str] | None = None,
     ) -> None:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
         self.providers = {name: resolve(provider, diagnostics) for name, provider in providers.items()}
+        if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
+            self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
         self.default_name = default_name
+        # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
+        self.vehicles = tuple(vehicles) if vehicles is not None else None
         # Answer emergency routing / per-request restrictions when no provider is named: the first that can.
         self.emergency = next((c for c in self.providers.values() if c.info.emergency_routing), None)
         self.restricting = next((c for c in self.providers.values() if c.info.restrictions), None)
@@ -80,6 +106,7 @@ class ProviderRegistry:
         emergency: bool = False,
         restricted_by: str | None = None,
         needs: str | None = None,
+        serving: str = "route",
     ) -> Capabilities:
         """The provider that answers a request, the last step of parsing it: the provider's
         violations join the request's own in `errors`, and all are raised together. What only
@@ -87,10 +114,19 @@ class ProviderRegistry:
         or restrictions (503), or none of the vehicle and route type in this dataset.
         `restricted_by` names the parameter that asks for per-request costs (`avoid` …);
         `needs` a capability the provider must have (`isochrone`): without a name, the first
-        provider that has it answers."""
+        provider that has it answers. Without a name, a vehicle or route type the chosen provider
+        has not loaded (ROUTING_VEHICLES) goes to one that has, Valhalla first, with the
+        capability the request uses (`serving`: route, matrix, match …)."""
+        named = name is not None
+        if self.vehicles is not None and vehicle not in self.vehicles:
+            errors.add(
+                "vehicle",
+                f"{vehicle} routing is not loaded: this map serves {', '.join(self.vehicles)} "
+                "(the import's ROUTING_VEHICLES)",
+            )
         name = requested_provider(name, self.names, errors)
         if name is None and needs is not None:
-            capable = next((c for c in self.providers.values() if getattr(c, needs) is not None), None)
+            capable = self._capable(needs)
             name = capable.name if capable is not None else None
         if name is not None:
             chosen: Capabilities | None = self._named(name, emergency, errors)
@@ -108,6 +144,8 @@ class ProviderRegistry:
         if chosen is None:
             wanted = restricted_by or "emergency routing"
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
+        if not named and not chosen.info.serves(vehicle, route_type):
+            chosen = self._serving(vehicle, route_type, serving, restricted_by, emergency) or chosen
         if not chosen.info.serves(vehicle, route_type):
             loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
             others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
@@ -127,6 +165,33 @@ class ProviderRegistry:
             errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
         return chosen
 
+    def _capable(self, capability: str) -> Capabilities | None:
+        """Who answers `capability` without a provider named: its measured default
+        (DEFAULT_FOR) when loaded, else the first provider that has it."""
+        preferred = self.providers.get(DEFAULT_FOR.get(capability, ""))
+        if preferred is not None and getattr(preferred, capability) is not None:
+            return preferred
+        return next((c for c in self.providers.values() if getattr(c, capability) is not None), None)
+
+    def _serving(
+        self, vehicle: str, route_type: str, capability: str, restricted_by: str | None, emergency: bool
+    ) -> Capabilities | None:
+        """The provider that answers a vehicle its chosen one has not loaded: Valhalla (one graph
+        for every vehicle) first, then any other, each with the capability and what the request
+        asks of it."""
+        order = sorted(self.providers.values(), key=lambda c: c.name != FALLBACK_FIRST)
+        return next(
+            (
+                c
+                for c in order
+                if c.info.serves(vehicle, route_type)
+                and getattr(c, capability) is not None
+                and (not restricted_by or c.info.restrictions)
+                and (not emergency or c.info.emergency_routing)
+            ),
+            None,
+        )
+
     def _unnamed(self, emergency: bool) -> Capabilities | None:
         return self.emergency if emergency else self.providers[self.default_name]
 
@@ -141,7 +206,8 @@ class ProviderRegistry:
             optional = load_optional(dataset)
             if optional is not None:
                 providers[optional.name] = optional
-        return cls(providers, osrm.name, SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points))
+        diagnostics = SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points)
+        return cls(providers, osrm.name, diagnostics, dataset.vehicles)
 
 
 def load_graph_provider(dataset: Dataset) -> RouteProvider | None:
@@ -156,7 +222,8 @@ def load_graph_provider(dataset: Dataset) -> RouteProvider | None:
 def load_valhalla_provider(dataset: Dataset) -> RouteProvider | None:
     from route_service.providers.valhalla import ValhallaProvider
 
-    return loaded(lambda: ValhallaProvider.load(dataset.path), "valhalla")
+    osrm_vehicles = {str(profile).split("-", 1)[0] for profile in dataset.manifest.get("profiles", {})}
+    return loaded(lambda: ValhallaProvider.load(dataset.path, osrm_vehicles), "valhalla")
 
 
 def loaded(load: Callable[[], RouteProvider], name: str) -> RouteProvider | None:

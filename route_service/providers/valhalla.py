@@ -16,12 +16,14 @@ area but may also leave out a hole in it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 import shapely
+import shapely.geometry
 import shapely.ops
 import valhalla
 
@@ -50,6 +52,17 @@ from route_service.model import (
 from route_service.providers.base import Plugins
 
 COSTING = {"car": "auto", "truck": "truck", "bicycle": "bicycle", "pedestrian": "pedestrian"}
+# Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
+# OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
+# `speed_reduction`), Valhalla the full speed: on the same roads (distances alike within 0.1 %)
+# Valhalla's car durations were 0.76-0.86 of OSRM's (medians: Munich 0.76, Heidelberg 0.79, all
+# as one 0.80, Helsinki and Andorra 0.83, Monaco 0.83-0.86; 100-200 pairs of main-network points
+# per map, 2026-11-26). Uncalibrated, its 10-minute areas held roads our routes reach in 12-13
+# minutes (precision 79-90 % where the graph's was 96-97 %). The pace is the top of that range,
+# rounded up: no map's area then stops short of a road our routes reach in time (recall has no
+# slack; at 0.80 Monaco and Andorra kept 91-92 % of them, at 0.85 Monaco 96 %), and the
+# densest-tagged map (Munich) reaches 0.875 / 0.76 = 1.15 t, its precision still 100 %.
+OSRM_PACE = 0.875
 
 # Valhalla's maneuver types (valhalla/odin DirectionsLeg_Maneuver_Type) as OSRM's type and modifier.
 MANEUVERS: dict[int, tuple[str, str | None]] = {
@@ -82,15 +95,17 @@ NO_PATH = {442, 443}  # "No path could be found for input"
 class ValhallaProvider:
     name = "valhalla"
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, osrm_vehicles: Iterable[str] = ()) -> None:
         self.actor = actor
+        # The vehicles whose routes OSRM answers: their isochrones keep OSRM's pace (OSRM_PACE).
+        self.osrm_vehicles = frozenset(osrm_vehicles)
 
     @classmethod
-    def load(cls, dataset_dir: Path) -> ValhallaProvider:
+    def load(cls, dataset_dir: Path, osrm_vehicles: Iterable[str] = ()) -> ValhallaProvider:
         tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
         if not tar.is_file():
             raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
-        return cls(valhalla.Actor(valhalla_tiles.config(dataset_dir)))
+        return cls(valhalla.Actor(valhalla_tiles.config(dataset_dir)), osrm_vehicles)
 
     def info(self) -> ProviderInfo:
         return ProviderInfo(
@@ -130,7 +145,8 @@ class ValhallaProvider:
 
     def isochrone(self, query: IsochroneQuery) -> IsochroneResult:
         if query.metric == "time":
-            contours = [{"time": limit / 60.0} for limit in query.limits]  # minutes
+            pace = OSRM_PACE if query.vehicle in self.osrm_vehicles else 1.0
+            contours = [{"time": pace * limit / 60.0} for limit in query.limits]  # minutes
         else:
             contours = [{"distance": limit / 1000.0} for limit in query.limits]  # kilometres
         request = {
@@ -142,7 +158,7 @@ class ValhallaProvider:
         answer = self.call("isochrone", request, Restrictions(), parameter="point")
         by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
         origin = self.snap(query.point, query.vehicle)
-        return IsochroneResult(origin, [feature["geometry"] for feature in by_limit])
+        return IsochroneResult(origin, nested([feature["geometry"] for feature in by_limit]))
 
     # ------------------------------------------------------------ map matching
 
@@ -198,6 +214,20 @@ def location(point: LatLon, vehicle: str) -> dict[str, Any]:
     `radius` as a start, and a 500 m one made a pedestrian route 15-20x slower in Munich and
     Helsinki (37-60 ms p50 against 2-3, `python -m bench engines`)."""
     return {"lat": point.lat, "lon": point.lon, "search_cutoff": int(SNAP_RADIUS_M[vehicle])}
+
+
+def nested(areas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each area joined with the smaller ones: Valhalla smooths each contour on its own, so a
+    larger one may cut a few metres off a smaller one's edge; a larger limit reaches all a
+    smaller one does."""
+    joined: list[dict[str, Any]] = []
+    inner: shapely.Geometry | None = None
+    for area in areas:
+        shape = shapely.geometry.shape(area)
+        shape = shape if inner is None else shapely.union(shape, inner)
+        joined.append(shapely.geometry.mapping(shape))
+        inner = shape
+    return joined
 
 
 def costing(vehicle: str, route_type: str, restrictions: Restrictions) -> dict[str, Any]:

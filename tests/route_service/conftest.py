@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from route_service.importer import ImportResult, Progress, import_maps
+from route_service.osrm_profiles import PROFILE_NAMES
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
@@ -25,7 +26,10 @@ def heidelberg_pbf(shared_osm: Path) -> Path:
 @pytest.fixture(scope="session")
 def heidelberg_maps(tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Path) -> ImportResult:
     started = time.perf_counter()
-    result = import_maps([heidelberg_pbf], tmp_path_factory.mktemp("maps"), progress=Progress(emit=lambda _line: None))
+    # Every OSRM profile (OSRM_VEHICLES may name every vehicle): the tests here check OSRM's bicycle
+    # and pedestrian routes too, not only the default import's car and truck.
+    every = list(PROFILE_NAMES)
+    result = import_maps([heidelberg_pbf], tmp_path_factory.mktemp("maps"), profiles=every, progress=Progress(emit=lambda _line: None))  # fmt: skip
     IMPORT_SECONDS["heidelberg"] = time.perf_counter() - started
     return result
 

@@ -18,7 +18,7 @@ from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
 from route_service.graph_format import read_graph
 from route_service.importer import ImportResult
-from route_service.model import CostQuery, MatrixQuery, RouteQuery, Snapped, WaypointsQuery
+from route_service.model import EVERY_PROFILE, CostQuery, MatrixQuery, ProviderInfo, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import EVERY_MAP
 
@@ -193,6 +193,9 @@ def test_a_dataset_without_samples_keeps_the_engines_error() -> None:
         ) -> np.ndarray:
             return np.zeros((len(sources), len(destinations)), dtype=bool)
 
+        def info(self) -> ProviderInfo:
+            return ProviderInfo("none", "no roads", EVERY_PROFILE)
+
     original = NoRouteFound("no car route connects the points", parameter="to")
     explained = SnapDiagnostics(NoRoads(), None).explain(original, [("from", LatLon(1, 1))], "car", "fastest")
     assert explained is original
@@ -233,6 +236,9 @@ class TwoAreas:
             return next(i for i, g in enumerate(self.groups) if int(p.lat) in g)
 
         return np.array([[group(s) == group(d) for d in destinations] for s in sources])
+
+    def info(self) -> ProviderInfo:
+        return ProviderInfo("two areas", "samples in groups", EVERY_PROFILE)
 
 
 def test_areas_are_the_main_networks_that_several_samples_lie_on() -> None:

@@ -15,6 +15,7 @@ from common.errors import NoRouteFound
 from route_service import osrm_profiles
 from route_service.dataset import MANIFEST
 from route_service.importer import (
+    BUILD_ONLY_SUFFIXES,
     WIDE_PROFILES,
     ImportFailed,
     ImportResult,
@@ -95,7 +96,11 @@ def test_only_car_and_truck_profiles_are_contracted_by_default(tmp_path: Path, t
 
 @pytest.mark.parametrize("algorithm", ["mld+ch", "mld", "ch"])
 def test_every_algorithm_answers_routes_and_matrices_alike(tmp_path: Path, tiny_map: TinyMap, algorithm: str) -> None:
+    """... from the files the build leaves: those only OSRM's preprocessing reads are removed."""
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm=algorithm, progress=QUIET)
+    left = {path.suffix for path in (result.dataset_dir / "osrm" / "car-fastest").iterdir()}
+    assert left.isdisjoint(BUILD_ONLY_SUFFIXES) and ".ebg" in BUILD_ONLY_SUFFIXES, left
+    assert result.manifest["profiles"]["car-fastest"]["build_only_bytes_removed"] > 0
     provider = OsrmProvider.load(result.dataset_dir, result.manifest)
     route = provider.route(RouteQuery(*tiny_map.west))
     table = provider.matrix(MatrixQuery([tiny_map.west[0]], [tiny_map.west[1]]))

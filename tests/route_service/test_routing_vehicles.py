@@ -1,5 +1,7 @@
-"""Operators choose the vehicles whose OSRM datasets are imported (ROUTING_VEHICLES, issue 30);
-a request for one not loaded is a 400 naming what is."""
+"""Operators choose the vehicles a map serves (ROUTING_VEHICLES) and those OSRM's profiles are
+built for (OSRM_VEHICLES, default car and truck; issue 30): a vehicle OSRM has not loaded goes
+to Valhalla (matrices to the next provider serving it), one the map does not serve is a 400
+naming those it does."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import pytest
 
 from common.errors import InvalidParameter
 from route_service.dataset import Dataset
-from route_service.importer import ImportResult, main, profiles_of_vehicles
-from route_service.parsing import parse_route
+from route_service.formatter import providers_body
+from route_service.importer import ImportResult, main, profiles_of_vehicles, resolve_choice
+from route_service.parsing import parse_matrix, parse_route
 from route_service.providers.registry import ProviderRegistry
+
+WALK = {"from": "43.7384,7.4246", "to": "43.7311,7.4197", "vehicle": "pedestrian"}  # Monaco
 
 
 def test_the_vehicles_name_their_profiles() -> None:
@@ -33,21 +38,61 @@ def test_the_importer_refuses_an_unknown_vehicle_before_any_work(
     assert "unknown vehicles ['hovercraft']" in capsys.readouterr().err
 
 
-def test_a_vehicle_not_imported_is_a_400_naming_what_is(city_maps: Callable[[str], ImportResult]) -> None:
-    result = city_maps("monaco")  # OSRM's car-fastest only
+def test_by_default_every_vehicle_is_served_and_osrm_built_for_car_and_truck(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROUTING_VEHICLES", raising=False)
+    monkeypatch.delenv("OSRM_VEHICLES", raising=False)
+    choice = resolve_choice(None)
+    assert choice.vehicles == ("car", "truck", "bicycle", "pedestrian")
+    assert choice.profiles == ("car-fastest", "car-shortest", "truck-fastest", "truck-shortest")
+
+
+def test_the_operator_s_choices_name_the_vehicles_and_osrm_s_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUTING_VEHICLES", "truck,bicycle")
+    monkeypatch.delenv("OSRM_VEHICLES", raising=False)
+    assert resolve_choice(None) == resolve_choice(None, "bicycle, truck")
+    assert resolve_choice(None).vehicles == ("truck", "bicycle")
+    assert resolve_choice(None).profiles == ("truck-fastest", "truck-shortest")
+    monkeypatch.setenv("OSRM_VEHICLES", "bicycle")
+    assert resolve_choice(None).profiles == ("bicycle-fastest", "bicycle-shortest")
+    monkeypatch.setenv("ROUTING_VEHICLES", "pedestrian")
+    with pytest.raises(ValueError, match=r"OSRM_VEHICLES .* names none of the vehicles served"):
+        resolve_choice(None)
+    chosen = resolve_choice(["truck-shortest", "car-fastest"])  # asked explicitly: as asked, their vehicles
+    assert chosen.profiles == ("truck-shortest", "car-fastest") and chosen.vehicles == ("car", "truck")
+    assert resolve_choice(["car-fastest"], "pedestrian,car").vehicles == ("car", "pedestrian")
+    with pytest.raises(ValueError, match="name vehicles the map does not serve"):
+        resolve_choice(["truck-fastest"], "car")
+
+
+def test_a_vehicle_the_map_does_not_serve_is_a_400_naming_those_it_does(
+    city_maps: Callable[[str], ImportResult],
+) -> None:
+    result = city_maps("monaco")  # OSRM's car-fastest; as if imported with ROUTING_VEHICLES=car
+    dataset = Dataset(result.hash, result.dataset_dir, {**result.manifest, "vehicles": ["car"]})
+    registry = ProviderRegistry.load(dataset)
+    assert {c.name: c.info.vehicles for c in registry.providers.values()} == dict.fromkeys(registry.names, ("car",))
+    assert providers_body(registry.providers.values(), "osrm", dataset)["coverage"]["vehicles"] == ["car"]
+    for named in ({}, {"provider": "valhalla"}, {"provider": "osrm"}):
+        with pytest.raises(InvalidParameter) as caught:
+            parse_route({**WALK, **named}, registry)
+        violation = caught.value.violations[0]
+        assert violation.parameter == "vehicle" and "this map serves car (" in violation.message, violation.message
+
+
+def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_graph(
+    city_maps: Callable[[str], ImportResult],
+) -> None:
+    result = city_maps("monaco")  # OSRM's car-fastest, serving every vehicle
+    assert result.manifest["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
     registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
-    with pytest.raises(InvalidParameter) as caught:
-        parse_route({"from": "43.7384,7.4246", "to": "43.7311,7.4197", "vehicle": "pedestrian"}, registry)
-    message = caught.value.violations[0].message
-    assert caught.value.violations[0].parameter == "vehicle"
-    assert "it serves car/fastest" in message and "provider=graph serves it" in message, message
-
-
-def test_routing_vehicles_chooses_the_profiles_of_every_import(monkeypatch: pytest.MonkeyPatch) -> None:
-    from route_service.importer import resolve_profiles
-
-    monkeypatch.setenv("ROUTING_VEHICLES", "truck")
-    assert resolve_profiles(None) == ["truck-fastest", "truck-shortest"]
-    assert resolve_profiles(["car-fastest"]) == ["car-fastest"]  # asked explicitly: as asked
-    monkeypatch.delenv("ROUTING_VEHICLES")
-    assert len(resolve_profiles(None)) == 8
+    assert parse_route(WALK, registry).provider == "valhalla"
+    assert parse_route({**WALK, "vehicle": "car", "type": "shortest"}, registry).provider == "valhalla"
+    assert parse_route({**WALK, "vehicle": "car"}, registry).provider == "osrm"  # loaded: OSRM's speed
+    walked = parse_route(WALK, registry)
+    assert walked.plugin(walked.query).routes[0].distance_m > 0
+    body = {"sources": [{"lat": 43.7384, "lon": 7.4246}], "destinations": [{"lat": 43.7311, "lon": 7.4197}]}
+    matrix = parse_matrix({**body, "vehicle": "pedestrian"}, registry)
+    assert matrix.provider == "graph"  # Valhalla computes no matrices here
+    with pytest.raises(InvalidParameter) as caught:  # named, OSRM refuses what it has not loaded
+        parse_route({**WALK, "provider": "osrm"}, registry)
+    assert "provider=graph serves it" in caught.value.violations[0].message

@@ -1,0 +1,94 @@
+"""What an import builds, by the operator's choice (issue 30): every OSRM profile, as before,
+against the default — OSRM for car and truck only (OSRM_VEHICLES), Valhalla's tiles for every
+vehicle, the road graph — on every shared extract, all of them as one map, and the synthetic
+1x and 10x Heidelberg of `bench/scale.py` (`BENCH_IMPORT_FACTORS`, default `1,10`; 30 adds
+some 20 minutes).
+
+Both imports of a map run one after the other in the same run, each a fresh
+`python -m route_service.importer` process tree: wall time, the largest process's peak RSS
+(wait4) and the tree's largest sampled sum, and the routing data on disk by part, against the
+PBF's size. "Build-only" is what the importer removed after OSRM's preprocessing (files no
+engine opens): before this change it stayed on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.scale import CACHE, SHARED_OSM, Measured, current_dir, dir_bytes, human_bytes, measured_run, synthetic
+from route_service.osrm_profiles import PROFILE_NAMES
+
+CHOICES = {"every OSRM profile (before)": ["--profiles", ",".join(PROFILE_NAMES)], "default (car, truck in OSRM)": []}
+
+
+@dataclass
+class Built:
+    measured: Measured
+    manifest: dict[str, Any]
+    parts: dict[str, int]  # osrm, valhalla, graph: bytes on disk
+    build_only: int  # bytes the importer removed after OSRM's preprocessing
+
+
+def maps() -> list[tuple[str, list[Path]]]:
+    extracts = sorted(SHARED_OSM.glob("*.osm.pbf"))
+    factors = [int(f) for f in os.environ.get("BENCH_IMPORT_FACTORS", "1,10").split(",") if f.strip()]
+    chosen = [(p.name.split(".")[0], [p]) for p in extracts] + [("all as one", extracts)]
+    return chosen + [(f"Heidelberg {f}x (synthetic)", [synthetic(f)[0]]) for f in factors]
+
+
+def build(inputs: list[Path], options: list[str], work: Path) -> Built:
+    out = work / "maps"
+    osm = [arg for path in inputs for arg in ("--osm", str(path))]
+    command = [sys.executable, "-m", "route_service.importer", *osm, "--out", str(out), *options]
+    measured = measured_run(command, work / "import.log")
+    dataset = current_dir(out)
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    parts = {part: dir_bytes(dataset / part) for part in ("osrm", "valhalla", "graph")}
+    removed = sum(int(stats.get("build_only_bytes_removed", 0)) for stats in manifest["profiles"].values())
+    return Built(measured, manifest, parts, removed)
+
+
+def row(name: str, pbf: int, choice: str, built: Built) -> str:
+    total = sum(built.parts.values())
+    parts = " / ".join(human_bytes(built.parts[p]) for p in ("osrm", "valhalla", "graph"))
+    return (
+        f"| {name} | {choice} | {len(built.manifest['profiles'])} | {built.measured.seconds:.1f} "
+        f"| {human_bytes(built.measured.max_rss)} / {human_bytes(built.measured.tree_rss)} "
+        f"| {parts} | {human_bytes(total)} = **{total / pbf:.1f}x** | {human_bytes(built.build_only)} |"
+    )
+
+
+def run() -> str:
+    started = datetime.now(UTC)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, inputs in maps():
+        pbf = sum(p.stat().st_size for p in inputs)
+        for choice, options in CHOICES.items():
+            with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
+                print(f"   {name}: {choice} ...", flush=True)
+                rows.append(row(name, pbf, choice, build(inputs, options, Path(tmp))))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return "\n".join([
+        "## Routing import by the operator's choice (issue 30)",
+        "",
+        f"{started:%Y-%m-%d %H:%M} UTC, commit {commit.stdout.strip() or 'unknown'}, `python -m bench import_choice` "
+        f"(BENCH_IMPORT_FACTORS={os.environ.get('BENCH_IMPORT_FACTORS', '1,10')}); {os.cpu_count()} cores, load "
+        f"average at start {os.getloadavg()[0]:.2f}. Each map imported twice in a row by `python -m "
+        "route_service.importer` (2 jobs): with every OSRM profile, as every import did before, and with the "
+        "default choice. Both keep Valhalla's tiles and the road graph. Targets (issue 30, at 10x and 30x, "
+        "`bench/scale.py`): routing data ≤ 6x the PBF, import wall ≤ 1/3 of before, tree peak ≤ 1.5 GB at 30x.",
+        "",
+        "| map | choice | OSRM profiles | wall s | peak RSS: largest process / tree | data: OSRM / Valhalla / graph "
+        "| routing data vs PBF | build-only files removed |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+    ])
