@@ -229,8 +229,11 @@ def run() -> str:
             "",
             f"Command: `python -m bench isochrone` (BENCH_ISOCHRONE_CENTRES={CENTRES}, BENCH_ISOCHRONE_SAMPLES={SAMPLES}). "
             f"Car, {LIMIT_S:g} s (15-minute) areas around seeded main-network centres (bench/maps.py); the judge is "
-            "OSRM's /v1/route from the centre. Recall: random points of the box around the area (SAMPLES per centre) "
-            "that OSRM reaches in time, inside the area. Precision: random points of the area (SAMPLES per centre) "
+            "OSRM's /v1/route from the centre; the provider is the one chosen without `provider` (the graph). "
+            "Recall: the nearest main-network road points of random points "
+            "of the box around the area (SAMPLES per centre) that OSRM reaches in time, inside the area — a changed "
+            "measure since 2026-11-26 (it counted the random points themselves, up to 1 km off a road; see "
+            "bench/isochrone.py). Precision: random points of the area (SAMPLES per centre) "
             f"whose nearest main-network road OSRM reaches in at most {SLACK:g} x the time. Centres: those judged, of "
             f"those drawn; a centre OSRM snaps more than {JUDGE_START_M:g} m away (it starts its routes elsewhere: a "
             "street OSRM enters only as a destination, in a part it deems small) is left out. Latency: the same "

@@ -16,6 +16,7 @@ import numpy as np
 
 from common.config import REPO_ROOT
 from common.geo import LatLon
+from common.vocabulary import VEHICLES
 from route_service.dataset import Dataset, current_dataset
 from route_service.graph_format import read_graph
 from route_service.importer import Progress, import_maps
@@ -63,7 +64,9 @@ def map_dir(name: str) -> Path:
     """The map's directory (a route service's MAP_DIR), imported when missing."""
     inputs = [SHARED_OSM / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
     out = CACHE_DIR / name
-    import_maps(inputs, out, profiles=["car-fastest"], progress=Progress(emit=lambda _line: None))
+    # OSRM's car-fastest, serving every vehicle (the others from Valhalla and the graph): with
+    # its own vehicles only, every other vehicle's request would be timed as a quick 400.
+    import_maps(inputs, out, profiles=["car-fastest"], vehicles=",".join(VEHICLES), progress=Progress(emit=lambda _line: None))  # fmt: skip
     return out
 
 

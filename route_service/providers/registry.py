@@ -30,10 +30,6 @@ from route_service.providers.osrm_provider import OsrmProvider
 log = logging.getLogger("route_service.registry")
 # Answers a vehicle or route type the default provider has not loaded, when it can.
 FALLBACK_FIRST = "valhalla"
-# The provider answering a capability OSRM lacks, when none is named: isochrones from Valhalla,
-# 0.07-0.19x the graph's time on every shared map (bench/RESULTS.md "One graph for every
-# vehicle"), with as many of the roads our routes reach inside (docs/decisions.md, issue 30).
-DEFAULT_FOR = {"isochrone": "valhalla"}
 
 
 def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
@@ -126,7 +122,7 @@ class ProviderRegistry:
             )
         name = requested_provider(name, self.names, errors)
         if name is None and needs is not None:
-            capable = self._capable(needs)
+            capable = next((c for c in self.providers.values() if getattr(c, needs) is not None), None)
             name = capable.name if capable is not None else None
         if name is not None:
             chosen: Capabilities | None = self._named(name, emergency, errors)
@@ -164,14 +160,6 @@ class ProviderRegistry:
             hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
             errors.add("emergencyRoutingRadius", f"the {name} provider does not support emergency routing: {hint}")
         return chosen
-
-    def _capable(self, capability: str) -> Capabilities | None:
-        """Who answers `capability` without a provider named: its measured default
-        (DEFAULT_FOR) when loaded, else the first provider that has it."""
-        preferred = self.providers.get(DEFAULT_FOR.get(capability, ""))
-        if preferred is not None and getattr(preferred, capability) is not None:
-            return preferred
-        return next((c for c in self.providers.values() if getattr(c, capability) is not None), None)
 
     def _serving(
         self, vehicle: str, route_type: str, capability: str, restricted_by: str | None, emergency: bool

@@ -97,7 +97,7 @@ async def test_isochrone_over_http(client: Client) -> None:
     response = await client.get("/v1/isochrone?point=49.4095,8.6936&time=300,600&vehicle=bicycle")
     body = await response.json()
     assert response.status == 200, body
-    assert body["type"] == "FeatureCollection" and body["provider"] == "valhalla" and body["vehicle"] == "bicycle"
+    assert body["type"] == "FeatureCollection" and body["provider"] == "graph" and body["vehicle"] == "bicycle"
     assert [f["properties"] for f in body["features"]] == [{"time": 300, "unit": "s"}, {"time": 600, "unit": "s"}]
     assert all(f["geometry"]["type"] in ("Polygon", "MultiPolygon") for f in body["features"])
     response = await client.get("/v1/isochrone?point=49.4095,8.6936", headers=PROBLEM)

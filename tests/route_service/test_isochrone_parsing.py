@@ -73,15 +73,6 @@ def test_defaults_and_ascending_limits() -> None:
     assert parsed.query == IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 600.0, 900.0), "time", "car", "fastest")
 
 
-def test_valhalla_answers_isochrones_when_loaded_and_none_is_named() -> None:
-    """The measured default (DEFAULT_FOR), whatever the providers' order; a name still decides."""
-    providers = {"osrm": FakeProvider("osrm", False), "graph": FakeProvider("graph", True),
-                 "valhalla": FakeProvider("valhalla", True)}  # fmt: skip
-    three = ProviderRegistry(providers, "osrm")
-    assert parse_isochrone({"point": POINT, "time": "300"}, three).provider == "valhalla"
-    assert parse_isochrone({"point": POINT, "time": "300", "provider": "graph"}, three).provider == "graph"
-
-
 def test_distance_vehicle_type_and_provider() -> None:
     params = {"point": POINT, "distance": "1500.5", "vehicle": "Bicycle", "type": "SHORTEST", "provider": " Graph "}
     parsed = parse_isochrone(params, registry())

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import orjson
 import pytest
@@ -25,7 +26,7 @@ from route_service.importer import ImportResult
 from route_service.model import SNAP_RADIUS_M, TRUCK_PARAMETERS, IsochroneQuery, MatchQuery
 from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
-from route_service.providers.valhalla import ValhallaProvider
+from route_service.providers.valhalla import OSRM_PACE, ValhallaProvider
 from tests.conftest import EVERY_MAP
 from tests.route_service.test_truck_dimensions import (
     METRES_PER_DEGREE,
@@ -42,6 +43,7 @@ class MapCase:
     registry: ProviderRegistry
     origin: LatLon
     destination: LatLon
+    dataset_dir: Path
 
     def params(self, **extra: str) -> dict[str, str]:
         ends = {"from": f"{self.origin.lat},{self.origin.lon}", "to": f"{self.destination.lat},{self.destination.lon}"}
@@ -55,13 +57,14 @@ def load(result: ImportResult) -> ProviderRegistry:
 @pytest.fixture(scope="module", params=EVERY_MAP)
 def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> MapCase:
     """Two main-network points of the map, as far apart as Valhalla routes a car."""
-    registry = load(city_maps(request.param))
+    result = city_maps(request.param)
+    registry = load(result)
     assert "valhalla" in registry.names, "every import builds Valhalla's tiles"
     assert registry.diagnostics is not None
     network = registry.diagnostics.references("car", "fastest")
     pairs = sorted(((a, b) for a in network for b in network if a != b), key=lambda pair: -haversine_m(*pair))
     for origin, destination in pairs[:50]:
-        found = MapCase(request.param, registry, origin, destination)
+        found = MapCase(request.param, registry, origin, destination, result.dataset_dir)
         parsed = parse_route(found.params(steps="false"), registry)
         try:
             parsed.plugin(parsed.query)
@@ -117,11 +120,26 @@ def test_the_route_never_enters_an_avoided_area(case: MapCase) -> None:
 def test_an_isochrone_is_nested_around_its_point(case: MapCase) -> None:
     provider = case.registry.providers["valhalla"]
     assert provider.isochrone is not None
-    result = provider.isochrone(IsochroneQuery(case.origin, (120.0, 300.0), vehicle="car"))
-    inner, outer = (shapely.geometry.shape(area) for area in result.areas)
-    assert inner.area < outer.area
-    assert outer.buffer(1e-4).contains(inner)
+    result = provider.isochrone(IsochroneQuery(case.origin, (120.0, 300.0, 600.0), vehicle="car"))
+    inner, middle, outer = (shapely.geometry.shape(area) for area in result.areas)
+    assert inner.area < middle.area < outer.area
+    # Strictly (Valhalla smooths each contour alone; `nested` joins each with the smaller ones).
+    assert outer.buffer(1e-9).contains(middle) and middle.buffer(1e-9).contains(inner)
     assert inner.buffer(1e-4).contains(shapely.Point(result.origin.location.lon, result.origin.location.lat))
+
+
+def test_an_isochrone_of_a_vehicle_osrm_routes_keeps_osrm_s_pace(case: MapCase) -> None:
+    """OSRM (car here) drives 80 % of a tagged maxspeed, Valhalla the full speed: a car area of
+    t seconds is Valhalla's of OSRM_PACE x t; a bicycle's (Valhalla's own routes) is not scaled."""
+    osrm_paced = ValhallaProvider.load(case.dataset_dir, {"car"})
+    own_pace = ValhallaProvider.load(case.dataset_dir, ())
+    query = IsochroneQuery(case.origin, (600.0,), vehicle="car")
+    paced, free = (shapely.geometry.shape(p.isochrone(query).areas[0]) for p in (osrm_paced, own_pace))
+    assert paced.area < free.area
+    expected = shapely.geometry.shape(own_pace.isochrone(IsochroneQuery(case.origin, (OSRM_PACE * 600.0,))).areas[0])
+    assert paced.symmetric_difference(expected).area < 1e-3 * expected.area
+    bicycle = IsochroneQuery(case.origin, (600.0,), vehicle="bicycle")
+    assert osrm_paced.isochrone(bicycle).areas == own_pace.isochrone(bicycle).areas
 
 
 def test_distance_isochrones_are_nested_too(case: MapCase) -> None:
