@@ -4,11 +4,14 @@ shared extract and on all of them as one map, and Valhalla's tiles at 1x, 10x an
 Per request, in process, the two providers alternating on the same seeded pairs of main-network
 points at least 500 m apart (bench/maps.py): a 5-minute car isochrone, a car route around an
 80 m box across the middle of its plain route, a truck with dimensions (4.0 m, 2.55 m, 12 m,
-18 t, 10 t axle load), a pedestrian and a bicycle route. Isochrone agreement: the 10-minute
+18 t, 10 t axle load), a pedestrian, a bicycle and a car's shortest route. Isochrone agreement: the 10-minute
 area judged like `tests/route_service/test_isochrone.py` against the routes OSRM answers
 (recall: of the points OSRM's car reaches in time, the share inside; precision: of the area,
 the share near a road reached in 10 % more), and the recall of road points alone
 (`on_road_recall`).
+
+Clock: Valhalla's own durations of car and truck fastest routes against OSRM's on the same pairs,
+which OSRM_DURATION_RATIO and OSRM_PACE (route_service/providers/valhalla.py) rest on.
 
 Tiles: the synthetic maps of `bench/synthetic_map.py` (Heidelberg, 10 and 30 copies), each built
 alone with 2 threads; wall time, the tar's size against the PBF, the build's peak RSS (its whole
@@ -47,12 +50,14 @@ from common.geo import LatLon, haversine_m
 from route_service import valhalla_tiles
 from route_service.model import IsochroneQuery
 from route_service.parsing import parse_isochrone, parse_route
+from route_service.providers.valhalla import OSRM_DURATION_RATIO, OSRM_PACE, ValhallaProvider
 
 SEED = 20261126
 PAIRS = int(os.environ.get("BENCH_ENGINE_PAIRS", "40"))
 PROVIDERS = ("graph", "valhalla")
 TRUCK = {"vehicle": "truck", "height": "4.0", "width": "2.55", "length": "12", "weight": "18", "axleLoad": "10"}
-OPERATIONS = ("isochrone 5 min", "avoid area", "truck dimensions", "pedestrian", "bicycle")
+OPERATIONS = ("isochrone 5 min", "avoid area", "truck dimensions", "pedestrian", "bicycle", "car shortest")
+CLOCK_VEHICLES = ("car", "truck")
 SCALES = (1, 10, 30)
 
 
@@ -94,6 +99,7 @@ def calls(bench: BenchMap, a: LatLon, b: LatLon, provider: str) -> dict[str, Cal
         "truck dimensions": route(**TRUCK),
         "pedestrian": route(vehicle="pedestrian"),
         "bicycle": route(vehicle="bicycle"),
+        "car shortest": route(type="shortest"),
     }
 
 
@@ -155,6 +161,39 @@ def on_road_recall(bench: BenchMap, provider: str, limit_s: float = 600.0) -> tu
     return inside, reached
 
 
+# ---------------------------------------------------------------- clock
+
+
+def clock_rows() -> list[str]:
+    """Per map and vehicle: Valhalla's unscaled duration / OSRM's on the same pairs (p10, median,
+    p90), the median after OSRM_DURATION_RATIO, and the distances' median ratio (the same roads?)."""
+    rows = []
+    for bench in every_map():
+        unscaled = ValhallaProvider.load(bench.dataset.path)
+        points = bench.road_points(4 * PAIRS, SEED + 3)
+        pairs = [(a, b) for a, b in zip(points[::2], points[1::2], strict=False) if haversine_m(a, b) >= 500][:PAIRS]
+        for vehicle in CLOCK_VEHICLES:
+            times, lengths = [], []
+            for a, b in pairs:
+                ends = {"from": text(a), "to": text(b), "steps": "false", "vehicle": vehicle}
+                try:
+                    osrm = parse_route({**ends, "provider": "osrm"}, bench.registry)
+                    ours = osrm.plugin(osrm.query).routes[0]
+                    theirs = unscaled.route(parse_route({**ends, "provider": "valhalla"}, bench.registry).query).routes[0]
+                except (NoRouteFound, PointNotRoutable):
+                    continue
+                times.append(theirs.duration_s / ours.duration_s)
+                lengths.append(theirs.distance_m / ours.distance_m)
+            if not times:
+                continue
+            rows.append(
+                f"| {bench.name} | {vehicle} | {len(times)} | {percentile(times, 10):.2f} | "
+                f"{statistics.median(times):.2f} | {percentile(times, 90):.2f} | "
+                f"{statistics.median(times) / OSRM_DURATION_RATIO:.2f} | {statistics.median(lengths):.3f} |"
+            )
+    return rows
+
+
 # ---------------------------------------------------------------- tiles
 
 
@@ -209,7 +248,7 @@ def commit() -> str:
 def run() -> str:
     started = datetime.now(UTC)
     load = os.getloadavg()[0]
-    requests, tiles = request_rows(), tile_rows()
+    requests, clock, tiles = request_rows(), clock_rows(), tile_rows()
     return "\n".join(
         [
             "## One graph for every vehicle: the graph provider against Valhalla (issue 30)",
@@ -221,6 +260,14 @@ def run() -> str:
             "| map | operation | graph | valhalla | valhalla / graph (p50) |",
             "|---|---|---|---|---|",
             *requests,
+            "",
+            f"Valhalla's clock: its own duration of a fastest route / OSRM's on the same pairs (OSRM answers car "
+            f"and truck fastest routes). Valhalla's durations of those vehicles are divided by OSRM_DURATION_RATIO = "
+            f"{OSRM_DURATION_RATIO} (routes, traces); its isochrones of t seconds reach OSRM_PACE x t = {OSRM_PACE} t.",
+            "",
+            "| map | vehicle | pairs | p10 | median | p90 | median / OSRM_DURATION_RATIO | distance ratio (median) |",
+            "|---|---|---|---|---|---|---|---|",
+            *clock,
             "",
             f"Valhalla's tiles, built alone ({valhalla_tiles.version()}, 2 threads), on the synthetic maps of "
             "`bench/synthetic_map.py`:",

@@ -1,7 +1,7 @@
 """Every shared extract, and all five imported together as one map, for the benchmark sections
 that must hold on every map (matrix, dynamic costs, isochrone, match).
 
-Each is imported once (OSRM car-fastest and the road graph) under var/bench-cache/maps/<name>;
+Each is imported once (OSRM car- and truck-fastest, Valhalla's tiles and the road graph) under var/bench-cache/maps/<name>;
 a rerun with unchanged inputs and importer reuses it. `road_points` draws seeded random road
 nodes of a map's main network, so every section measures the same kind of points.
 """
@@ -19,7 +19,7 @@ from common.geo import LatLon
 from common.vocabulary import VEHICLES
 from route_service.dataset import Dataset, current_dataset
 from route_service.graph_format import read_graph
-from route_service.importer import Progress, import_maps
+from route_service.importer import DEFAULT_OSRM_VEHICLES, Progress, import_maps, osrm_profiles_of
 from route_service.providers.registry import ProviderRegistry
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
@@ -64,9 +64,11 @@ def map_dir(name: str) -> Path:
     """The map's directory (a route service's MAP_DIR), imported when missing."""
     inputs = [SHARED_OSM / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
     out = CACHE_DIR / name
-    # OSRM's car-fastest, serving every vehicle (the others from Valhalla and the graph): with
-    # its own vehicles only, every other vehicle's request would be timed as a quick 400.
-    import_maps(inputs, out, profiles=["car-fastest"], vehicles=",".join(VEHICLES), progress=Progress(emit=lambda _line: None))  # fmt: skip
+    # OSRM's default build (car and truck fastest), serving every vehicle (the others from
+    # Valhalla and the graph): with its own vehicles only, every other vehicle's request would be
+    # timed as a quick 400.
+    profiles = osrm_profiles_of(DEFAULT_OSRM_VEHICLES)
+    import_maps(inputs, out, profiles=profiles, vehicles=",".join(VEHICLES), progress=Progress(emit=lambda _line: None))  # fmt: skip
     return out
 
 

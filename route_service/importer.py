@@ -68,6 +68,10 @@ CONTRACTED_IN_MLD_CH = ("car-", "truck-")
 # pedestrian OSRM profiles were 2/3 of the routing data at 10x (295-315 MB each against 122-128
 # for car or truck) and the import's memory peak (osrm-extract 2.0-2.1 GB at 30x against 1.5).
 DEFAULT_OSRM_VEHICLES = ("car", "truck")
+# The route types OSRM is built for, for each of those vehicles: its fastest routes and the
+# matrices the optimizers and /v1/matrix ask for. Shortest routes come from Valhalla's tiles like
+# every other per-request variant: their two OSRM profiles were half of OSRM's data and import.
+OSRM_ROUTE_TYPES = ("fastest",)
 # OSRM's files only its preprocessing reads (osrm-extract's edge-based graph and restrictions,
 # the compressed node-based graph, osrm-contract's and osrm-customize's inputs): neither
 # osrm-routed nor the binding open them (OSRM's storage configuration lists what they do);
@@ -305,7 +309,7 @@ class ImportChoice:
 def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) -> ImportChoice:
     """OSRM profiles asked explicitly: those, serving the `vehicles` named or else their own
     vehicles only. Else the vehicles named (`vehicles`, else ROUTING_VEHICLES, else every one),
-    OSRM built for those of them in OSRM_VEHICLES (default car, truck)."""
+    OSRM built for those of them in OSRM_VEHICLES (default car, truck), fastest routes only."""
     if profiles is not None:
         chosen = list(dict.fromkeys(profiles))
         unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
@@ -326,7 +330,7 @@ def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) 
             f"OSRM_VEHICLES ({', '.join(fast)}) names none of the vehicles served ({', '.join(served_vehicles)}): "
             "OSRM answers at least one vehicle's routes and matrices"
         )
-    return ImportChoice(tuple(served_vehicles), tuple(profiles_of_vehicles(",".join(with_osrm))))
+    return ImportChoice(tuple(served_vehicles), tuple(osrm_profiles_of(with_osrm)))
 
 
 def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
@@ -479,9 +483,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=os.environ.get("ROUTING_VEHICLES") or None,
         help="comma-separated vehicles the map serves (default: $ROUTING_VEHICLES, else all of "
         + ",".join(VEHICLES)
-        + "); OSRM's profiles are built for those also in $OSRM_VEHICLES (default "
+        + "); OSRM's fastest profiles are built for those also in $OSRM_VEHICLES (default "
         + ",".join(DEFAULT_OSRM_VEHICLES)
-        + "), Valhalla's tiles serve them all",
+        + "), Valhalla's tiles serve them all and every route type",
     )
     parser.add_argument(
         "--algorithm",
@@ -508,10 +512,9 @@ def vehicles_named(text: str, setting: str = "ROUTING_VEHICLES") -> list[str]:
     return [v for v in VEHICLES if v in vehicles]
 
 
-def profiles_of_vehicles(text: str) -> list[str]:
-    """The OSRM profiles of the vehicles named (`car,truck`), every route type each."""
-    vehicles = vehicles_named(text)
-    return [p for p in osrm_profiles.PROFILE_NAMES if p.split("-", 1)[0] in vehicles]
+def osrm_profiles_of(vehicles: Sequence[str]) -> list[str]:
+    """The OSRM profiles built for the vehicles: OSRM_ROUTE_TYPES each."""
+    return [osrm_profiles.profile_name(v, kind) for v in vehicles for kind in OSRM_ROUTE_TYPES]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,6 +63,12 @@ COSTING = {"car": "auto", "truck": "truck", "bicycle": "bicycle", "pedestrian": 
 # slack; at 0.80 Monaco and Andorra kept 91-92 % of them, at 0.85 Monaco 96 %), and the
 # densest-tagged map (Munich) reaches 0.875 / 0.76 = 1.15 t, its precision still 100 %.
 OSRM_PACE = 0.875
+# The same measurement for routes: where OSRM answers a vehicle's fastest routes, Valhalla's
+# durations of that vehicle (its shortest routes, avoid areas, truck dimensions, traces) are
+# divided by the median ratio of all maps as one, so that one vehicle keeps one clock whichever
+# engine answers (unscaled, a car's shortest route came out 20 % faster than its fastest one).
+# `python -m bench engines` measures the ratio on every map, for car and truck.
+OSRM_DURATION_RATIO = 0.80
 
 # Valhalla's maneuver types (valhalla/odin DirectionsLeg_Maneuver_Type) as OSRM's type and modifier.
 MANEUVERS: dict[int, tuple[str, str | None]] = {
@@ -132,7 +138,8 @@ class ValhallaProvider:
             request["alternates"] = query.alternatives
         answer = self.call("route", request, query.restrictions)
         trips = [answer["trip"], *(alternate["trip"] for alternate in answer.get("alternates", []))]
-        routes = [to_route(trip, query.steps) for trip in trips[: query.alternatives + 1]]
+        clock = self.clock(query.vehicle)
+        routes = [to_route(trip, query.steps, clock) for trip in trips[: query.alternatives + 1]]
         first = routes[0].geometry
         return RouteResult(
             routes=routes,
@@ -140,6 +147,10 @@ class ValhallaProvider:
             destination=snapped(query.destination, first[-1], trips[0], -1),
             alternatives_requested=query.alternatives,
         )
+
+    def clock(self, vehicle: str) -> float:
+        """What Valhalla's durations of the vehicle are multiplied by (OSRM_DURATION_RATIO)."""
+        return 1.0 / OSRM_DURATION_RATIO if vehicle in self.osrm_vehicles else 1.0
 
     # ------------------------------------------------------------ isochrone
 
@@ -182,7 +193,7 @@ class ValhallaProvider:
             answer = self.call("trace_attributes", request, Restrictions(), parameter="points")
         except (PointNotRoutable, NoRouteFound, RuntimeError):
             return MatchResult([], [False] * count, [None] * count if query.detail else [])
-        return to_match(answer, count, query.detail)
+        return to_match(answer, count, query.detail, self.clock(query.vehicle))
 
     def snap(self, point: LatLon, vehicle: str) -> Snapped:
         request = {"locations": [location(point, vehicle)], **costing(vehicle, "fastest", Restrictions())}
@@ -287,35 +298,38 @@ def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restr
 # ---------------------------------------------------------------- conversion
 
 
-def to_route(trip: dict[str, Any], with_steps: bool) -> Route:
+def to_route(trip: dict[str, Any], with_steps: bool, clock: float = 1.0) -> Route:
     """Legs' shapes joined (each leg after the first starts where the one before it ended), its
-    maneuvers' shape indices moved to the joined geometry."""
+    maneuvers' shape indices moved to the joined geometry; every duration times `clock`."""
     shapes = [polyline.decode(leg["shape"], 6) for leg in trip["legs"]]
     geometry = np.ascontiguousarray(np.round(np.concatenate([shapes[0], *(s[1:] for s in shapes[1:])]), 7))
     starts = np.concatenate(([0], np.cumsum([len(s) - 1 for s in shapes[:-1]]))).astype(int)
     summary = trip["summary"]
     return Route(
         distance_m=round(summary["length"] * 1000.0, 1),
-        duration_s=round(summary["time"], 1),
+        duration_s=round(summary["time"] * clock, 1),
         geometry=geometry,
-        legs=[to_leg(leg, int(start), with_steps, geometry) for leg, start in zip(trip["legs"], starts, strict=True)],
+        legs=[
+            to_leg(leg, int(start), with_steps, geometry, clock)
+            for leg, start in zip(trip["legs"], starts, strict=True)
+        ],
     )
 
 
-def to_leg(leg: dict[str, Any], offset: int, with_steps: bool, geometry: np.ndarray) -> Leg:
+def to_leg(leg: dict[str, Any], offset: int, with_steps: bool, geometry: np.ndarray, clock: float) -> Leg:
     maneuvers = leg.get("maneuvers", []) if with_steps else []
-    steps = [to_step(m, offset, geometry) for m in maneuvers]
+    steps = [to_step(m, offset, geometry, clock) for m in maneuvers]
     names = [name for m in maneuvers for name in m.get("street_names", [])]
     summary = leg["summary"]
     return Leg(
         distance_m=round(summary["length"] * 1000.0, 1),
-        duration_s=round(summary["time"], 1),
+        duration_s=round(summary["time"] * clock, 1),
         summary=", ".join(dict.fromkeys(names))[:200],
         steps=steps,
     )
 
 
-def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray) -> Step:
+def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray, clock: float) -> Step:
     kind, modifier = MANEUVERS.get(int(maneuver.get("type", 0)), ("continue", "straight"))
     first, last = offset + int(maneuver["begin_shape_index"]), offset + int(maneuver["end_shape_index"])
     lon, lat = geometry[min(first, len(geometry) - 1)]
@@ -323,7 +337,7 @@ def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray) -> Step
     return Step(
         name=names[0] if names else "",
         distance_m=round(float(maneuver.get("length", 0.0)) * 1000.0, 1),
-        duration_s=round(float(maneuver.get("time", 0.0)), 1),
+        duration_s=round(float(maneuver.get("time", 0.0)) * clock, 1),
         geometry_index=(first, last),
         mode=str(maneuver.get("travel_mode", "")),
         maneuver=Maneuver(
@@ -337,9 +351,10 @@ def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray) -> Step
     )
 
 
-def to_match(answer: dict[str, Any], count: int, detail: bool) -> MatchResult:
+def to_match(answer: dict[str, Any], count: int, detail: bool, clock: float = 1.0) -> MatchResult:
     """Matchings over runs of matched points (an unmatched point or a break in the path ends one);
-    each one's geometry the stretch of the matched path between its first and last point."""
+    each one's geometry the stretch of the matched path between its first and last point, its
+    duration times `clock`."""
     points = answer.get("matched_points") or []
     matched = [p.get("type") != "unmatched" for p in points] + [False] * (count - len(points))
     snapped: list[Snapped | None] = [None] * count if detail else []
@@ -356,7 +371,7 @@ def to_match(answer: dict[str, Any], count: int, detail: bool) -> MatchResult:
         piece, along = stretch(path, points[first], points[last], along)
         metres = line_metres(piece)
         matchings.append(
-            Matching(first, last, round(metres, 1), round(seconds_over(edges, points, first, last, metres), 1),
+            Matching(first, last, round(metres, 1), round(clock * seconds_over(edges, points, first, last, metres), 1),
                      confidence, piece if detail else None)
         )  # fmt: skip
     return MatchResult(matchings, matched, snapped)

@@ -12,22 +12,22 @@ import pytest
 from common.errors import InvalidParameter
 from route_service.dataset import Dataset
 from route_service.formatter import providers_body
-from route_service.importer import ImportResult, main, profiles_of_vehicles, resolve_choice
+from route_service.importer import ImportResult, main, osrm_profiles_of, resolve_choice, vehicles_named
 from route_service.parsing import parse_matrix, parse_route
 from route_service.providers.registry import ProviderRegistry
 
 WALK = {"from": "43.7384,7.4246", "to": "43.7311,7.4197", "vehicle": "pedestrian"}  # Monaco
 
 
-def test_the_vehicles_name_their_profiles() -> None:
-    assert profiles_of_vehicles(" car, Truck ") == ["car-fastest", "car-shortest", "truck-fastest", "truck-shortest"]
-    assert profiles_of_vehicles("pedestrian") == ["pedestrian-fastest", "pedestrian-shortest"]
+def test_osrm_is_built_for_the_fastest_routes_of_the_vehicles_named() -> None:
+    assert osrm_profiles_of(vehicles_named(" car, Truck ")) == ["car-fastest", "truck-fastest"]
+    assert osrm_profiles_of(["pedestrian"]) == ["pedestrian-fastest"]
 
 
 @pytest.mark.parametrize("text", ["tank", "car,boat", " , "])
 def test_an_unknown_vehicle_is_refused_naming_the_known(text: str) -> None:
     with pytest.raises(ValueError, match="known: car, truck, bicycle, pedestrian"):
-        profiles_of_vehicles(text)
+        vehicles_named(text)
 
 
 def test_the_importer_refuses_an_unknown_vehicle_before_any_work(
@@ -43,7 +43,7 @@ def test_by_default_every_vehicle_is_served_and_osrm_built_for_car_and_truck(mon
     monkeypatch.delenv("OSRM_VEHICLES", raising=False)
     choice = resolve_choice(None)
     assert choice.vehicles == ("car", "truck", "bicycle", "pedestrian")
-    assert choice.profiles == ("car-fastest", "car-shortest", "truck-fastest", "truck-shortest")
+    assert choice.profiles == ("car-fastest", "truck-fastest")  # shortest routes: Valhalla
 
 
 def test_the_operator_s_choices_name_the_vehicles_and_osrm_s_share(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,9 +51,9 @@ def test_the_operator_s_choices_name_the_vehicles_and_osrm_s_share(monkeypatch: 
     monkeypatch.delenv("OSRM_VEHICLES", raising=False)
     assert resolve_choice(None) == resolve_choice(None, "bicycle, truck")
     assert resolve_choice(None).vehicles == ("truck", "bicycle")
-    assert resolve_choice(None).profiles == ("truck-fastest", "truck-shortest")
+    assert resolve_choice(None).profiles == ("truck-fastest",)
     monkeypatch.setenv("OSRM_VEHICLES", "bicycle")
-    assert resolve_choice(None).profiles == ("bicycle-fastest", "bicycle-shortest")
+    assert resolve_choice(None).profiles == ("bicycle-fastest",)
     monkeypatch.setenv("ROUTING_VEHICLES", "pedestrian")
     with pytest.raises(ValueError, match=r"OSRM_VEHICLES .* names none of the vehicles served"):
         resolve_choice(None)

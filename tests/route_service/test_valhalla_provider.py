@@ -6,6 +6,8 @@ road driven, and its errors in our terms."""
 from __future__ import annotations
 
 import math
+import random
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -140,6 +142,30 @@ def test_an_isochrone_of_a_vehicle_osrm_routes_keeps_osrm_s_pace(case: MapCase) 
     assert paced.symmetric_difference(expected).area < 1e-3 * expected.area
     bicycle = IsochroneQuery(case.origin, (600.0,), vehicle="bicycle")
     assert osrm_paced.isochrone(bicycle).areas == own_pace.isochrone(bicycle).areas
+
+
+def test_a_vehicle_osrm_routes_keeps_osrm_s_clock(case: MapCase) -> None:
+    """Valhalla's car durations (shortest routes, avoid areas) are on OSRM's clock: on the same
+    main-network pairs the median ratio to OSRM's is near 1 (unscaled: 0.76-0.86)."""
+    assert case.registry.diagnostics is not None
+    network = case.registry.diagnostics.references("car", "fastest")
+    draw, ratios = random.Random(20261126), []
+    for _ in range(60):
+        a, b = draw.sample(network, 2)
+        ends = {"from": f"{a.lat},{a.lon}", "to": f"{b.lat},{b.lon}", "steps": "false"}
+        try:
+            durations = []
+            for provider in ("osrm", "valhalla"):
+                parsed = parse_route({**ends, "provider": provider}, case.registry)
+                durations.append(parsed.plugin(parsed.query).routes[0].duration_s)
+        except (NoRouteFound, PointNotRoutable):
+            continue
+        if durations[0] >= 60:  # long enough for the speeds, not the ends, to decide
+            ratios.append(durations[1] / durations[0])
+        if len(ratios) == 15:
+            break
+    assert len(ratios) >= 8, f"{case.name}: too few routed pairs"
+    assert 0.9 <= statistics.median(ratios) <= 1.15, sorted(ratios)
 
 
 def test_distance_isochrones_are_nested_too(case: MapCase) -> None:
