@@ -2,7 +2,9 @@
 
 A dataset is a directory `<root>/<hash>/`, hash = a short sha256 of everything that makes it
 (the inputs' bytes, the importer's version and options); `<root>/current.json` = {"hash": ...}
-names the one the service serves. An import builds into a hidden directory beside it that is
+names the one the service serves, and services watch it: a new name goes into service without a
+restart. An import may instead stage its dataset (`<root>/staged.json`), for `switch_staged` to
+make the staged datasets of several services current at once (routing and geocoding on one map). An import builds into a hidden directory beside it that is
 renamed into place, so a crashed or concurrent import never leaves a half-written `<hash>/`
 behind, and a re-run on the same inputs finds `<hash>/` and only re-points current.json.
 """
@@ -14,12 +16,17 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 CURRENT = "current.json"
+STAGED = "staged.json"  # built, waiting for `switch_staged`
+STAGE_HELP = (
+    "build the dataset and stage it (staged.json) instead of making it current; "
+    "`python -m launcher import` switches every service's staged dataset at once"
+)
 HASH_LENGTH = 16  # hex digits of the sha256 that name a dataset
 _CHUNK = 1 << 20
 
@@ -79,17 +86,29 @@ def dataset_name(digest: Digest) -> str:
 # ---------------------------------------------------------------- the current dataset
 
 
-def read_current(root: Path) -> str | None:
-    """The hash `root/current.json` names; None when it is missing, unreadable or not a plain name."""
+def read_current(root: Path, name: str = CURRENT) -> str | None:
+    """The hash `root/current.json` (or `name`) names; None when it is missing, unreadable or not a plain name."""
     try:
-        value = json.loads((root / CURRENT).read_text()).get("hash")
+        value = json.loads((root / name).read_text()).get("hash")
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) and value.isalnum() else None
 
 
-def write_current(root: Path, digest: str) -> None:
-    write_json_atomic(root / CURRENT, {"hash": digest})
+def write_current(root: Path, digest: str, name: str = CURRENT) -> None:
+    write_json_atomic(root / name, {"hash": digest})
+
+
+def switch_staged(roots: Iterable[Path]) -> dict[Path, str]:
+    """Each root's staged dataset made current, by renames one right after the other; the hash
+    each root now serves. The services watching them switch within one check of each other."""
+    switched = {}
+    for root in roots:
+        digest = read_current(root, STAGED)
+        if digest is not None:
+            os.replace(root / STAGED, root / CURRENT)
+            switched[root] = digest
+    return switched
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -110,8 +129,9 @@ class Published[T]:
 
 
 def publish_current[T](root: Path, digest: str, *, stored: Callable[[Path], T | None],
-                       build: Callable[[Path], T]) -> Published[T]:  # fmt: skip
-    """Make `root/<digest>` the current dataset, building it first unless `stored` finds it complete.
+                       build: Callable[[Path], T], stage: bool = False) -> Published[T]:  # fmt: skip
+    """Make `root/<digest>` the current dataset (`stage`: the staged one), building it first
+    unless `stored` finds it complete.
 
     `stored(path)` reads what a complete dataset records (None: missing or incomplete);
     `build(work)` writes the dataset into the empty directory `work`."""
@@ -121,7 +141,7 @@ def publish_current[T](root: Path, digest: str, *, stored: Callable[[Path], T | 
     reused = result is not None
     if result is None:
         result = build_atomically(target, build)
-    write_current(root, digest)
+    write_current(root, digest, STAGED if stage else CURRENT)
     return Published(target, digest, reused, result)
 
 

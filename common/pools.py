@@ -64,5 +64,6 @@ class RestartingPool:
             self.executor = self._new_executor()
         return self.executor
 
-    def shutdown(self, *, wait: bool) -> None:
-        self.executor.shutdown(wait=wait, cancel_futures=True)
+    def shutdown(self, *, wait: bool, drain: bool = False) -> None:
+        """Stops the pool; `drain` runs the calls already queued first (a map switch: none fails)."""
+        self.executor.shutdown(wait=wait, cancel_futures=not drain)

@@ -20,7 +20,7 @@ class GeoConfig(BaseConfig):
     query_threads: int = 2
     cache_seconds: int = 3600
     # How often a service without an index (or with an old one) looks at current.json again.
-    reload_check_seconds: int = 5
+    reload_check_seconds: int = 1
 
     @property
     def index_dir(self) -> Path:
@@ -33,7 +33,7 @@ class GeoConfig(BaseConfig):
             "index_dir_override": Path(index_dir) if index_dir else None,
             "query_threads": env_int("GEO_QUERY_THREADS", 2),
             "cache_seconds": env_int("GEO_CACHE_SECONDS", 3600),
-            "reload_check_seconds": env_int("GEO_RELOAD_CHECK_SECONDS", 5),
+            "reload_check_seconds": env_int("GEO_RELOAD_CHECK_SECONDS", 1),
         }
         values.update(overrides)
         config = super().from_env(service, **values)

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.datasets import Progress, dataset_name, feed_file, publish_current
+from common.datasets import STAGE_HELP, Progress, dataset_name, feed_file, publish_current
 from common.osm_inputs import ATTRIBUTION, input_files
 from geo_service.build import build_dataset, extract_vocabulary, merge_datasets
 from geo_service.config import GeoConfig
@@ -114,6 +114,7 @@ def run_import(
     default_country: str | None = None,
     default_city: str | None = None,
     emit: Callable[[str], None] = print,
+    stage: bool = False,
 ) -> ImportResult:
     progress = Progress(emit)
     missing = [p for p in inputs if not p.is_file()]
@@ -123,13 +124,13 @@ def run_import(
     options = {"default_country": default_country, "default_city": default_city, "countries": CountryLookup.version()}
     hash_ = dataset_hash(inputs, options)
     build = partial(build_index, inputs=inputs, hash_=hash_, options=options, progress=progress)
-    published = publish_current(out, hash_, stored=stored_counts, build=build)
+    published = publish_current(out, hash_, stored=stored_counts, build=build, stage=stage)
     size = (published.path / INDEX_FILE).stat().st_size
     if published.reused:
         progress.line("up to date", f"{hash_} already imported; nothing to do")
         return ImportResult(hash_, published.path, True, published.result, 0.0, size)
     seconds = progress.elapsed()
-    progress.line("done", f"{hash_} in {seconds:.1f} s, {size / 1e6:.1f} MB on disk; current.json updated")
+    progress.line("done", f"{hash_} in {seconds:.1f} s, {size / 1e6:.1f} MB on disk; {'staged' if stage else 'current.json updated'}")
     return ImportResult(hash_, published.path, False, published.result, seconds, size)
 
 
@@ -156,6 +157,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--default-country", help="ISO 3166-1 alpha-2/alpha-3 code for objects without one")
     parser.add_argument("--default-city", help="city for objects the data does not place in one")
+    parser.add_argument("--stage", action="store_true", help=STAGE_HELP)
     return parser.parse_args(argv)
 
 
@@ -174,7 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         result = run_import(
-            input_files(args.osm), args.out or default_out(), default_country=country, default_city=args.default_city
+            input_files(args.osm),
+            args.out or default_out(),
+            default_country=country,
+            default_city=args.default_city,
+            stage=args.stage,
         )
     except (OSError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

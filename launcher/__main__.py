@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from common.config import REPO_ROOT, data_dir
+from common.datasets import switch_staged
 from launcher.stack import Stack, StartupError, deployed_services
 from launcher.supervisor import Supervisor
 
@@ -41,12 +42,19 @@ def ignore_signals() -> None:
 
 
 def import_map(data: Path, services: list[str]) -> None:
-    """Runs each service's importer on the same map (a no-op when already imported).
+    """Runs each service's importer on the same map (a no-op when already imported), each
+    staging its dataset, then makes them all current at once: a running platform's routing and
+    geocoding switch to the new map together (each service watches its current.json), not the
+    geocoder minutes before the routing.
 
     The inputs come from OSM_FILE, else the default map (see common.osm_inputs)."""
+    roots = []
     for service, folder in IMPORTERS.items():
         if service in services and (REPO_ROOT / service / "importer.py").exists():
-            run_to_the_end([sys.executable, "-m", f"{service}.importer", "--out", str(data / folder)])
+            run_to_the_end([sys.executable, "-m", f"{service}.importer", "--out", str(data / folder), "--stage"])
+            roots.append(data / folder)
+    for root, digest in switch_staged(roots).items():
+        print(f"{root.name}: dataset {digest} is current", flush=True)
 
 
 def run_to_the_end(command: list[str]) -> None:
@@ -152,7 +160,8 @@ def main() -> int:
     parser.add_argument(
         "command",
         choices=["up", "import"],
-        help="up: import the map and run the platform in the foreground; import: only prepare the map data",
+        help="up: import the map and run the platform in the foreground; import: only prepare the map data "
+        "(a running platform switches to it, routing and geocoding together)",
     )
     parser.add_argument(
         "--services",

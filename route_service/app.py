@@ -1,7 +1,8 @@
 """The route service's aiohttp application.
 
 At start-up the dataset named by `<MAP_DIR>/current.json` is loaded in a worker thread
-(OSRM per profile, and the `graph` provider when its data exists). Without a dataset the
+(OSRM per profile, and the `graph` provider when its data exists); a dataset named there later
+goes into service without a restart (`RouteState.follow`). Without a dataset the
 service still starts, answers 503 DatasetNotReady and reports itself unready in /health,
 so `make up` shows what is missing instead of crashing. With a dataset, heavy work (matching,
 isochrones, big matrices, tours through many waypoints, detour files) gets a niced child
@@ -12,6 +13,8 @@ state Redis (`route_service.costs`, `common.admission`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -46,7 +49,11 @@ def state_context(config: RouteConfig) -> CleanupContext:
         if state.dataset is not None and config.large_processes > 0:
             calls.large = LargeCalls(state.dataset, config.large_processes, config.large_niceness)
             await calls.large.start()
+        following = asyncio.create_task(state.follow(config))  # a new map without a restart
         yield
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
         calls.shutdown()
 
     return context

@@ -298,8 +298,8 @@ class LargeCalls:
     def health(self) -> dict[str, int]:
         return {"processes": self.processes, "restarts": self.pool.restarts, "abandoned": self.abandoned}
 
-    def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
+    def shutdown(self, *, drain: bool = False) -> None:
+        self.pool.shutdown(wait=True, drain=drain)
 
 
 class ProviderCalls:

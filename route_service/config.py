@@ -4,6 +4,9 @@ MAP_DIR                 maps directory holding `current.json` and `<hash>/` data
 ROUTE_THREADS           threads running provider calls (default 2)
 ROUTE_CACHE_TTL_SECONDS lifetime of cached route answers in Redis, 0 disables the cache (default 3600)
 ROUTE_PRELOAD           1: open every OSRM dataset at start-up, 0: on first use (default 1)
+ROUTE_RELOAD_CHECK_SECONDS
+                        how often `current.json` is read: a new dataset named there goes into service
+                        without a restart (default 1, the geocoder's GEO_RELOAD_CHECK_SECONDS too)
 ROUTE_INLINE_PROVIDERS  comma-separated providers called on the event loop, not in the pool (default osrm)
 ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with 2 or more cores, else 1)
 ROUTE_LARGE_PROCESSES   child processes per worker for large OSRM calls (matrices of 20 000 cells or more,
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
-from common.config import BaseConfig, env_int, env_str
+from common.config import BaseConfig, env_float, env_int, env_str
 from common.tiers import DEFAULT_MATRIX_CELLS, TierLimits, parse_tier_limits
 
 # The per-tier limits live together in common/tiers.py; a matrix's is a `TierLimits`.
@@ -50,6 +53,7 @@ class RouteConfig(BaseConfig):
     threads: int = 2
     cache_ttl_seconds: int = 3600
     preload: bool = True
+    reload_check_seconds: float = 1.0
     # OSRM holds the GIL for its whole call, so the pool only adds overhead for it (measured).
     inline_providers: tuple[str, ...] = ("osrm",)
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
@@ -70,6 +74,7 @@ class RouteConfig(BaseConfig):
             "threads": max(1, env_int("ROUTE_THREADS", 2)),
             "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
             "preload": env_int("ROUTE_PRELOAD", 1) != 0,
+            "reload_check_seconds": max(0.1, env_float("ROUTE_RELOAD_CHECK_SECONDS", 1.0)),
             "large_processes": max(0, env_int("ROUTE_LARGE_PROCESSES", 1)),
             "large_niceness": max(0, min(19, env_int("ROUTE_LARGE_NICE", 10))),
             "matrix_limits": parse_matrix_cells(env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),

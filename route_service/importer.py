@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.datasets import Progress, dataset_name, file_sha256, publish_current, write_json_atomic
+from common.datasets import STAGE_HELP, Progress, dataset_name, file_sha256, publish_current, write_json_atomic
 from common.geo import Bounds
 from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
 from common.vocabulary import VEHICLES
@@ -408,9 +408,11 @@ def import_maps(
     jobs: int | None = None,
     progress: Progress | None = None,
     vehicles: str | None = None,
+    stage: bool = False,
 ) -> ImportResult:
     """Import `inputs` into `out_dir/<hash>/` (a no-op when that dataset is complete) and
-    make it current. Raises ImportFailed or ValueError."""
+    make it current (`stage`: staged, for `common.datasets.switch_staged`). Raises ImportFailed
+    or ValueError."""
     progress = progress or Progress()
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}")
@@ -425,7 +427,7 @@ def import_maps(
     digest = dataset_hash(hashes, chosen, algorithm, choice.vehicles)
     build = partial(build_into, inputs=inputs, digest=digest, choice=choice, algorithm=algorithm, jobs=jobs,
                     progress=progress)  # fmt: skip
-    published = publish_current(out_dir, digest, stored=read_manifest, build=build)
+    published = publish_current(out_dir, digest, stored=read_manifest, build=build, stage=stage)
     return ImportResult(published.path, digest, published.reused, published.result)
 
 
@@ -495,6 +497,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "faster on a very large map, its matrices take up to 10x longer)",
     )
     parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
+    parser.add_argument("--stage", action="store_true", help=STAGE_HELP)
     return parser.parse_args(argv)
 
 
@@ -530,6 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             algorithm=args.algorithm,
             jobs=args.jobs and max(1, args.jobs),
             vehicles=args.vehicles,
+            stage=args.stage,
         )
     except (ImportFailed, DefaultMapUnavailable, ValueError) as exc:
         print(f"import failed: {exc}", file=sys.stderr)

@@ -5,20 +5,25 @@ cache, else computed where `calls` says, formatted, and cached behind the answer
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
 
 from common.admission import Admission
+from common.datasets import read_current
 from common.errors import ApiError, DatasetNotReady
 from common.service import dump_json
 from route_service.cache import RouteCache, cache_key
-from route_service.calls import ProviderCalls
-from route_service.config import DEFAULT_MATRIX_CELLS, MatrixLimits, parse_matrix_cells
+from route_service.calls import LargeCalls, ProviderCalls
+from route_service.config import DEFAULT_MATRIX_CELLS, MatrixLimits, RouteConfig, parse_matrix_cells
 from route_service.dataset import Dataset, current_dataset
 from route_service.formatter import route_body
 from route_service.providers.base import RouteRequest
@@ -40,6 +45,7 @@ class RouteState:
     load_error: str | None = None
     matrix_limits: MatrixLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
     counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
+    switches: int = 0  # datasets put into service after start-up (`switch`)
 
     def load(self, maps: Path, preload: bool) -> None:
         """The current dataset and its providers. Runs in a thread: opening the OSRM files
@@ -53,6 +59,49 @@ class RouteState:
             return
         self.dataset, self.registry = dataset, registry
         log.info("map dataset %s loaded, providers %s", dataset.hash, ", ".join(registry.names))
+
+    async def follow(self, config: RouteConfig) -> None:
+        """Reads `current.json` every `reload_check_seconds`; a dataset named there that is not the
+        one served goes into service (`switch`). One that fails to open is not retried until
+        current.json names another."""
+        refused: str | None = None
+        while True:
+            await asyncio.sleep(config.reload_check_seconds)
+            digest = read_current(config.maps_path)
+            if digest is None or digest == refused or (self.dataset is not None and digest == self.dataset.hash):
+                continue
+            refused = None if await self.switch(config) else digest
+
+    async def switch(self, config: RouteConfig) -> bool:
+        """Puts the current dataset into service without a pause: the old one answers until the
+        new one is open, requests already running end on the old one, none fails.
+
+        Memory: OSRM's and Valhalla's files are memory-mapped (page cache the kernel may drop,
+        not memory two maps must hold at once); the graph's arrays are the process's own, so the
+        new graph is built only once the old one is released (or on its first use)."""
+        try:
+            dataset, registry = await self.calls.run(open_registry, config.maps_path, config.preload)
+        except ApiError as exc:
+            log.error("map switch failed, still serving %s: %s", self.dataset and self.dataset.hash, exc.detail)
+            return False
+        large = LargeCalls(dataset, config.large_processes, config.large_niceness) if config.large_processes else None
+        if large is not None:
+            await large.start()
+        old_large, old_graph = self.calls.large, self.graph_engine()
+        self.dataset, self.registry, self.calls.large, self.load_error = dataset, registry, large, None
+        if old_large is not None:
+            await self.calls.run(partial(old_large.shutdown, drain=True))  # its jobs end first
+        await released(old_graph)
+        await self.calls.run(registry.preload)
+        self.switches += 1
+        log.info("map dataset %s in service, providers %s", dataset.hash, ", ".join(registry.names))
+        return True
+
+    def graph_engine(self) -> weakref.ref[object] | None:
+        """A weak reference to the graph engine in service, if one is built."""
+        graph = self.registry.sources.get("graph") if self.registry is not None else None
+        engine = getattr(graph, "_engine", None)
+        return weakref.ref(engine) if engine is not None else None
 
     def ready(self) -> tuple[Dataset, ProviderRegistry]:
         if self.dataset is None or self.registry is None:
@@ -83,10 +132,33 @@ class RouteState:
             "dataset": self.dataset.hash,
             "providers": self.registry.names,
             "cache": dict(self.counters),
+            "mapSwitches": self.switches,
         }
         if self.calls.large is not None:
             health["largeCalls"] = self.calls.large.health()
         return health
+
+
+def open_registry(maps: Path, preload: bool) -> tuple[Dataset, ProviderRegistry]:
+    """The current dataset with its providers, the graph's engine left to `preload`."""
+    dataset = current_dataset(maps)
+    return dataset, ProviderRegistry.load(dataset, preload=preload, graph_now=False)
+
+
+# How long a switch waits for the requests still on the old graph before building the new one
+# anyway (a request holds it for at most its own time: milliseconds to a few seconds).
+RELEASE_WAIT_S = 30.0
+
+
+async def released(engine: weakref.ref[object] | None) -> None:
+    """Returns once the referenced object is gone (its last request ended), or after RELEASE_WAIT_S."""
+    if engine is None:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + RELEASE_WAIT_S
+    while engine() is not None and loop.time() < deadline:
+        gc.collect()
+        await asyncio.sleep(0.05)
 
 
 STATE_KEY: web.AppKey[RouteState] = web.AppKey("route_state", RouteState)

@@ -77,6 +77,7 @@ class ProviderRegistry:
     ) -> None:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
+        self.sources = dict(providers)  # the providers themselves (`preload`)
         self.providers = {name: resolve(provider, diagnostics) for name, provider in providers.items()}
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
@@ -184,27 +185,34 @@ class ProviderRegistry:
         return self.emergency if emergency else self.providers[self.default_name]
 
     @classmethod
-    def load(cls, dataset: Dataset, *, preload: bool = True) -> ProviderRegistry:
-        """`osrm` (required), `graph` and `valhalla` (each when its module and data exist) for one dataset."""
+    def load(cls, dataset: Dataset, *, preload: bool = True, graph_now: bool = True) -> ProviderRegistry:
+        """`osrm` (required), `graph` and `valhalla` (each when its module and data exist) for one
+        dataset. `graph_now=False` leaves the graph's engine to its first use or `preload`."""
         osrm = OsrmProvider.load(dataset.path, dataset.manifest)
         if preload:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
-        for load_optional in (load_graph_provider, load_valhalla_provider):
-            optional = load_optional(dataset)
+        for optional in (load_graph_provider(dataset, now=graph_now), load_valhalla_provider(dataset)):
             if optional is not None:
                 providers[optional.name] = optional
         diagnostics = SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points)
         return cls(providers, osrm.name, diagnostics, dataset.vehicles)
 
+    def preload(self) -> None:
+        """Opens what each provider opens on first use (OSRM's engines, the graph's arrays)."""
+        for provider in self.sources.values():
+            preload = getattr(provider, "preload", None)
+            if preload is not None:
+                preload()
 
-def load_graph_provider(dataset: Dataset) -> RouteProvider | None:
+
+def load_graph_provider(dataset: Dataset, *, now: bool = True) -> RouteProvider | None:
     try:
         from route_service.providers.graph import GraphProvider
     except ImportError as exc:
         log.warning("graph provider unavailable: %s", exc)
         return None
-    return loaded(lambda: GraphProvider.load(dataset.path), "graph")
+    return loaded(lambda: GraphProvider.load(dataset.path, now=now), "graph")
 
 
 def load_valhalla_provider(dataset: Dataset) -> RouteProvider | None:

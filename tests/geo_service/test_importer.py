@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from common.datasets import STAGED, read_current, switch_staged
 from geo_service.countries import ALPHA2_TO_ALPHA3, ALPHA3_CODES, alpha3_from_tag
 from geo_service.importer import ImportResult, main, run_import
 from geo_service.index import LoadedIndex
@@ -86,3 +87,14 @@ def test_the_operators_default_country_fills_only_what_nothing_else_places(
         assert connection.execute("SELECT DISTINCT country FROM addresses").fetchall() == [("FIN",)]
     finally:
         connection.close()
+
+
+def test_a_staged_import_leaves_the_current_index_in_service(shared_osm: Path, tmp_path: Path) -> None:
+    """`--stage` (the launcher's import into a running platform): built and staged; the current
+    index changes only when `switch_staged` switches routing and geocoding together."""
+    first = run_import([shared_osm / "monaco.osm.pbf"], tmp_path, emit=lambda line: None)
+    assert main(["--osm", str(shared_osm / "andorra.osm.pbf"), "--out", str(tmp_path), "--stage"]) == 0
+    assert read_current(tmp_path) == first.hash
+    staged = read_current(tmp_path, STAGED)
+    assert staged is not None and staged != first.hash and (tmp_path / staged / INDEX_FILE).is_file()
+    assert switch_staged([tmp_path]) == {tmp_path: staged} and read_current(tmp_path) == staged
