@@ -1,10 +1,12 @@
-"""What an import builds, by the operator's choice (issue 30): every OSRM profile, as before,
-against the default — OSRM for car and truck only (OSRM_VEHICLES), Valhalla's tiles for every
-vehicle, the road graph — on every shared extract, all of them as one map, and the synthetic
-1x and 10x Heidelberg of `bench/scale.py` (`BENCH_IMPORT_FACTORS`, default `1,10`; 30 adds
-some 20 minutes).
+"""What an import builds, by the operator's choice (issue 30): every OSRM profile, as before
+issue 30; OSRM for every route type of car and truck (OSRM_VEHICLES, the second step's
+default); and the default, OSRM for their fastest routes only — each with Valhalla's tiles for
+every vehicle and the road graph — on every shared extract, all of them as one map, and the
+synthetic Heidelberg of `bench/scale.py` at the factors of `BENCH_IMPORT_FACTORS` (default
+`1,10`). From 30x on only the default is imported (the earlier choices' 30x import is 20-40
+minutes; bench/RESULTS.md's scale section has today's design there).
 
-Both imports of a map run one after the other in the same run, each a fresh
+The imports of a map run one after the other in the same run, each a fresh
 `python -m route_service.importer` process tree: wall time, the largest process's peak RSS
 (wait4) and the tree's largest sampled sum, and the routing data on disk by part, against the
 PBF's size. "Build-only" is what the importer removed after OSRM's preprocessing (files no
@@ -26,7 +28,12 @@ from typing import Any
 from bench.scale import CACHE, SHARED_OSM, Measured, current_dir, dir_bytes, human_bytes, measured_run, synthetic
 from route_service.osrm_profiles import PROFILE_NAMES
 
-CHOICES = {"every OSRM profile (before)": ["--profiles", ",".join(PROFILE_NAMES)], "default (car, truck in OSRM)": []}
+CHOICES = {
+    "every OSRM profile (before)": ["--profiles", ",".join(PROFILE_NAMES)],
+    "car, truck: both route types in OSRM": ["--profiles", "car-fastest,car-shortest,truck-fastest,truck-shortest"],
+    "default (car, truck fastest in OSRM)": [],
+}
+DEFAULT_ONLY_FROM = 30  # synthetic factor from which only the default is imported
 
 
 @dataclass
@@ -37,11 +44,12 @@ class Built:
     build_only: int  # bytes the importer removed after OSRM's preprocessing
 
 
-def maps() -> list[tuple[str, list[Path]]]:
+def maps() -> list[tuple[str, list[Path], int]]:
+    """(name, inputs, synthetic factor; 0 for the shared extracts)."""
     extracts = sorted(SHARED_OSM.glob("*.osm.pbf"))
     factors = [int(f) for f in os.environ.get("BENCH_IMPORT_FACTORS", "1,10").split(",") if f.strip()]
-    chosen = [(p.name.split(".")[0], [p]) for p in extracts] + [("all as one", extracts)]
-    return chosen + [(f"Heidelberg {f}x (synthetic)", [synthetic(f)[0]]) for f in factors]
+    chosen = [(p.name.split(".")[0], [p], 0) for p in extracts] + [("all as one", extracts, 0)]
+    return chosen + [(f"Heidelberg {f}x (synthetic)", [synthetic(f)[0]], f) for f in factors]
 
 
 def build(inputs: list[Path], options: list[str], work: Path) -> Built:
@@ -70,9 +78,11 @@ def run() -> str:
     started = datetime.now(UTC)
     CACHE.mkdir(parents=True, exist_ok=True)
     rows = []
-    for name, inputs in maps():
+    for name, inputs, factor in maps():
         pbf = sum(p.stat().st_size for p in inputs)
         for choice, options in CHOICES.items():
+            if factor >= DEFAULT_ONLY_FROM and options:
+                continue
             with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
                 print(f"   {name}: {choice} ...", flush=True)
                 rows.append(row(name, pbf, choice, build(inputs, options, Path(tmp))))
@@ -82,9 +92,11 @@ def run() -> str:
         "",
         f"{started:%Y-%m-%d %H:%M} UTC, commit {commit.stdout.strip() or 'unknown'}, `python -m bench import_choice` "
         f"(BENCH_IMPORT_FACTORS={os.environ.get('BENCH_IMPORT_FACTORS', '1,10')}); {os.cpu_count()} cores, load "
-        f"average at start {os.getloadavg()[0]:.2f}. Each map imported twice in a row by `python -m "
-        "route_service.importer` (2 jobs): with every OSRM profile, as every import did before, and with the "
-        "default choice. Both keep Valhalla's tiles and the road graph. Targets (issue 30, at 10x and 30x, "
+        f"average at start {os.getloadavg()[0]:.2f}. Each map imported by `python -m route_service.importer` (2 jobs) "
+        "with each choice in a row: every OSRM profile, as every import did before issue 30; car and truck with "
+        "both route types in OSRM (issue 30's second step); the default, their fastest routes only (shortest "
+        f"ones from Valhalla). From {DEFAULT_ONLY_FROM}x on, the default only. All keep Valhalla's tiles and the "
+        "road graph. Targets (issue 30, at 10x and 30x, "
         "`bench/scale.py`): routing data ≤ 6x the PBF, import wall ≤ 1/3 of before, tree peak ≤ 1.5 GB at 30x.",
         "",
         "| map | choice | OSRM profiles | wall s | peak RSS: largest process / tree | data: OSRM / Valhalla / graph "
