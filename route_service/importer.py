@@ -54,14 +54,22 @@ from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extents, 
 # 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
 IMPORTER_VERSION = "5"
-ALGORITHMS = ("mld+ch", "mld", "ch")
-# MLD answers routes (several alternatives, the faster import of the two), CH the car and truck
-# matrices: a 100x100 car table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in
-# Monaco. Contracting costs 2-4 s per car or truck profile in Heidelberg but 23-61 s per bicycle
-# or pedestrian one (their graphs are denser), which would make the import 5x longer (25 s ->
-# 127 s): those keep their matrices on MLD.
-DEFAULT_ALGORITHM = "mld+ch"
+ALGORITHMS = ("auto", "mld+ch", "mld", "ch")
+# `auto`: each fastest profile one algorithm. CH for car and truck: their matrices need it (a 100x100 car
+# table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in Monaco) and their routes
+# are faster on it too (0.70 against 1.03 ms p50 in Heidelberg); their MLD files were 22 % of
+# their data (3.6 of 16 MB per profile on the five extracts as one) for one thing CH lacks, a
+# second alternative route, which Valhalla answers instead (the registry sends alternatives=2
+# there). MLD for bicycle and pedestrian: contracting them costs 23-61 s per profile in
+# Heidelberg (their graphs are denser) against 2-4 s for car or truck.
+# Shortest profiles (not built by default) keep MLD for their routes: on a distance-weighted
+# profile CH's routes pick other durations among paths of equal length than its tables and MLD's
+# routes do (Heidelberg car-shortest: 22 of 150 routes +27.4 to +87 s at the same distance).
+# `mld+ch`: MLD for every profile's routes and CH besides for car and truck matrices (the
+# default before); `mld`, `ch`: every profile on one.
+DEFAULT_ALGORITHM = "auto"
 CONTRACTED_IN_MLD_CH = ("car-", "truck-")
+KEEPS_MLD = "-shortest"
 # The vehicles OSRM's profiles are built for by default (OSRM_VEHICLES), of those served
 # (ROUTING_VEHICLES, default every vehicle): OSRM where its speed is needed, car and truck
 # routes and the optimizers' matrices; Valhalla's tiles serve every vehicle. Bicycle and
@@ -145,9 +153,10 @@ def osrm_steps(profile: str, pbf: Path, base: Path, algorithm: str, threads: int
     threads_arg = ["-t", str(threads)]
     extract = ["-p", str(osrm_profiles.profile_file(profile)), *threads_arg, "-o", str(base), str(pbf)]
     steps = [("extract", extract)]
-    if "mld" in algorithm.split("+"):
+    narrow = profile.startswith(CONTRACTED_IN_MLD_CH)
+    if algorithm in ("mld+ch", "mld") or (algorithm == "auto" and (not narrow or profile.endswith(KEEPS_MLD))):
         steps += [("partition", [*threads_arg, str(base)]), ("customize", [*threads_arg, str(base)])]
-    if algorithm == "ch" or (algorithm == "mld+ch" and profile.startswith(CONTRACTED_IN_MLD_CH)):
+    if algorithm == "ch" or (algorithm in ("mld+ch", "auto") and narrow):
         steps.append(("contract", [*threads_arg, str(base)]))
     return steps
 
@@ -493,8 +502,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--algorithm",
         choices=ALGORITHMS,
         default=DEFAULT_ALGORITHM,
-        help="OSRM algorithms (default mld+ch: routes on MLD, car and truck matrices on CH; mld alone imports "
-        "faster on a very large map, its matrices take up to 10x longer)",
+        help="OSRM algorithms (default auto: car and truck on CH, bicycle and pedestrian on MLD; mld+ch: MLD "
+        "for every route, CH besides for car and truck matrices; mld alone imports faster on a very large map, "
+        "its matrices take up to 10x longer)",
     )
     parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
     parser.add_argument("--stage", action="store_true", help=STAGE_HELP)

@@ -213,9 +213,15 @@ class ProviderInfo:
     emergency_routing: bool = False
     alternatives: bool = False
     restrictions: bool = False  # avoid areas and truck dimensions (per-request costs)
+    one_alternative: frozenset[Profile] = frozenset()  # profiles whose routes find one alternative at most
 
     def serves(self, vehicle: str, route_type: str) -> bool:
         return (vehicle, route_type) in self.profiles
+
+    def most_alternatives(self, vehicle: str, route_type: str) -> int:
+        if not self.alternatives:
+            return 0
+        return 1 if (vehicle, route_type) in self.one_alternative else MAX_ALTERNATIVES
 
     @property
     def vehicles(self) -> tuple[str, ...]:

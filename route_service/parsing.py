@@ -74,7 +74,13 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
         truck=parse_truck(params, vehicle, errors),
     )
     provider = registry.choose(
-        name, vehicle, route_type, errors, emergency=radius > 0, restricted_by=restrictions.parameter
+        name,
+        vehicle,
+        route_type,
+        errors,
+        emergency=radius > 0,
+        restricted_by=restrictions.parameter,
+        alternatives=alternatives or 0,
     )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)

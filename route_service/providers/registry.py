@@ -104,6 +104,7 @@ class ProviderRegistry:
         restricted_by: str | None = None,
         needs: str | None = None,
         serving: str = "route",
+        alternatives: int = 0,
     ) -> Capabilities:
         """The provider that answers a request, the last step of parsing it: the provider's
         violations join the request's own in `errors`, and all are raised together. What only
@@ -113,7 +114,8 @@ class ProviderRegistry:
         `needs` a capability the provider must have (`isochrone`): without a name, the first
         provider that has it answers. Without a name, a vehicle or route type the chosen provider
         has not loaded (ROUTING_VEHICLES) goes to one that has, Valhalla first, with the
-        capability the request uses (`serving`: route, matrix, match …)."""
+        capability the request uses (`serving`: route, matrix, match …); so do more
+        `alternatives` than the chosen one finds (OSRM's CH data: one)."""
         named = name is not None
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
@@ -141,8 +143,9 @@ class ProviderRegistry:
         if chosen is None:
             wanted = restricted_by or "emergency routing"
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
-        if not named and not chosen.info.serves(vehicle, route_type):
-            chosen = self._serving(vehicle, route_type, serving, restricted_by, emergency) or chosen
+        short = alternatives > chosen.info.most_alternatives(vehicle, route_type)
+        if not named and (short or not chosen.info.serves(vehicle, route_type)):
+            chosen = self._serving(vehicle, route_type, serving, restricted_by, emergency, alternatives) or chosen
         if not chosen.info.serves(vehicle, route_type):
             loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
             others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
@@ -163,11 +166,17 @@ class ProviderRegistry:
         return chosen
 
     def _serving(
-        self, vehicle: str, route_type: str, capability: str, restricted_by: str | None, emergency: bool
+        self,
+        vehicle: str,
+        route_type: str,
+        capability: str,
+        restricted_by: str | None,
+        emergency: bool,
+        alternatives: int = 0,
     ) -> Capabilities | None:
-        """The provider that answers a vehicle its chosen one has not loaded: Valhalla (one graph
-        for every vehicle) first, then any other, each with the capability and what the request
-        asks of it."""
+        """The provider that answers what its chosen one cannot: Valhalla (one graph for every
+        vehicle) first, then any other, each with the capability and what the request asks of
+        it, alternatives included."""
         order = sorted(self.providers.values(), key=lambda c: c.name != FALLBACK_FIRST)
         return next(
             (
@@ -177,6 +186,7 @@ class ProviderRegistry:
                 and getattr(c, capability) is not None
                 and (not restricted_by or c.info.restrictions)
                 and (not emergency or c.info.emergency_routing)
+                and alternatives <= c.info.most_alternatives(vehicle, route_type)
             ),
             None,
         )

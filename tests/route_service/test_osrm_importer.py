@@ -62,7 +62,7 @@ def test_import_then_rerun_is_a_noop(tmp_path: Path, tiny_map: TinyMap) -> None:
 def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest", "pedestrian-shortest"], progress=QUIET)
     m = result.manifest
-    assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "mld+ch"
+    assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "auto"
     assert set(m["profiles"]) == {"car-fastest", "pedestrian-shortest"}
     assert m["inputs"][0]["name"] == "tiny.osm.pbf" and len(m["inputs"][0]["sha256"]) == 64
     assert m["osm_nodes"] == 10 and m["osm_ways"] == 2
@@ -82,19 +82,22 @@ def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_m
     assert not (b.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").exists()
 
 
-def test_only_car_and_truck_profiles_are_contracted_by_default(tmp_path: Path, tiny_map: TinyMap) -> None:
-    """Contracting a bicycle or pedestrian graph took 23-61 s in Heidelberg, a car one 2-4 s."""
-    result = import_maps([tiny_map.pbf], tmp_path, profiles=["truck-shortest", "pedestrian-fastest"], progress=QUIET)
-    osrm_dir = result.dataset_dir / "osrm"
-    assert (osrm_dir / "truck-shortest" / "map.osrm.hsgr").is_file()
-    assert not (osrm_dir / "pedestrian-fastest" / "map.osrm.hsgr").exists()
+def test_by_default_car_and_truck_are_contracted_and_the_others_partitioned(tmp_path: Path, tiny_map: TinyMap) -> None:
+    """Contracting a bicycle or pedestrian graph took 23-61 s in Heidelberg, a car one 2-4 s; a
+    fastest car or truck keeps no MLD files (22 % of its data), its routes and matrices both on
+    CH; a shortest one keeps MLD for its routes (CH's durations differ there, importer.KEEPS_MLD)."""
+    profiles = ["truck-fastest", "truck-shortest", "pedestrian-fastest"]
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=profiles, progress=QUIET)
+    files = {p: {f.name.removeprefix("map.osrm.") for f in (result.dataset_dir / "osrm" / p).iterdir()} for p in profiles}
+    assert [("hsgr" in files[p], "mldgr" in files[p]) for p in profiles] == [(True, False), (True, True), (False, True)]
     provider = OsrmProvider.load(result.dataset_dir, result.manifest)
-    assert (
-        provider.matrix_algorithm("truck-shortest") == "CH" and provider.matrix_algorithm("pedestrian-fastest") == "MLD"
-    )
+    assert [provider.route_algorithm(p) for p in profiles] == ["CH", "MLD", "MLD"]
+    assert [provider.matrix_algorithm(p) for p in profiles] == ["CH", "CH", "MLD"]
+    assert [provider.most_alternatives(p) for p in profiles] == [1, 2, 2]
+    assert provider.route(RouteQuery(*tiny_map.west, vehicle="pedestrian")).routes
 
 
-@pytest.mark.parametrize("algorithm", ["mld+ch", "mld", "ch"])
+@pytest.mark.parametrize("algorithm", ["auto", "mld+ch", "mld", "ch"])
 def test_every_algorithm_answers_routes_and_matrices_alike(tmp_path: Path, tiny_map: TinyMap, algorithm: str) -> None:
     """... from the files the build leaves: those only OSRM's preprocessing reads are removed."""
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm=algorithm, progress=QUIET)

@@ -96,3 +96,17 @@ def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_
     with pytest.raises(InvalidParameter) as caught:  # named, OSRM refuses what it has not loaded
         parse_route({**WALK, "provider": "osrm"}, registry)
     assert "provider=graph serves it" in caught.value.violations[0].message
+
+
+def test_two_alternatives_go_where_they_can_be_found(city_maps: Callable[[str], ImportResult]) -> None:
+    """OSRM's car data is contracted only (CH finds one alternative at most): without a provider
+    named, alternatives=2 goes to Valhalla; named, OSRM answers what it finds and says why."""
+    result = city_maps("monaco")
+    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    drive = {**WALK, "vehicle": "car"}
+    assert [parse_route({**drive, "alternatives": str(n)}, registry).provider for n in (0, 1, 2)] == [
+        "osrm", "osrm", "valhalla"
+    ]  # fmt: skip
+    named = parse_route({**drive, "alternatives": "2", "provider": "osrm"}, registry)
+    answer = named.plugin(named.query)
+    assert len(answer.routes) <= 2 and any("1 alternative route(s) at most" in note for note in answer.notes)
