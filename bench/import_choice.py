@@ -1,7 +1,7 @@
-"""What an import builds, by the operator's choice (issue 30): every OSRM profile, as before
-issue 30; OSRM for every route type of car and truck (OSRM_VEHICLES, the second step's
-default); and the default, OSRM for their fastest routes only — each with Valhalla's tiles for
-every vehicle and the road graph — on every shared extract, all of them as one map, and the
+"""What an import builds, by the operator's choice (issue 30): every OSRM profile on MLD and CH,
+as before issue 30; OSRM for every route type of car and truck (OSRM_VEHICLES, the second
+step's default); for their fastest routes only; and the default, those on CH alone — each with
+Valhalla's tiles for every vehicle and the road graph — on every shared extract, all of them as one map, and the
 synthetic Heidelberg of `bench/scale.py` at the factors of `BENCH_IMPORT_FACTORS` (default
 `1,10`). From 30x on only the default is imported (the earlier choices' 30x import is 20-40
 minutes; bench/RESULTS.md's scale section has today's design there).
@@ -29,10 +29,13 @@ from bench.scale import CACHE, SHARED_OSM, Measured, current_dir, dir_bytes, hum
 from route_service.osrm_profiles import PROFILE_NAMES
 
 CHOICES = {
-    "every OSRM profile (before)": ["--profiles", ",".join(PROFILE_NAMES)],
-    "car, truck: both route types in OSRM": ["--profiles", "car-fastest,car-shortest,truck-fastest,truck-shortest"],
-    "default (car, truck fastest in OSRM)": [],
-}
+    "every OSRM profile, MLD+CH (before)": ["--profiles", ",".join(PROFILE_NAMES), "--algorithm", "mld+ch"],
+    "car, truck: both route types, MLD+CH": [
+        "--profiles", "car-fastest,car-shortest,truck-fastest,truck-shortest", "--algorithm", "mld+ch"
+    ],
+    "car, truck fastest, MLD+CH": ["--profiles", "car-fastest,truck-fastest", "--algorithm", "mld+ch"],
+    "default (car, truck fastest, CH)": [],
+}  # fmt: skip
 DEFAULT_ONLY_FROM = 30  # synthetic factor from which only the default is imported
 
 
@@ -94,8 +97,9 @@ def run() -> str:
         f"(BENCH_IMPORT_FACTORS={os.environ.get('BENCH_IMPORT_FACTORS', '1,10')}); {os.cpu_count()} cores, load "
         f"average at start {os.getloadavg()[0]:.2f}. Each map imported by `python -m route_service.importer` (2 jobs) "
         "with each choice in a row: every OSRM profile, as every import did before issue 30; car and truck with "
-        "both route types in OSRM (issue 30's second step); the default, their fastest routes only (shortest "
-        f"ones from Valhalla). From {DEFAULT_ONLY_FROM}x on, the default only. All keep Valhalla's tiles and the "
+        "both route types in OSRM (issue 30's second step); their fastest routes only (shortest ones from "
+        "Valhalla); the default, those on CH alone (a second alternative from Valhalla). From "
+        f"{DEFAULT_ONLY_FROM}x on, the default only. All keep Valhalla's tiles and the "
         "road graph. Targets (issue 30, at 10x and 30x, "
         "`bench/scale.py`): routing data ≤ 6x the PBF, import wall ≤ 1/3 of before, tree peak ≤ 1.5 GB at 30x.",
         "",
