@@ -64,10 +64,16 @@ class Row:
 # ---------------------------------------------------------------- data
 
 
+def routes_on(map_osrm: Path) -> str:
+    """The algorithm a profile's routes use, as the route service reads it: MLD where its MLD
+    graph exists, else CH (the default import contracts car and truck only)."""
+    return "mld" if Path(f"{map_osrm}.mldgr").is_file() else "ch"
+
+
 def routable_pairs(map_osrm: Path, count: int = PAIRS, seed: int = SEED) -> tuple[list[Coords], int]:
     """`count` seeded pairs in the dense box that OSRM routes (the rejected count too), so
     the load measures routes, not 400s."""
-    engine = osrm.OSRM(storage_config=str(map_osrm), algorithm="MLD", use_shared_memory=False)
+    engine = osrm.OSRM(storage_config=str(map_osrm), algorithm=routes_on(map_osrm).upper(), use_shared_memory=False)
     rng = random.Random(seed)
     lat0, lat1, lon0, lon1 = DENSE_BOX
     pairs: list[Coords] = []
@@ -128,7 +134,7 @@ def platform(data_dir: Path, env: dict[str, str]) -> Iterator[Stack]:
 @contextmanager
 def osrm_routed(map_osrm: Path, log: Path) -> Iterator[tuple[str, int]]:
     port = free_port()
-    command = [sys.executable, "-m", "osrm", "routed", "--algorithm", "mld", "-i", "127.0.0.1", "-p", str(port),
+    command = [sys.executable, "-m", "osrm", "routed", "--algorithm", routes_on(map_osrm), "-i", "127.0.0.1", "-p", str(port),
                "-t", "2", "-l", "WARNING", str(map_osrm)]  # fmt: skip
     with open(log, "ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
