@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import logging
 import weakref
 from collections.abc import Callable
@@ -70,7 +71,12 @@ class RouteState:
             digest = read_current(config.maps_path)
             if digest is None or digest == refused or (self.dataset is not None and digest == self.dataset.hash):
                 continue
-            refused = None if await self.switch(config) else digest
+            try:
+                switched = await self.switch(config)
+            except Exception:  # the child would not start, …: keep serving, and keep following
+                log.exception("map switch to %s failed, still serving %s", digest, self.dataset and self.dataset.hash)
+                switched = False
+            refused = None if switched else digest
 
     async def switch(self, config: RouteConfig) -> bool:
         """Puts the current dataset into service without a pause: the old one answers until the
@@ -92,7 +98,8 @@ class RouteState:
         if old_large is not None:
             await self.calls.run(partial(old_large.shutdown, drain=True))  # its jobs end first
         await released(old_graph)
-        await self.calls.run(registry.preload)
+        if config.preload:
+            await self.calls.run(registry.preload)
         self.switches += 1
         log.info("map dataset %s in service, providers %s", dataset.hash, ", ".join(registry.names))
         return True
@@ -156,8 +163,11 @@ async def released(engine: weakref.ref[object] | None) -> None:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + RELEASE_WAIT_S
-    while engine() is not None and loop.time() < deadline:
-        gc.collect()
+    for check in itertools.count():
+        if engine() is None or loop.time() >= deadline:
+            return
+        if check % 10 == 0:  # a reference cycle may hold it: collected twice a second, not more
+            gc.collect()
         await asyncio.sleep(0.05)
 
 
