@@ -127,6 +127,13 @@ class OsrmProvider:
         """CH where the profile was contracted (the CH graph file exists), else MLD."""
         return "CH" if profile in self._contracted else "MLD"
 
+    def engines_text(self) -> str:
+        """What each profile answers on, for /v1/providers: `car-fastest CH, truck-fastest CH` (MLD+CH: both)."""
+        return ", ".join(
+            f"{p} {self.route_algorithm(p)}" + ("+CH" if p in self._contracted and p in self._partitioned else "")
+            for p in self.profiles
+        )
+
     def most_alternatives(self, profile: str) -> int:
         """CH's search finds one alternative route at most (200 Heidelberg pairs asked for three:
         CH 1.38 routes on average, never more than 2; MLD 1.48, up to 4)."""
@@ -157,7 +164,8 @@ class OsrmProvider:
     def info(self) -> ProviderInfo:
         return ProviderInfo(
             name=self.name,
-            description=f"OSRM ({self.algorithm}) on the imported OpenStreetMap data; fast, with alternatives and turn instructions",
+            description=f"OSRM ({self.engines_text()}) on the imported OpenStreetMap data; fast, with alternatives "
+            "and turn instructions",
             profiles=frozenset((v, t) for v in VEHICLES for t in ROUTE_TYPES if profile_name(v, t) in self.profiles),
             alternatives=True,
             one_alternative=frozenset(
