@@ -88,12 +88,11 @@ def plain(value: Any) -> Any:
 class OsrmProvider:
     name = "osrm"
 
-    def __init__(self, dataset_dir: Path, algorithm: str, profiles: Sequence[str]) -> None:
-        """`algorithm` as imported (importer.ALGORITHMS); what each profile answers on is read
-        from its files: routes on MLD where its MLD graph exists, else CH; matrices on CH where
-        it was contracted, else MLD."""
+    def __init__(self, dataset_dir: Path, profiles: Sequence[str]) -> None:
+        """What each profile answers on is read from its files (the import's algorithm chose
+        them): routes on MLD where its MLD graph exists, else CH; matrices on CH where it was
+        contracted, else MLD."""
         self.dataset_dir = dataset_dir
-        self.algorithm = algorithm.upper()
         self.profiles = tuple(profiles)
         # read once here, not on every request
         self._contracted = frozenset(p for p in self.profiles if self._has(p, "hsgr"))
@@ -112,7 +111,7 @@ class OsrmProvider:
         ]
         if not profiles:
             raise DatasetNotReady(f"dataset {dataset_dir.name} has no OSRM profiles")
-        return cls(dataset_dir, str(manifest.get("algorithm", "mld")), profiles)
+        return cls(dataset_dir, profiles)
 
     def preload(self) -> None:
         for profile in self.profiles:
