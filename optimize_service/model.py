@@ -48,7 +48,7 @@ class Options:
     route_type: str = "fastest"
     provider: str | None = None  # None: the route service's default
     time_limit_s: float | None = None  # None: chosen from the number of stops
-    avoid: AvoidArea | None = None  # roads inside it are not used (the route service's graph provider)
+    avoid: AvoidArea | None = None  # roads inside it are not used (the route service: graph matrices, Valhalla routes)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
         route_type,
         errors,
         emergency=radius > 0,
-        restricted_by=restrictions.parameter,
+        restrictions=restrictions,
         alternatives=alternatives or 0,
     )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
@@ -240,7 +240,7 @@ def matrix_request(
         truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
     )
     provider = registry.choose(
-        name, vehicle, route_type, errors, restricted_by=restrictions.parameter, serving="matrix"
+        name, vehicle, route_type, errors, restrictions=restrictions, serving="matrix"
     )
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
@@ -296,7 +296,7 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     vehicle, route_type, name = parse_profile(params, errors)
     named = [(f"waypoints[{i}]", p) for i, p in enumerate(waypoints)]
     restrictions = Restrictions(avoid=parse_avoid(body, named, errors))
-    provider = registry.choose(name, vehicle, route_type, errors, restricted_by=restrictions.parameter)
+    provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions)
     query = WaypointsQuery(waypoints, vehicle, route_type, restrictions)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 

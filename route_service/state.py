@@ -92,7 +92,11 @@ class RouteState:
             return False
         large = LargeCalls(dataset, config.large_processes, config.large_niceness) if config.large_processes else None
         if large is not None:
-            await large.start()
+            try:
+                await large.start()
+            except BaseException:  # a child that cannot open the new map is not left running
+                await self.calls.run(large.shutdown)
+                raise
         old_large, old_graph = self.calls.large, self.graph_engine()
         self.dataset, self.registry, self.calls.large, self.load_error = dataset, registry, large, None
         if old_large is not None:

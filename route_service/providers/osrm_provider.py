@@ -161,15 +161,14 @@ class OsrmProvider:
         return self._engine(profile, self.matrix_algorithm(profile))
 
     def info(self) -> ProviderInfo:
+        loaded = frozenset((v, t) for v in VEHICLES for t in ROUTE_TYPES if profile_name(v, t) in self.profiles)
         return ProviderInfo(
             name=self.name,
             description=f"OSRM ({self.engines_text()}) on the imported OpenStreetMap data; fast, with alternatives "
             "and turn instructions",
-            profiles=frozenset((v, t) for v in VEHICLES for t in ROUTE_TYPES if profile_name(v, t) in self.profiles),
+            profiles=loaded,
             alternatives=True,
-            one_alternative=frozenset(
-                (v, t) for v in VEHICLES for t in ROUTE_TYPES if self.most_alternatives(profile_name(v, t)) == 1
-            ),
+            one_alternative=frozenset(p for p in loaded if self.most_alternatives(profile_name(*p)) == 1),
         )
 
     def plugins(self) -> Plugins:

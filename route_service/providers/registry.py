@@ -2,14 +2,17 @@
 
 Every capability is resolved once, when the registry is made (`resolve`); a request's
 provider is chosen once, as the last step of parsing it (`ProviderRegistry.choose`). `osrm`
-is the default; without a provider named, a vehicle or route type it has not loaded (the
-import's OSRM_VEHICLES: car and truck by default) goes to Valhalla, or, for what Valhalla does
-not compute here (matrices), to the next provider serving it. A vehicle the map does not serve
-at all (the import's ROUTING_VEHICLES) is a 400 naming those it serves, whichever provider is
-named. Queries with `emergency_radius_m > 0` need per-query costs, which only
-providers whose ProviderInfo says `emergency_routing` have (the `graph` provider): without
-an explicit provider they go there; naming a provider that lacks it is a 400 naming
-emergencyRoutingRadius.
+is the default; without a provider named, what it cannot answer goes to Valhalla first (one
+graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
+not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
+than its CH data finds, avoid areas. Matrices with an avoid area go to the road graph
+(Valhalla computes none here), and so, by measurement (FIRST_FOR), do truck dimensions and
+isochrones.
+A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
+it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
+costs, which only providers whose ProviderInfo says `emergency_routing` have (the `graph`
+provider): without an explicit provider they go there; naming a provider that lacks it is a
+400 naming emergencyRoutingRadius.
 """
 
 from __future__ import annotations
@@ -22,14 +25,29 @@ from common.errors import ApiError, DatasetNotReady, InvalidParameter, Parameter
 from common.providers import requested_provider
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
+from route_service.model import NO_RESTRICTIONS, Restrictions
 from route_service.providers.base import Capabilities, Plugins, RouteProvider
 from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 
 log = logging.getLogger("route_service.registry")
-# Answers a vehicle or route type the default provider has not loaded, when it can.
+# Answers what the default provider cannot, when it can (see the module's docstring). Chosen by
+# measurement (bench/RESULTS.md, "One graph for every vehicle" and "Scale"): Valhalla's routes
+# with an avoid area took 0.66-1.52x the graph's time on the shared extracts, but the graph's
+# grew 1.51x on 10x the map (it tests every road piece's box against the area), Valhalla's
+# bounded by the route's own search.
 FALLBACK_FIRST = "valhalla"
+# Except where measurement says otherwise: a capability → the provider asked first for it.
+# Isochrones: Valhalla's are 5-14x faster, but its 15-minute car areas held 92.6 % of the
+# points OSRM's routes reach in time on Heidelberg (goal 97 %; the graph's 99.1 %; the other
+# maps 96.8-100 %, `python -m bench isochrone`'s centres, 2026-11-27): it starts where OSRM does
+# not (17.8 m away on a track where OSRM's road is not one Valhalla lets a car start on; on a
+# motorway node where OSRM takes the ramp beside it), so its areas lose what OSRM reaches.
+# Truck dimensions: Valhalla does not hold a way's limits against a route that starts or ends on
+# it (tests/route_service/test_valhalla_provider.py routes from beyond the ends to see them kept);
+# the graph does, so a truck is never sent onto the bridge its delivery address lies behind.
+FIRST_FOR = {"isochrone": "graph", "truck dimensions": "graph"}
 
 
 def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
@@ -85,9 +103,8 @@ class ProviderRegistry:
         self.default_name = default_name
         # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
         self.vehicles = tuple(vehicles) if vehicles is not None else None
-        # Answer emergency routing / per-request restrictions when no provider is named: the first that can.
-        self.emergency = next((c for c in self.providers.values() if c.info.emergency_routing), None)
-        self.restricting = next((c for c in self.providers.values() if c.info.restrictions), None)
+        # Answers emergency routing when no provider is named: the first that can.
+        self.emergency = next((c for c in self._ordered(FALLBACK_FIRST) if c.info.emergency_routing), None)
 
     @property
     def names(self) -> list[str]:
@@ -101,7 +118,7 @@ class ProviderRegistry:
         errors: ParameterErrors,
         *,
         emergency: bool = False,
-        restricted_by: str | None = None,
+        restrictions: Restrictions = NO_RESTRICTIONS,
         needs: str | None = None,
         serving: str = "route",
         alternatives: int = 0,
@@ -110,13 +127,15 @@ class ProviderRegistry:
         violations join the request's own in `errors`, and all are raised together. What only
         an otherwise valid request can be told comes after: no provider for emergency routing
         or restrictions (503), or none of the vehicle and route type in this dataset.
-        `restricted_by` names the parameter that asks for per-request costs (`avoid` …);
+        `restrictions` are the request's per-request costs (avoid areas, truck dimensions);
         `needs` a capability the provider must have (`isochrone`): without a name, the first
         provider that has it answers. Without a name, a vehicle or route type the chosen provider
         has not loaded (ROUTING_VEHICLES) goes to one that has, Valhalla first, with the
         capability the request uses (`serving`: route, matrix, match …); so do more
         `alternatives` than the chosen one finds (OSRM's CH data: one)."""
         named = name is not None
+        restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
+        first = self._first(needs or serving, restrictions)
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",
@@ -125,18 +144,19 @@ class ProviderRegistry:
             )
         name = requested_provider(name, self.names, errors)
         if name is None and needs is not None:
-            capable = next((c for c in self.providers.values() if getattr(c, needs) is not None), None)
+            capable = next((c for c in self._ordered(first) if getattr(c, needs) is not None), None)
             name = capable.name if capable is not None else None
         if name is not None:
             chosen: Capabilities | None = self._named(name, emergency, errors)
             if restricted_by and chosen is not None and not chosen.info.restrictions:
-                capable = self.restricting
+                capable = next((c for c in self._ordered(first) if c.info.restrictions), None)
                 hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
                 errors.add(restricted_by, f"the {name} provider does not support {restricted_by}: {hint}")
         elif restricted_by:
-            chosen = self.restricting
-            if chosen is not None and emergency and not chosen.info.emergency_routing:
-                chosen = None
+            chosen = self._serving(vehicle, route_type, serving, first, restricted_by, emergency, alternatives)
+            if chosen is None:  # none serves all of it: the first that restricts says what is missing
+                order = self._ordered(first)
+                chosen = next((c for c in order if c.info.restrictions and self._helps(c, emergency)), None)
         else:
             chosen = self._unnamed(emergency)
         errors.raise_if_any()
@@ -145,7 +165,7 @@ class ProviderRegistry:
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
         short = alternatives > chosen.info.most_alternatives(vehicle, route_type)
         if not named and (short or not chosen.info.serves(vehicle, route_type)):
-            chosen = self._serving(vehicle, route_type, serving, restricted_by, emergency, alternatives) or chosen
+            chosen = self._serving(vehicle, route_type, serving, first, restricted_by, emergency, alternatives) or chosen
         if not chosen.info.serves(vehicle, route_type):
             loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
             others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
@@ -170,26 +190,39 @@ class ProviderRegistry:
         vehicle: str,
         route_type: str,
         capability: str,
+        first: str,
         restricted_by: str | None,
         emergency: bool,
         alternatives: int = 0,
     ) -> Capabilities | None:
-        """The provider that answers what its chosen one cannot: Valhalla (one graph for every
-        vehicle) first, then any other, each with the capability and what the request asks of
-        it, alternatives included."""
-        order = sorted(self.providers.values(), key=lambda c: c.name != FALLBACK_FIRST)
+        """The provider that answers what its chosen one cannot: `first` (`_first`), then any
+        other, each with the capability and what the request asks of it, alternatives included."""
         return next(
             (
                 c
-                for c in order
+                for c in self._ordered(first)
                 if c.info.serves(vehicle, route_type)
                 and getattr(c, capability) is not None
                 and (not restricted_by or c.info.restrictions)
-                and (not emergency or c.info.emergency_routing)
+                and self._helps(c, emergency)
                 and alternatives <= c.info.most_alternatives(vehicle, route_type)
             ),
             None,
         )
+
+    @staticmethod
+    def _first(capability: str, restrictions: Restrictions) -> str:
+        """The provider asked first, without a name, for what the default cannot answer."""
+        if restrictions.truck is not None:
+            return FIRST_FOR["truck dimensions"]
+        return FIRST_FOR.get(capability, FALLBACK_FIRST)
+
+    def _ordered(self, first: str) -> list[Capabilities]:
+        return sorted(self.providers.values(), key=lambda c: c.name != first)
+
+    @staticmethod
+    def _helps(capabilities: Capabilities, emergency: bool) -> bool:
+        return not emergency or capabilities.info.emergency_routing
 
     def _unnamed(self, emergency: bool) -> Capabilities | None:
         return self.emergency if emergency else self.providers[self.default_name]

@@ -6,6 +6,7 @@ old one is released. Maps: Monaco alone, then Monaco and Andorra as one."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from aiohttp.test_utils import TestClient
 
 from common.datasets import CURRENT, STAGED, Progress, read_current, switch_staged, write_current
 from route_service.app import create_app
+from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.graph_engine import GraphEngine
 from route_service.importer import import_maps
@@ -129,6 +131,43 @@ async def test_a_dataset_that_cannot_open_leaves_the_old_one_in_service(
             assert (await client.get(MONACO_ROUTE)).status == 200
         health = await (await client.get("/health")).json()
         assert health["checks"]["dataset"] == monaco and health["checks"]["mapSwitches"] == 0
+    finally:
+        write_current(maps, monaco)
+
+
+async def test_a_switch_whose_child_fails_to_start_keeps_the_old_map_and_leaves_no_child(
+    aiohttp_client: ClientFactory, two_maps: tuple[Path, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new map's large-call child starts, then fails to open its engines: the old map and
+    its child stay in service, the new child is stopped, the dataset is not retried."""
+    maps, monaco, both = two_maps
+    write_current(maps, monaco)
+    client = await aiohttp_client(create_app(config(maps, preload=False)))
+    await served(client, monaco)
+    children = {child.pid for child in multiprocessing.active_children()}
+    tried: list[LargeCalls] = []
+    start = LargeCalls.start
+
+    async def failing(self: LargeCalls) -> None:
+        await start(self)  # the child runs …
+        tried.append(self)
+        raise RuntimeError("the child could not open the new map's engines")  # … and fails
+
+    monkeypatch.setattr(LargeCalls, "start", failing)
+    write_current(maps, both)
+    try:
+        for _ in range(600):  # checked every 0.05 s until the switch was tried
+            if tried:
+                break
+            await asyncio.sleep(0.05)
+        assert len(tried) == 1, "the switch was tried once"
+        for _ in range(5):  # several checks pass: none retries it
+            await asyncio.sleep(0.1)
+            assert (await client.get(MONACO_ROUTE)).status == 200
+        health = await (await client.get("/health")).json()
+        assert health["checks"]["dataset"] == monaco and health["checks"]["mapSwitches"] == 0
+        assert len(tried) == 1
+        assert {child.pid for child in multiprocessing.active_children()} == children, "the failed child is gone"
     finally:
         write_current(maps, monaco)
 

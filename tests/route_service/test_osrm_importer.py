@@ -94,6 +94,7 @@ def test_by_default_car_and_truck_are_contracted_and_the_others_partitioned(tmp_
     assert [provider.route_algorithm(p) for p in profiles] == ["CH", "MLD", "MLD"]
     assert [provider.matrix_algorithm(p) for p in profiles] == ["CH", "CH", "MLD"]
     assert [provider.most_alternatives(p) for p in profiles] == [1, 2, 2]
+    assert provider.info().one_alternative == {("truck", "fastest")}, "only loaded profiles are listed"
     assert provider.route(RouteQuery(*tiny_map.west, vehicle="pedestrian")).routes
 
 

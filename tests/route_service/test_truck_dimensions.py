@@ -10,11 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 import osmium
 import pytest
 import shapely
 
+from common.areas import square_around
 from common.errors import ApiError, InvalidParameter, NoRouteFound
+from common.geo import LatLon
 from route_service.dataset import Dataset
 from route_service.graph_format import MODE_YES
 from route_service.graph_tags import classify, parse_length_m, parse_weight_t, way_limits
@@ -167,9 +170,11 @@ def test_osrm_cannot_take_dimensions_and_says_so(registry: ProviderRegistry) -> 
     with pytest.raises(ApiError) as caught:
         parse_route({**BASE, "weight": "12", "provider": "osrm"}, registry)
     assert caught.value.violations[0].parameter == "weight"
-    assert "provider=graph" in caught.value.violations[0].message
+    assert "provider=graph" in caught.value.violations[0].message, "the graph holds limits at a route's ends too"
 
 
 def test_a_truck_without_dimensions_stays_on_osrm(registry: ProviderRegistry) -> None:
     assert parse_route(BASE, registry).provider == "osrm"
     assert parse_route({**BASE, "height": "3.9"}, registry).provider == "graph"
+    with_area = {**BASE, "height": "3.9", "avoid": orjson.dumps(square_around(LatLon(49.40, 8.68), 50)).decode()}
+    assert parse_route(with_area, registry).provider == "graph", "an avoid area does not take the truck to Valhalla"
