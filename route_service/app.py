@@ -45,9 +45,9 @@ def state_context(config: RouteConfig) -> CleanupContext:
         state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds), admission)
         state.matrix_limits = config.matrix_limits
         app[STATE_KEY] = state
-        await calls.run(state.load, config.maps_path, config.preload)
-        if state.dataset is not None and config.large_processes > 0:
-            calls.large = LargeCalls(state.dataset, config.large_processes, config.large_niceness)
+        await calls.run(state.load, config.maps_path, config.preload, config.graph_cache_dir)
+        calls.large = LargeCalls.of(state.dataset, config) if state.dataset is not None else None
+        if calls.large is not None:
             await calls.large.start()
         following = asyncio.create_task(state.follow(config))  # a new map without a restart
         yield

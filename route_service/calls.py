@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
 from common.processes import start_pool_process
+from route_service.config import RouteConfig
 from route_service.dataset import Dataset
 from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
 from route_service.detour.engine import DetourResult, Router, TrackResult, answer_cases, answer_track
@@ -60,6 +61,7 @@ from route_service.providers.base import (
     IsochroneRequest,
     MatchRequest,
     MatrixRequest,
+    RouteProvider,
     RouteRequest,
     WaypointsRequest,
 )
@@ -125,15 +127,20 @@ _child_dataset: Dataset | None = None
 _child_diagnostics: SnapDiagnostics | None = None
 _child_optional: dict[str, Capabilities | None] = {}  # loaded on first use; None: not in the dataset
 _child_flags: Any = None
+_child_graph_cache: Path | None = None  # where the worker's prepared graph file is (graph_engine.shared)
 
 
-def open_dataset(dataset_dir: Path, manifest: dict[str, Any], niceness: int, flags: Any = None) -> None:
+def open_dataset(
+    dataset_dir: Path, manifest: dict[str, Any], niceness: int, flags: Any = None, graph_cache: Path | None = None
+) -> None:
     """The child's initializer: its own OSRM engines on the same memory-mapped files, its
-    errors diagnosed as the worker's are; the graph provider on its first use."""
-    global _child_provider, _child_plugins, _child_dataset, _child_diagnostics, _child_flags
+    errors diagnosed as the worker's are; the graph provider on its first use, mapping the
+    worker's prepared graph file (`graph_cache`)."""
+    global _child_provider, _child_plugins, _child_dataset, _child_diagnostics, _child_flags, _child_graph_cache
     start_pool_process(niceness)
     fix_mmap_threshold()
     _child_flags = flags
+    _child_graph_cache = graph_cache
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
     _child_dataset = Dataset(dataset_dir.name, dataset_dir, manifest)
     _child_diagnostics = SnapDiagnostics(_child_provider, _child_dataset.bounds, _child_dataset.sample_points)
@@ -148,8 +155,8 @@ def _plugins() -> tuple[OsrmProvider, Capabilities]:
 
 def _capabilities(provider: str) -> Capabilities:
     """A provider's plugins in the child: OSRM's from the start, the graph's and Valhalla's loaded
-    on first use (the graph: 0.2 s, ~75 MB; only where isochrones, graph matrices or Valhalla
-    are asked)."""
+    on first use (only where isochrones, graph matrices or Valhalla are asked; the graph's file
+    mapped, prepared by whichever process needed it first)."""
     osrm = _plugins()[1]
     if provider == osrm.name:
         return osrm
@@ -163,7 +170,10 @@ def _capabilities(provider: str) -> Capabilities:
     return found
 
 
-OPTIONAL_PROVIDERS = {"graph": load_graph_provider, "valhalla": load_valhalla_provider}
+OPTIONAL_PROVIDERS: dict[str, Callable[[Dataset], RouteProvider | None]] = {
+    "graph": lambda dataset: load_graph_provider(dataset, cache_dir=_child_graph_cache),
+    "valhalla": load_valhalla_provider,
+}
 
 
 def _abandoned(ticket: Ticket) -> Callable[[], bool]:
@@ -239,8 +249,8 @@ class LargeCalls:
 
     provider = OsrmProvider.name  # the provider whose large matrices and tours it takes
 
-    def __init__(self, dataset: Dataset, processes: int, niceness: int) -> None:
-        self.dataset, self.processes, self.niceness = dataset, processes, niceness
+    def __init__(self, dataset: Dataset, processes: int, niceness: int, graph_cache: Path | None = None) -> None:
+        self.dataset, self.processes, self.niceness, self.graph_cache = dataset, processes, niceness, graph_cache
         self.context = multiprocessing.get_context("spawn")  # not fork: the worker runs a loop and threads
         self.flags = AbandonFlags(self.context)
         # A child that died (killed, out of memory) fails the calls it had with a 503; later
@@ -248,12 +258,19 @@ class LargeCalls:
         self.pool = RestartingPool("large-call", self.new_pool)
         self.abandoned = 0  # jobs given up by their callers (for /health and the tests)
 
+    @classmethod
+    def of(cls, dataset: Dataset, config: RouteConfig) -> LargeCalls | None:
+        """The children the configuration asks for (ROUTE_LARGE_PROCESSES; none at 0)."""
+        if config.large_processes <= 0:
+            return None
+        return cls(dataset, config.large_processes, config.large_niceness, config.graph_cache_dir)
+
     def new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.processes,
             mp_context=self.context,
             initializer=open_dataset,
-            initargs=(self.dataset.path, self.dataset.manifest, self.niceness, self.flags.array),
+            initargs=(self.dataset.path, self.dataset.manifest, self.niceness, self.flags.array, self.graph_cache),
         )
 
     async def start(self) -> None:

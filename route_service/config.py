@@ -12,6 +12,8 @@ ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with
 ROUTE_LARGE_PROCESSES   child processes per worker for large OSRM calls (matrices of 20 000 cells or more,
                         routes through 150 waypoints or more); 0 runs them in the worker (default 1)
 ROUTE_LARGE_NICE        niceness added to those child processes, so small requests come first (default 10)
+ROUTE_GRAPH_CACHE_DIR   where the road graph's prepared file goes, written once and memory-mapped by every
+                        worker and child (default <data_dir>/graph-cache; only the served map's is kept)
 ROUTE_MATRIX_CELLS      cells (sources x destinations) one POST /v1/matrix may ask, per account tier, as
                         `tier=cells,...` (default demo=1000,standard=10000,unlimited=1000000); a tier not
                         listed, or a request without the gateway's tier header, gets the smallest
@@ -59,15 +61,22 @@ class RouteConfig(BaseConfig):
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
     large_processes: int = 1
     large_niceness: int = 10
+    # None: `<data_dir>/graph-cache` (see `graph_cache_dir`).
+    graph_cache: Path | None = None
     matrix_limits: TierLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
 
     @property
     def maps_path(self) -> Path:
         return self.map_dir if self.map_dir is not None else self.data_dir / "maps"
 
+    @property
+    def graph_cache_dir(self) -> Path:
+        return self.graph_cache if self.graph_cache is not None else self.data_dir / "graph-cache"
+
     @classmethod
     def from_env(cls, service: str = "route_service", **overrides: Any) -> Self:
         map_dir = env_str("MAP_DIR", "")
+        graph_cache = env_str("ROUTE_GRAPH_CACHE_DIR", "")
         values: dict[str, Any] = {
             "workers": max(1, env_int(service.upper() + "_WORKERS", default_workers())),
             "map_dir": Path(map_dir) if map_dir else None,
@@ -77,6 +86,7 @@ class RouteConfig(BaseConfig):
             "reload_check_seconds": max(0.1, env_float("ROUTE_RELOAD_CHECK_SECONDS", 1.0)),
             "large_processes": max(0, env_int("ROUTE_LARGE_PROCESSES", 1)),
             "large_niceness": max(0, min(19, env_int("ROUTE_LARGE_NICE", 10))),
+            "graph_cache": Path(graph_cache) if graph_cache else None,
             "matrix_limits": parse_matrix_cells(env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),
             "inline_providers": tuple(
                 p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()

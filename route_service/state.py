@@ -48,13 +48,13 @@ class RouteState:
     counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
     switches: int = 0  # datasets put into service after start-up (`switch`)
 
-    def load(self, maps: Path, preload: bool) -> None:
+    def load(self, maps: Path, preload: bool, graph_cache: Path | None = None) -> None:
         """The current dataset and its providers. Runs in a thread: opening the OSRM files
         and the graph takes a moment. A failure is kept to be reported, not raised: the
         service runs on, unready, and says what is missing."""
         try:
             dataset = current_dataset(maps)
-            registry = ProviderRegistry.load(dataset, preload=preload)
+            registry = ProviderRegistry.load(dataset, preload=preload, graph_cache=graph_cache)
         except ApiError as exc:
             self.load_error = exc.detail
             return
@@ -82,15 +82,18 @@ class RouteState:
         """Puts the current dataset into service without a pause: the old one answers until the
         new one is open, requests already running end on the old one, none fails.
 
-        Memory: OSRM's and Valhalla's files are memory-mapped (page cache the kernel may drop,
-        not memory two maps must hold at once); the graph's arrays are the process's own, so the
-        new graph is built only once the old one is released (or on its first use)."""
+        Memory: OSRM's, Valhalla's and the prepared graph's files are memory-mapped (page cache
+        the kernel may drop, not memory two maps must hold at once); where the graph cannot be
+        shared it is the process's own, so the new graph is built only once the old one is
+        released (or on its first use)."""
         try:
-            dataset, registry = await self.calls.run(open_registry, config.maps_path, config.preload)
+            dataset, registry = await self.calls.run(
+                open_registry, config.maps_path, config.preload, config.graph_cache_dir
+            )
         except ApiError as exc:
             log.error("map switch failed, still serving %s: %s", self.dataset and self.dataset.hash, exc.detail)
             return False
-        large = LargeCalls(dataset, config.large_processes, config.large_niceness) if config.large_processes else None
+        large = LargeCalls.of(dataset, config)
         if large is not None:
             try:
                 await large.start()
@@ -150,10 +153,10 @@ class RouteState:
         return health
 
 
-def open_registry(maps: Path, preload: bool) -> tuple[Dataset, ProviderRegistry]:
+def open_registry(maps: Path, preload: bool, graph_cache: Path | None) -> tuple[Dataset, ProviderRegistry]:
     """The current dataset with its providers, the graph's engine left to `preload`."""
     dataset = current_dataset(maps)
-    return dataset, ProviderRegistry.load(dataset, preload=preload, graph_now=False)
+    return dataset, ProviderRegistry.load(dataset, preload=preload, graph_now=False, graph_cache=graph_cache)
 
 
 # How long a switch waits for the requests still on the old graph before building the new one

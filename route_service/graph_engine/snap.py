@@ -47,6 +47,14 @@ class Snapper:
         self._trees: dict[tuple[str, bool, str], SampleTree | None] = {}
         self._tree_lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled with its trees (graph_engine.shared), not its lock."""
+        return {"road": self.road, "_trees": self._trees}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._tree_lock = threading.Lock()
+
     def snap(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
              radius_m: float = 0.0) -> SnapPoint | None:  # fmt: skip
         """Nearest point on a road `vehicle` may use; with a radius also on emergency-only roads

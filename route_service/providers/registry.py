@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from common.providers import requested_provider
@@ -228,34 +229,38 @@ class ProviderRegistry:
         return self.emergency if emergency else self.providers[self.default_name]
 
     @classmethod
-    def load(cls, dataset: Dataset, *, preload: bool = True, graph_now: bool = True) -> ProviderRegistry:
+    def load(
+        cls, dataset: Dataset, *, preload: bool = True, graph_now: bool = True, graph_cache: Path | None = None
+    ) -> ProviderRegistry:
         """`osrm` (required), `graph` and `valhalla` (each when its module and data exist) for one
-        dataset. `graph_now=False` leaves the graph's engine to its first use or `preload`."""
+        dataset. `graph_now=False` leaves the graph's engine to its first use or `preload`;
+        `graph_cache` is where its prepared file is shared (None: beside the graph)."""
         osrm = OsrmProvider.load(dataset.path, dataset.manifest)
         if preload:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
-        for optional in (load_graph_provider(dataset, now=graph_now), load_valhalla_provider(dataset)):
+        graph = load_graph_provider(dataset, now=graph_now, cache_dir=graph_cache)
+        for optional in (graph, load_valhalla_provider(dataset)):
             if optional is not None:
                 providers[optional.name] = optional
         diagnostics = SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points)
         return cls(providers, osrm.name, diagnostics, dataset.vehicles)
 
     def preload(self) -> None:
-        """Opens what each provider opens on first use (OSRM's engines, the graph's arrays)."""
+        """Opens what each provider opens on first use (OSRM's engines, the graph's prepared file)."""
         for provider in self.sources.values():
             preload = getattr(provider, "preload", None)
             if preload is not None:
                 preload()
 
 
-def load_graph_provider(dataset: Dataset, *, now: bool = True) -> RouteProvider | None:
+def load_graph_provider(dataset: Dataset, *, now: bool = True, cache_dir: Path | None = None) -> RouteProvider | None:
     try:
         from route_service.providers.graph import GraphProvider
     except ImportError as exc:
         log.warning("graph provider unavailable: %s", exc)
         return None
-    return loaded(lambda: GraphProvider.load(dataset.path, now=now), "graph")
+    return loaded(lambda: GraphProvider.load(dataset.path, now=now, cache_dir=cache_dir), "graph")
 
 
 def load_valhalla_provider(dataset: Dataset) -> RouteProvider | None:

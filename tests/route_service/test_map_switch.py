@@ -20,7 +20,10 @@ from route_service.app import create_app
 from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.graph_engine import GraphEngine
+from route_service.graph_engine.shared import engine_path
 from route_service.importer import import_maps
+from route_service.providers import graph
+from route_service.providers.graph import GRAPH_DIR
 from route_service.state import STATE_KEY, RouteState
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
@@ -45,8 +48,14 @@ def two_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> tupl
 
 
 def config(maps: Path, **overrides: Any) -> RouteConfig:
-    values: dict[str, Any] = {"map_dir": maps, "redis_url": NO_REDIS, "port": 0, "reload_check_seconds": 0.1}
+    """The route service on `maps`, its prepared graphs beside them (ROUTE_GRAPH_CACHE_DIR)."""
+    values: dict[str, Any] = {"map_dir": maps, "redis_url": NO_REDIS, "port": 0, "reload_check_seconds": 0.1,
+                              "graph_cache": maps.parent / "graph-cache"}  # fmt: skip
     return RouteConfig.from_env("route_service", **{**values, **overrides})
+
+
+def both_graph(maps: Path, digest: str) -> Path:
+    return maps / digest / GRAPH_DIR
 
 
 async def served(client: Client, digest: str, switches: int = 0, checks: int = 600) -> dict[str, Any]:
@@ -85,13 +94,13 @@ async def test_a_new_map_goes_into_service_under_load_without_a_failed_request(
     old_graph = state.graph_engine()
     assert old_graph is not None and old_graph() is not None
     old_alive_at_build: list[bool] = []
-    build = GraphEngine.load
+    build = graph.shared_engine
 
-    def recording(cls: type[GraphEngine], graph_dir: Path) -> GraphEngine:
+    def recording(graph_dir: Path, cache_dir: Path | None = None) -> GraphEngine:
         old_alive_at_build.append(old_graph() is not None)
-        return build(graph_dir)
+        return build(graph_dir, cache_dir)
 
-    monkeypatch.setattr(GraphEngine, "load", classmethod(recording))
+    monkeypatch.setattr(graph, "shared_engine", recording)
 
     switched = asyncio.Event()
     loaders = [asyncio.create_task(load(client, path, switched)) for path in (MONACO_ROUTE, MONACO_ISOCHRONE) * 2]
@@ -112,9 +121,12 @@ async def test_a_new_map_goes_into_service_under_load_without_a_failed_request(
     assert sum(after for after, _ in answers) >= 4 * AFTER_SWITCH
     assert (await client.get(ANDORRA_ROUTE)).status == 200  # the new map answers
     assert health["checks"]["mapSwitches"] == 1
-    assert old_alive_at_build == [False], "the new graph is built once, after the old one was released"
+    assert old_alive_at_build == [False], "the new graph is opened once, after the old one was released"
     new_graph = state.graph_engine()
     assert new_graph is not None and new_graph() is not None
+    engine = new_graph()
+    assert isinstance(engine, GraphEngine) and not engine.road.geom_xyz.flags.writeable, "mapped from its file"
+    assert [p.name for p in config(maps).graph_cache_dir.iterdir()] == [engine_path(both_graph(maps, both)).name]
 
 
 async def test_a_dataset_that_cannot_open_leaves_the_old_one_in_service(
