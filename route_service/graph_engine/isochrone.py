@@ -16,11 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import shapely
+from scipy.sparse.csgraph import dijkstra
 
 from common.geo import METRES_PER_DEGREE
 from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
+from route_service.graph_engine.region import BOUND_SLACK, WHOLE_MAP_SHARE, Ends, build_region, region_tiles
 from route_service.graph_engine.search import QueryGraph
 from route_service.graph_engine.snap import SampleTree, Snapper, SnapPoint
+from route_service.graph_engine.tiles import spans
 from route_service.graph_engine.weights import Weights
 
 MAX_CELLS = 20_000  # 40 000 took 2.4x the time for a 15-minute Heidelberg area (bench/isochrone.py)
@@ -34,22 +37,39 @@ SNAPPED_TO = ("all", "main", "osrm-large")
 
 @dataclass(frozen=True)
 class Reach:
-    """Every geometry point's cost from the start (inf where neither end of its piece was
-    reached within the search's limit; finite beyond the limit along a piece leaving it)."""
+    """The cost from the start of the geometry points of every piece the search reached
+    (`points`, sorted ids; finite beyond the limit along a piece leaving it, inf where the piece
+    cannot be driven from its reached end): only those, not an array as long as the map."""
 
-    point_cost: np.ndarray
+    points: np.ndarray
+    cost: np.ndarray
+
+    def cost_of(self, points: np.ndarray) -> np.ndarray:
+        """The cost of any geometry points; inf for those of pieces the search did not reach."""
+        index = np.minimum(np.searchsorted(self.points, points), max(len(self.points) - 1, 0))
+        found = (self.points[index] == points) if len(self.points) else np.zeros(len(points), dtype=bool)
+        return np.where(found, self.cost[index] if len(self.cost) else np.inf, np.inf)
 
 
-def reach(road: RoadGraph, graph: VehicleGraph, weights: np.ndarray, origin: SnapPoint, limit: float) -> Reach:
+def reach(road: RoadGraph, graph: VehicleGraph, route_type: str, origin: SnapPoint, limit: float) -> Reach:
+    """The search from the start within `limit` on the region that holds every path that cheap
+    (`reached_nodes`), and the cost of each point of the pieces it reached."""
+    weights = graph.weights[route_type]
     query = QueryGraph(road, graph, Weights(weights))
-    node_cost = query.reach(query.exits(origin), limit)
-    piece = road.point_piece
+    nodes, node_cost = reached_nodes(query, origin, route_type, limit)
+    # the pieces leaving a reached junction (along or against the way), and the start's own
+    pos = spans(graph.indptr[nodes], graph.indptr[nodes + 1])
+    pieces = np.unique(np.append(road.a["edge_piece"][graph.edges[pos]], origin.piece))
+    pieces = pieces[pieces >= 0]
+    ptr = road.a["geom_ptr"]
+    points = spans(ptr[pieces], ptr[pieces + 1])
+    piece = road.point_piece[points]
     length = np.maximum(road.piece_length[piece], 1e-9)
-    offset = road.a["geom_cum"]
+    offset = road.a["geom_cum"][points]
     forward = weight_of(graph.piece_fwd[piece], weights)
     backward = weight_of(graph.piece_bwd[piece], weights)
-    from_u = along(node_cost[road.piece_u[piece]], forward, offset / length)
-    from_v = along(node_cost[road.piece_v[piece]], backward, (length - offset) / length)
+    from_u = along(cost_at(nodes, node_cost, road.piece_u[piece]), forward, offset / length)
+    from_v = along(cost_at(nodes, node_cost, road.piece_v[piece]), backward, (length - offset) / length)
     cost = np.minimum(from_u, from_v)
     # the start's own piece: straight along it from the snapped point, either way it may go
     own = np.flatnonzero(piece == origin.piece)
@@ -57,7 +77,45 @@ def reach(road: RoadGraph, graph: VehicleGraph, weights: np.ndarray, origin: Sna
     direct = along(np.zeros(len(own)), np.where(ahead, forward[own], backward[own]),
                    np.abs(offset[own] - origin.offset_m) / length[own])  # fmt: skip
     cost[own] = np.minimum(cost[own], direct)
-    return Reach(cost)
+    return Reach(points, cost)
+
+
+def reached_nodes(query: QueryGraph, origin: SnapPoint, route_type: str, limit: float) -> tuple[np.ndarray, np.ndarray]:
+    """The junctions reached within `limit` (sorted ids) and their costs. Every path that cheap
+    stays within `limit` times the vehicle's top speed of the snapped start (region: edges are
+    never shorter than their chords), so Dijkstra runs on the tiles of that disc alone: the work
+    follows the area, not the map (the whole graph's search made a 5-minute car isochrone 2.0-2.4x
+    slower on 10 copies of Heidelberg than on one, bench/scale.py). A disc holding most of the
+    map (a town) is searched as the whole graph, which is cheaper then."""
+    exits = query.exits(origin)
+    if not exits:
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    assert query.graph.metres_per_cost is not None
+    radius_m = limit * query.graph.metres_per_cost[route_type] / BOUND_SLACK
+    start = to_xyz(np.array([origin.lat]), np.array([origin.lon]))[0]
+    forced = query.road.tiles.node_tile[np.array([e[0] for e in exits], dtype=np.int64)]
+    ends = Ends(start, start, 1.0, forced)
+    chosen = region_tiles(query, ends, 2 * radius_m)  # the ellipse of a start and end alike: a disc
+    tiles = query.road.tiles
+    if int(np.sum(tiles.ptr[chosen + 1] - tiles.ptr[chosen])) > WHOLE_MAP_SHARE * query.road.n_nodes:
+        node_cost = query.reach(exits, limit)[: query.road.n_nodes]  # the virtual start left out
+        nodes = np.flatnonzero(np.isfinite(node_cost))
+        return nodes, node_cost[nodes]
+    region = build_region(query, chosen, exits, ends)
+    k = len(region.nodes)
+    dist = dijkstra(region.matrix, directed=True, indices=k, limit=limit)[:k]
+    local = np.flatnonzero(np.isfinite(dist))
+    nodes = region.nodes[local].astype(np.int64)
+    order = np.argsort(nodes)
+    return nodes[order], dist[local][order]
+
+
+def cost_at(nodes: np.ndarray, cost: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The cost of each `wanted` junction among the sorted reached `nodes`; inf for the others."""
+    if not len(nodes):
+        return np.full(len(wanted), np.inf)
+    index = np.minimum(np.searchsorted(nodes, wanted), len(nodes) - 1)
+    return np.where(nodes[index] == wanted, cost[index], np.inf)
 
 
 def along(start: np.ndarray, weight: np.ndarray, share: np.ndarray) -> np.ndarray:
@@ -78,8 +136,8 @@ def weight_of(positions: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def polygons(road: RoadGraph, snapper: Snapper, vehicle: str, reached: Reach, limits: list[float],
              snap_radius_m: float) -> list[shapely.Geometry]:  # fmt: skip
     """One (Multi)Polygon per limit, ascending and nested; empty where nothing is reached."""
-    inside = reached.point_cost <= max(limits)
-    if not inside.any():
+    inside = reached.points[reached.cost <= max(limits)]
+    if not len(inside):
         return [shapely.MultiPolygon() for _ in limits]
     lat, lon = road.a["geom_lat"][inside], road.a["geom_lon"][inside]
     # the grid reaches the snapping radius beyond the roads: a point that far from the last
@@ -144,7 +202,7 @@ def nearest_cost(road: RoadGraph, tree: SampleTree | None, reached: Reach, xyz: 
     ab = b - a
     t = np.clip(((xyz[found] - a) * ab).sum(axis=1) / np.maximum((ab * ab).sum(axis=1), 1e-9), 0.0, 1.0)
     # between the segment's two geometry points (the known one where the other is not)
-    first, second = reached.point_cost[g], reached.point_cost[g + 1]
+    first, second = reached.cost_of(g), reached.cost_of(g + 1)
     known = np.isfinite(first) & np.isfinite(second)
     with np.errstate(invalid="ignore"):
         cost[found] = np.where(known, first + (second - first) * t, np.minimum(first, second))

@@ -101,3 +101,12 @@ def runs_of(tiles: NodeTiles, edges: EdgeTiles, chosen: np.ndarray) -> Runs:
 
 def concat_runs(values: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.concatenate([values[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)])
+
+
+def spans(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Every index of the ranges start[i]:end[i], in order: no array as long as what they index."""
+    count = np.asarray(end, dtype=np.int64) - np.asarray(start, dtype=np.int64)
+    if not len(count):
+        return np.empty(0, dtype=np.int64)
+    first = np.repeat(np.asarray(start, dtype=np.int64) - (np.cumsum(count) - count), count)
+    return first + np.arange(int(count.sum()))

@@ -129,8 +129,8 @@ class GraphProvider:
         origin = self._snap(query.point, query.vehicle, "point")
         road = self.engine.road
         graph = road.vehicles[query.vehicle]
-        weights = graph.weights["fastest" if query.metric == "time" else "shortest"]
-        reached = isochrone.reach(road, graph, weights, origin, max(query.limits))
+        cost = "fastest" if query.metric == "time" else "shortest"  # the weights a route type has
+        reached = isochrone.reach(road, graph, cost, origin, max(query.limits))
         shapes = isochrone.polygons(
             road, self.engine.snapper, query.vehicle, reached, list(query.limits), SNAP_RADIUS_M[query.vehicle]
         )

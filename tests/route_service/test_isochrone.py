@@ -5,7 +5,9 @@ reached in t + 10 %); areas are nested; every bad parameter a 400 naming it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 import pytest
 import shapely
 import shapely.geometry
@@ -15,6 +17,10 @@ from bench.maps import BenchMap
 from common.errors import ApiError, InvalidParameter
 from route_service.app import create_app
 from route_service.dataset import Dataset
+from route_service.graph_engine import isochrone
+from route_service.graph_engine.query_graph import QueryGraph
+from route_service.graph_engine.region import build_region
+from route_service.graph_engine.weights import Weights
 from route_service.importer import ImportResult
 from route_service.parsing import parse_isochrone
 from route_service.providers.registry import ProviderRegistry
@@ -102,3 +108,34 @@ async def test_isochrone_over_http(client: Client) -> None:
     assert all(f["geometry"]["type"] in ("Polygon", "MultiPolygon") for f in body["features"])
     response = await client.get("/v1/isochrone?point=49.4095,8.6936", headers=PROBLEM)
     assert response.status == 400 and (await response.json())["detail"].startswith("time: ")
+
+
+@pytest.mark.parametrize("name", EVERY_MAP)
+def test_the_search_on_the_area_s_region_reaches_what_the_whole_graph_s_does(
+    name: str, city_maps: Callable[[str], ImportResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The isochrone's search runs on the tiles within its limit at the top speed (its work
+    follows the area, not the map): every junction the whole graph's search reaches within the
+    limit, at the same cost, and no other; the region is used for the short limits."""
+    bench = loaded(name, city_maps)
+    engine = bench.registry.sources["graph"].engine  # type: ignore[attr-defined]
+    regions: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        regions.append(1)
+        return build_region(*args)
+
+    monkeypatch.setattr(isochrone, "build_region", counted)
+    checked = 0
+    for centre in bench.road_points(4, seed=11):
+        origin = engine.snap("car", centre.lat, centre.lon, max_distance_m=500)
+        for route_type, limit in (("fastest", 5.0), ("fastest", 60.0), ("fastest", 300.0), ("shortest", 1000.0)):
+            graph = engine.road.vehicles["car"]
+            query = QueryGraph(engine.road, graph, Weights(graph.weights[route_type]))
+            nodes, cost = isochrone.reached_nodes(query, origin, route_type, limit)
+            whole = query.reach(query.exits(origin), limit)[: engine.road.n_nodes]
+            expected = np.flatnonzero(np.isfinite(whole))
+            assert np.array_equal(nodes, expected), f"{name} {centre} {route_type} {limit}"
+            assert np.allclose(cost, whole[expected])
+            checked += len(expected)
+    assert checked > 100 and regions, f"{name}: the region search never ran"
