@@ -23,7 +23,7 @@ from route_service.graph_format import MODE_YES
 from route_service.graph_tags import classify, parse_length_m, parse_weight_t, way_limits
 from route_service.importer import ImportResult
 from route_service.model import TRUCK_PARAMETERS
-from route_service.parsing import parse_route
+from route_service.parsing import parse_matrix, parse_route
 from route_service.providers.registry import ProviderRegistry
 
 METRES_PER_DEGREE = 111_195
@@ -92,22 +92,23 @@ def passes_middle(geometry: np.ndarray, way: LimitedWay) -> bool:
     return bool(shapely.LineString(geometry).distance(middle) * METRES_PER_DEGREE < 3)
 
 
+@pytest.mark.parametrize("provider", ["valhalla", "graph"])
 @pytest.mark.parametrize("city", ["heidelberg", "munich"])
 def test_a_truck_over_a_ways_limit_is_routed_around_it_one_under_drives_it(
-    city: str, city_maps: Callable[[str], ImportResult], shared_osm: str
+    city: str, provider: str, city_maps: Callable[[str], ImportResult], shared_osm: str
 ) -> None:
     result = city_maps(city)
     registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
     checked = 0
     for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
-        small = parse_route(route_params(way, SMALL_TRUCK), registry)
-        assert small.provider == "graph", "dimensions go to the provider that honours them"
+        assert parse_route(route_params(way, SMALL_TRUCK), registry).provider == "valhalla", "by default"
+        small = parse_route({**route_params(way, SMALL_TRUCK), "provider": provider}, registry)
         under = small.plugin(small.query).routes[0]
         if not passes_middle(under.geometry, way):
             continue  # a shorter way exists anyway: this way proves nothing
         limited = next(i for i, limit in enumerate(way.limits) if math.isfinite(limit))
         over = {**SMALL_TRUCK, TRUCK_PARAMETERS[limited]: f"{way.limits[limited] + 0.5:.2f}"}
-        big = parse_route(route_params(way, over), registry)
+        big = parse_route({**route_params(way, over), "provider": provider}, registry)
         try:
             around = big.plugin(big.query).routes[0]
         except NoRouteFound as exc:
@@ -170,11 +171,45 @@ def test_osrm_cannot_take_dimensions_and_says_so(registry: ProviderRegistry) -> 
     with pytest.raises(ApiError) as caught:
         parse_route({**BASE, "weight": "12", "provider": "osrm"}, registry)
     assert caught.value.violations[0].parameter == "weight"
-    assert "provider=graph" in caught.value.violations[0].message, "the graph holds limits at a route's ends too"
+    assert "provider=valhalla" in caught.value.violations[0].message
 
 
 def test_a_truck_without_dimensions_stays_on_osrm(registry: ProviderRegistry) -> None:
     assert parse_route(BASE, registry).provider == "osrm"
-    assert parse_route({**BASE, "height": "3.9"}, registry).provider == "graph"
+    assert parse_route({**BASE, "height": "3.9"}, registry).provider == "valhalla"
     with_area = {**BASE, "height": "3.9", "avoid": orjson.dumps(square_around(LatLon(49.40, 8.68), 50)).decode()}
-    assert parse_route(with_area, registry).provider == "graph", "an avoid area does not take the truck to Valhalla"
+    assert parse_route(with_area, registry).provider == "valhalla"
+    matrix = {"sources": [{"lat": 49.4095, "lon": 8.6936}], "vehicle": "truck", "truck": {"height": 3.9}}
+    assert parse_matrix(matrix, registry).provider == "graph", "Valhalla computes no matrices here"
+
+
+@pytest.mark.parametrize("city", ["heidelberg", "munich"])
+def test_a_truck_too_big_for_the_road_it_ends_on_is_refused_by_every_provider(
+    city: str, city_maps: Callable[[str], ImportResult], shared_osm: str
+) -> None:
+    """Valhalla's truck costing lets a route start or end on a way whose limit the truck
+    exceeds; the provider checks the ends itself, so it refuses what the graph refuses."""
+    result = city_maps(city)
+    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    checked = 0
+    for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
+        middle = shapely.LineString(way.points).interpolate(0.5, normalized=True)
+        params = {**route_params(way, SMALL_TRUCK), "to": f"{middle.y},{middle.x}"}
+        limited = next(i for i, limit in enumerate(way.limits) if math.isfinite(limit))
+        over = {**params, TRUCK_PARAMETERS[limited]: f"{way.limits[limited] + 0.5:.2f}"}
+        small = parse_route({**params, "provider": "graph"}, registry)
+        try:
+            small.plugin(small.query)  # a truck under the limit reaches it
+        except NoRouteFound:
+            continue
+        refused = []
+        for provider in ("valhalla", "graph"):
+            big = parse_route({**over, "provider": provider}, registry)
+            with pytest.raises(NoRouteFound) as caught:
+                big.plugin(big.query)
+            refused.append(caught.value.violations[0].parameter)
+        assert refused == [TRUCK_PARAMETERS[limited]] * 2, f"way {way.way_id}: {refused}"
+        checked += 1
+        if checked == 4:
+            break
+    assert checked >= 3, f"{city}: too few limited ways a small truck reaches"
