@@ -5,9 +5,8 @@ provider is chosen once, as the last step of parsing it (`ProviderRegistry.choos
 is the default; without a provider named, what it cannot answer goes to Valhalla first (one
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
-than its CH data finds, avoid areas. Matrices with an avoid area go to the road graph
-(Valhalla computes none here), and so, by measurement (FIRST_FOR), do truck dimensions and
-isochrones.
+than its CH data finds, avoid areas and truck dimensions. Matrices with either go to the road
+graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones.
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (the `graph`
@@ -35,9 +34,11 @@ from route_service.providers.osrm_provider import OsrmProvider
 log = logging.getLogger("route_service.registry")
 # Answers what the default provider cannot, when it can (see the module's docstring). Chosen by
 # measurement (bench/RESULTS.md, "One graph for every vehicle" and "Scale"): Valhalla's routes
-# with an avoid area took 0.66-1.52x the graph's time on the shared extracts, but the graph's
-# grew 1.51x on 10x the map (it tests every road piece's box against the area), Valhalla's
-# bounded by the route's own search.
+# with an avoid area or truck dimensions took 0.66-1.52x the graph's time on the shared
+# extracts, but the graph's grew 1.51x (avoid areas: it tested every road piece's box) and
+# 1.27-1.39x (truck dimensions: its region search) on 10x the map, Valhalla's bounded by its
+# route search. Valhalla's truck costing lets a route start or end on a way whose limit the
+# truck exceeds; its provider checks the ends (`ValhallaProvider.check_end`).
 FALLBACK_FIRST = "valhalla"
 # Except where measurement says otherwise: a capability → the provider asked first for it.
 # Isochrones: Valhalla's are 5-14x faster, but its 15-minute car areas held 92.6 % of the
@@ -45,10 +46,7 @@ FALLBACK_FIRST = "valhalla"
 # maps 96.8-100 %, `python -m bench isochrone`'s centres, 2026-11-27): it starts where OSRM does
 # not (17.8 m away on a track where OSRM's road is not one Valhalla lets a car start on; on a
 # motorway node where OSRM takes the ramp beside it), so its areas lose what OSRM reaches.
-# Truck dimensions: Valhalla does not hold a way's limits against a route that starts or ends on
-# it (tests/route_service/test_valhalla_provider.py routes from beyond the ends to see them kept);
-# the graph does, so a truck is never sent onto the bridge its delivery address lies behind.
-FIRST_FOR = {"isochrone": "graph", "truck dimensions": "graph"}
+FIRST_FOR = {"isochrone": "graph"}
 
 
 def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
@@ -136,7 +134,7 @@ class ProviderRegistry:
         `alternatives` than the chosen one finds (OSRM's CH data: one)."""
         named = name is not None
         restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
-        first = self._first(needs or serving, restrictions)
+        first = self._first(needs or serving)
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",
@@ -212,10 +210,8 @@ class ProviderRegistry:
         )
 
     @staticmethod
-    def _first(capability: str, restrictions: Restrictions) -> str:
+    def _first(capability: str) -> str:
         """The provider asked first, without a name, for what the default cannot answer."""
-        if restrictions.truck is not None:
-            return FIRST_FOR["truck dimensions"]
         return FIRST_FOR.get(capability, FALLBACK_FIRST)
 
     def _ordered(self, first: str) -> list[Capabilities]:

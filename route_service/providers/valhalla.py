@@ -33,6 +33,7 @@ from route_service import polyline, valhalla_tiles
 from route_service.model import (
     EVERY_PROFILE,
     SNAP_RADIUS_M,
+    TRUCK_PARAMETERS,
     IsochroneQuery,
     IsochroneResult,
     Leg,
@@ -93,6 +94,11 @@ MATCH_ATTRIBUTES = [
     "edge.length", "edge.speed", "shape", "confidence_score", "matched.point", "matched.type",
     "matched.edge_index", "matched.distance_from_trace_point", "matched.end_route_discontinuity",
 ]  # fmt: skip
+# Valhalla's access restrictions (`locate`'s verbose answer) by the truck dimension each limits,
+# in TruckDimensions' order (TRUCK_PARAMETERS).
+LIMITS = {"max_height": 0, "max_width": 1, "max_length": 2, "max_weight": 3, "max_axle_load": 4}
+# The edges a location may start on: those no farther than the nearest one plus this (m).
+SAME_PLACE_M = 0.5
 # Valhalla's error codes (its docs' "api/turn-by-turn/api-reference" status codes).
 NO_EDGES_NEAR = {171, 170}  # "No suitable edges near location"
 NO_PATH = {442, 443}  # "No path could be found for input"
@@ -136,6 +142,14 @@ class ValhallaProvider:
         }
         if query.alternatives:
             request["alternates"] = query.alternatives
+        if query.restrictions.truck is not None:
+            closed = [
+                where
+                for point, parameter in ((query.origin, "from"), (query.destination, "to"))
+                for where in self.closed_at_end(point, parameter, query.restrictions.truck)
+            ]
+            if closed:
+                request["exclude_locations"] = closed
         answer = self.call("route", request, query.restrictions)
         trips = [answer["trip"], *(alternate["trip"] for alternate in answer.get("alternates", []))]
         clock = self.clock(query.vehicle)
@@ -147,6 +161,31 @@ class ValhallaProvider:
             destination=snapped(query.destination, first[-1], trips[0], -1),
             alternatives_requested=query.alternatives,
         )
+
+    def closed_at_end(self, point: LatLon, parameter: str, truck: TruckDimensions) -> list[dict[str, float]]:
+        """Valhalla's truck costing does not hold a way's limits against the edges a route starts
+        or ends on; the graph provider does, and so must a truck sent to an address behind a
+        weight-limited bridge. A point whose every nearest road has a limit below the truck's
+        (and not for destination traffic only) is refused like the graph refuses it; at a
+        junction of such a road and others, the route is kept off it (`exclude_locations`: a
+        point in its middle, which Valhalla snaps to that road)."""
+        request = {"locations": [location(point, "truck")], "costing": "truck", "verbose": True}
+        found = self.call("locate", request, Restrictions(), parameter=parameter)
+        edges = (found[0] or {}).get("edges") or [] if found else []
+        if not edges:
+            return []  # the route's own call names the point
+        nearest = min(float(edge.get("distance", 0.0)) for edge in edges)
+        near = [edge for edge in edges if float(edge.get("distance", 0.0)) <= nearest + SAME_PLACE_M]
+        closed = [exceeded(edge, truck) for edge in near]
+        if all(closed):
+            index, limit = closed[0][0]
+            name = TRUCK_PARAMETERS[index]
+            raise NoRouteFound(
+                f"no truck route between the start and the destination is open to a truck of this size and weight: "
+                f"{parameter} lies on a road with a {name} limit of {limit:g}",
+                parameter=name,
+            )
+        return [middle_of(edge) for edge, limits in zip(near, closed, strict=True) if limits]
 
     def clock(self, vehicle: str) -> float:
         """What Valhalla's durations of the vehicle are multiplied by (OSRM_DURATION_RATIO)."""
@@ -253,6 +292,29 @@ def costing(vehicle: str, route_type: str, restrictions: Restrictions) -> dict[s
         # Outer rings only: Valhalla excludes whole polygons (its holes cannot be passed).
         request["exclude_polygons"] = [[list(p) for p in rings[0]] for rings in restrictions.avoid.polygons]
     return request
+
+
+def exceeded(edge: dict[str, Any], truck: TruckDimensions) -> list[tuple[int, float]]:
+    """The limits of a located edge the truck exceeds: (dimension index, limit)."""
+    dimensions = truck.with_defaults()
+    found = []
+    for restriction in edge.get("access_restrictions") or []:
+        index = LIMITS.get(str(restriction.get("type")))
+        if index is None or not restriction.get("truck") or restriction.get("except_destination"):
+            continue
+        limit = float(restriction.get("value") or 0.0)
+        if 0 < limit < dimensions[index]:
+            found.append((index, limit))
+    return found
+
+
+def middle_of(edge: dict[str, Any]) -> dict[str, float]:
+    """The point halfway along a located edge's shape (its way's piece between two junctions)."""
+    points = polyline.decode((edge.get("edge_info") or {}).get("shape") or "", 6)  # (lon, lat)
+    if len(points) < 2:
+        return {"lat": float(edge["correlated_lat"]), "lon": float(edge["correlated_lon"])}
+    middle = shapely.LineString(points).interpolate(0.5, normalized=True)
+    return {"lat": float(middle.y), "lon": float(middle.x)}
 
 
 def truck_options(truck: TruckDimensions) -> dict[str, float]:

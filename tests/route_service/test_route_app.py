@@ -194,7 +194,7 @@ async def test_truck_dimensions_over_http(client: Client) -> None:
     base = "/v1/route?from=49.4095,8.6936&to=49.4036,8.6757&vehicle=truck"
     response = await client.get(base + "&height=3.9&weight=18")
     body = await response.json()
-    assert response.status == 200 and body["provider"] == "graph", body
+    assert response.status == 200 and body["provider"] == "valhalla", body
     response = await client.get(base + "&height=abc", headers=PROBLEM)
     problem = await response.json()
     assert response.status == 400 and problem["detail"].startswith("height: must be a number of m")
