@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.detour import boxes_of, detour_file
+from bench.match import synthetic_trace
 from bench.route_http import routable_pairs
 from bench.synthetic_map import SHARED_OSM, write_copies
 from common.areas import square_around
@@ -66,13 +69,13 @@ STREETS = (
 COUNTS = {"route": 200, "emergency route": 100, "geocode": 200, "reverse": 200, "matrix 100x100": 20,
           "optimize 100 stops": 8, "detour 1000 lines": 5, "route car shortest": 100, "route truck": 100,
           "route truck dimensions": 100, "route bicycle": 100, "route pedestrian": 100, "avoid area": 100,
-          "isochrone 5 min": 50}  # fmt: skip
+          "isochrone 5 min": 50, "match": 50, "match bicycle": 50}  # fmt: skip
 # Issue 30's per-request target (p50 at 30x within 1.2x of 1x), for the operations it names;
 # issue 16's TARGET_RATIO (1.5x) stays beside it for every operation.
 ISSUE_30_RATIO = 1.2
 ISSUE_30_OPERATIONS = ("route", "emergency route", "matrix 100x100", "optimize 100 stops", "route car shortest",
                        "route truck", "route truck dimensions", "route bicycle", "route pedestrian", "avoid area",
-                       "isochrone 5 min")  # fmt: skip
+                       "isochrone 5 min", "match", "match bicycle")  # fmt: skip
 TRUCK_DIMENSIONS = "&vehicle=truck&height=4.0&width=2.55&length=12&weight=18&axleLoad=10"
 
 
@@ -350,7 +353,7 @@ def jitter(rng: random.Random, value: float) -> float:
     return value + rng.uniform(-8e-6, 8e-6)
 
 
-def calls(pairs: list[tuple[float, float, float, float]]) -> dict[str, Call]:
+def calls(pairs: list[tuple[float, float, float, float]], traces: list[dict[str, Any]]) -> dict[str, Call]:
     """Each operation: its request for a serial number (distinct for every serial)."""
     rng = random.Random(16)
     points = [(p[0], p[1]) for p in pairs] + [(p[2], p[3]) for p in pairs]
@@ -395,6 +398,12 @@ def calls(pairs: list[tuple[float, float, float, float]]) -> dict[str, Call]:
         lat, lon = points[i % len(points)]
         return f"/v1/isochrone?point={coord(lat, lon)}&time=300", None, ""
 
+    def match(i: int, query: str = "") -> tuple[str, bytes | None, str]:
+        """A car's trace along one of the pairs' routes (bench.match.synthetic_trace), moved by a
+        few µ° so no two requests are alike."""
+        points = [{**p, "lat": jitter(rng, p["lat"]), "lon": jitter(rng, p["lon"])} for p in traces[i % len(traces)]["points"]]
+        return "/v1/match" + query, json.dumps({"points": points}).encode(), "application/json"
+
     def detour(i: int) -> tuple[str, bytes | None, str]:
         return (
             "/v1/detour/file?filename=trips.csv",
@@ -417,7 +426,25 @@ def calls(pairs: list[tuple[float, float, float, float]]) -> dict[str, Call]:
         "route pedestrian": lambda i: route(i, "&vehicle=pedestrian"),
         "avoid area": avoid,
         "isochrone 5 min": isochrone,
+        "match": match,
+        "match bicycle": lambda i: match(i, "?vehicle=bicycle"),
     }
+
+
+def traces_of(stack: Stack, header: dict[str, str], pairs: list[tuple[float, float, float, float]],
+              count: int = 20) -> list[dict[str, Any]]:  # fmt: skip
+    """Traces along the routes of the first pairs, as the 1x platform routes them: the same
+    requests for every map (the pairs lie in the first copy)."""
+    rng = np.random.default_rng(30)
+    found = []
+    for a, b, c, d in pairs[:count]:
+        _, status, payload = request(f"{stack.base_url}/v1/route?from={a},{b}&to={c},{d}&steps=false", header)
+        if status == 200:
+            route = json.loads(payload)["routes"][0]
+            found.append(synthetic_trace(np.array(route["geometry"]["coordinates"]), route["duration"], rng))
+    if not found:
+        raise RuntimeError("no route to draw a trace along")
+    return found
 
 
 def is_empty(payload: bytes) -> bool:
@@ -445,7 +472,7 @@ def measure_latency(stacks: list[Stack], factors: list[int],
     work on the shared machine reaches every map alike, so their ratios hold."""
     headers = [{"Authorization": "Bearer " + stack.login()} for stack in stacks]
     found: list[dict[str, Latency]] = [{} for _ in stacks]
-    for name, call in calls(pairs).items():
+    for name, call in calls(pairs, traces_of(stacks[0], headers[0], pairs)).items():
         latencies = [Latency() for _ in stacks]
         warmup = 3 if COUNTS[name] >= 20 else 1
         for serial in range(COUNTS[name] + warmup):
@@ -640,7 +667,9 @@ def section(imports: list[Imported], served: list[Served], pairs_rejected: int) 
         "drawn pairs not routable rejected), so the work per request is the same at every scale. Emergency "
         "route: `emergencyRoutingRadius=2000` (graph provider); avoid area: an 80 m box around the middle of the "
         "pair's straight line; truck dimensions: 4.0 m, 2.55 m, 12 m, 18 t, 10 t axle load; isochrone: car, "
-        "5 minutes, from one of the pair's points; matrix and optimize: 100 of those points; "
+        "5 minutes, from one of the pair's points; matrix and optimize: 100 of those points; match: a trace "
+        "along the 1x platform's car route of one of the first 20 pairs (`bench.match.synthetic_trace`, a point "
+        "every few seconds with GPS noise), as a car (OSRM) and as a bicycle (Valhalla); "
         "detour: a 1000-case file as in `bench detour`. p99 of few requests is close to their maximum; *empty*: "
         "answers without results. Geocoding is the exception to equal work: every copy holds the same town "
         "and street names, so at 10x an address names ten places, the same-named streets the issue's target "
