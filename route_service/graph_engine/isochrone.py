@@ -23,7 +23,7 @@ from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
 from route_service.graph_engine.region import BOUND_SLACK, WHOLE_MAP_SHARE, Ends, build_region, region_tiles
 from route_service.graph_engine.search import QueryGraph
 from route_service.graph_engine.snap import SampleTree, Snapper, SnapPoint
-from route_service.graph_engine.tiles import spans
+from route_service.graph_engine.tiles import sorted_lookup, spans
 from route_service.graph_engine.weights import Weights
 
 MAX_CELLS = 20_000  # 40 000 took 2.4x the time for a 15-minute Heidelberg area (bench/isochrone.py)
@@ -46,9 +46,7 @@ class Reach:
 
     def cost_of(self, points: np.ndarray) -> np.ndarray:
         """The cost of any geometry points; inf for those of pieces the search did not reach."""
-        index = np.minimum(np.searchsorted(self.points, points), max(len(self.points) - 1, 0))
-        found = (self.points[index] == points) if len(self.points) else np.zeros(len(points), dtype=bool)
-        return np.where(found, self.cost[index] if len(self.cost) else np.inf, np.inf)
+        return sorted_lookup(self.points, self.cost, points)
 
 
 def reach(road: RoadGraph, graph: VehicleGraph, route_type: str, origin: SnapPoint, limit: float) -> Reach:
@@ -68,8 +66,8 @@ def reach(road: RoadGraph, graph: VehicleGraph, route_type: str, origin: SnapPoi
     offset = road.a["geom_cum"][points]
     forward = weight_of(graph.piece_fwd[piece], weights)
     backward = weight_of(graph.piece_bwd[piece], weights)
-    from_u = along(cost_at(nodes, node_cost, road.piece_u[piece]), forward, offset / length)
-    from_v = along(cost_at(nodes, node_cost, road.piece_v[piece]), backward, (length - offset) / length)
+    from_u = along(sorted_lookup(nodes, node_cost, road.piece_u[piece]), forward, offset / length)
+    from_v = along(sorted_lookup(nodes, node_cost, road.piece_v[piece]), backward, (length - offset) / length)
     cost = np.minimum(from_u, from_v)
     # the start's own piece: straight along it from the snapped point, either way it may go
     own = np.flatnonzero(piece == origin.piece)
@@ -108,14 +106,6 @@ def reached_nodes(query: QueryGraph, origin: SnapPoint, route_type: str, limit: 
     nodes = region.nodes[local].astype(np.int64)
     order = np.argsort(nodes)
     return nodes[order], dist[local][order]
-
-
-def cost_at(nodes: np.ndarray, cost: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The cost of each `wanted` junction among the sorted reached `nodes`; inf for the others."""
-    if not len(nodes):
-        return np.full(len(wanted), np.inf)
-    index = np.minimum(np.searchsorted(nodes, wanted), len(nodes) - 1)
-    return np.where(nodes[index] == wanted, cost[index], np.inf)
 
 
 def along(start: np.ndarray, weight: np.ndarray, share: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from scipy.sparse.csgraph import dijkstra
 from route_service.graph_engine.path import Stretch
 from route_service.graph_engine.prepare import RoadGraph, VehicleGraph
 from route_service.graph_engine.snap import SnapPoint
+from route_service.graph_engine.tiles import spans
 from route_service.graph_engine.weights import Weights
 
 Crossing = tuple[int, float, int, float]  # (graph node, cost, edge position, offset on the snapped piece)
@@ -106,7 +107,7 @@ class QueryGraph:
         first = graph.indptr[a].astype(np.int64)
         count = graph.indptr[a + 1] - first
         step = np.repeat(np.arange(len(a)), count)
-        pos = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+        pos = spans(first, first + count)
         weight = np.where(graph.dst[pos] == b[step], self.weights.take(pos), np.inf)
         order = np.lexsort((weight, step))  # by step, then weight; stable, so ties keep edge order
         _, best = np.unique(step[order], return_index=True)

@@ -103,6 +103,14 @@ def concat_runs(values: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
     return np.concatenate([values[a:b] for a, b in zip(start.tolist(), end.tolist(), strict=True)])
 
 
+def sorted_lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The value of each `wanted` key among the sorted `keys`; inf for the keys not among them."""
+    if not len(keys):
+        return np.full(len(wanted), np.inf)
+    index = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[index] == wanted, values[index], np.inf)
+
+
 def spans(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Every index of the ranges start[i]:end[i], in order: no array as long as what they index."""
     count = np.asarray(end, dtype=np.int64) - np.asarray(start, dtype=np.int64)

@@ -69,8 +69,8 @@ class GraphProvider:
     @property
     def engine(self) -> GraphEngine:
         """The prepared graph, built once and memory-mapped like OSRM's and Valhalla's files:
-        the first process prepares it (~60 MB on Heidelberg, 0.3 s) into a file of the dataset
-        that every process maps (graph_engine.shared)."""
+        the first process prepares it (~60 MB on Heidelberg, 0.3 s) into a file under
+        ROUTE_GRAPH_CACHE_DIR that every process maps (graph_engine.shared)."""
         if self._engine is None:
             with self._building:
                 if self._engine is None:

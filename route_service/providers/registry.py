@@ -38,7 +38,7 @@ log = logging.getLogger("route_service.registry")
 # extracts, but the graph's grew 1.51x (avoid areas: it tested every road piece's box) and
 # 1.27-1.39x (truck dimensions: its region search) on 10x the map, Valhalla's bounded by its
 # route search. Valhalla's truck costing lets a route start or end on a way whose limit the
-# truck exceeds; its provider checks the ends (`ValhallaProvider.check_end`).
+# truck exceeds; its provider checks the ends (`ValhallaProvider.closed_at_end`).
 FALLBACK_FIRST = "valhalla"
 # Except where measurement says otherwise: a capability → the provider asked first for it.
 # Isochrones: Valhalla's are 5-14x faster, but its 15-minute car areas held 92.6 % of the
