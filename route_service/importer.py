@@ -5,13 +5,13 @@
 Layout of `<out>/<hash>/` (hash = sha256 of the inputs, our profiles, the OSRM version,
 the importer version and the options):
 
-    source.osm.pbf                 the inputs merged into one file
     osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
     graph/                         the emergency-routing graph (route_service.graph_build)
     valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.valhalla_tiles)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
 
-and `<out>/current.json` = {"hash": ...} names the dataset the service loads
+The inputs are first merged into `source.osm.pbf` there, removed when every step has read it.
+`<out>/current.json` = {"hash": ...} names the dataset the service loads
 (`route_service.dataset`). Progress, input hashing, the atomic publish and current.json are
 every importer's (`common.datasets`); this module has the map's own build steps.
 
@@ -387,6 +387,9 @@ def build_dataset(
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
     per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, algorithm, jobs, progress, extents)
+    # Every step has read it; serving never does. Kept, it was 1x the PBF of the routing data on
+    # disk (issue 30's target is 6x).
+    pbf.unlink()
     first = next(iter(per_profile.values()))
     return {
         "hash": digest,

@@ -73,6 +73,13 @@ def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> No
     assert "OpenStreetMap contributors" in m["attribution"]
 
 
+def test_the_dataset_keeps_no_copy_of_its_input(tmp_path: Path, tiny_map: TinyMap) -> None:
+    """The merged input is read by every build step and by nothing that serves (issue 30's
+    data on disk)."""
+    result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
+    assert not list(result.dataset_dir.rglob("*.osm.pbf"))
+
+
 def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
     a = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
     b = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm="mld", progress=QUIET)
