@@ -32,8 +32,8 @@ $(VENDOR_STAMP): gateway/vendor.py | $(STAMP)
 
 vendor: $(VENDOR_STAMP)
 
-# Headless Chromium and chromedriver from Debian for the browser tests (skipped, saying why,
-# when they cannot be installed).
+# Headless Chromium and chromedriver from Debian for the browser tests (where they cannot be
+# installed: a failure under CI=true, else the browser tests skip saying why).
 browser:
 	@scripts/install-chromium.sh
 

@@ -20,6 +20,7 @@ from route_service.graph_format import read_graph
 from route_service.importer import ImportResult
 from route_service.model import EVERY_PROFILE, CostQuery, MatrixQuery, ProviderInfo, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
+from tests.ci_skips import skip_for_data
 from tests.conftest import EVERY_MAP
 
 
@@ -147,7 +148,7 @@ def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
 def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Loaded, provider: str) -> None:
     cut = cut_off_point(loaded, leaves=False, reached=False)
     if cut is None:
-        pytest.skip(f"no car road of {loaded.name} is cut off from its main network among 3000 sampled nodes")
+        skip_for_data(f"no car road of {loaded.name} is cut off from its main network among 3000 sampled nodes")
     start = loaded.main_network()[0]
     plugin = loaded.registry.providers[provider].route
     for origin, destination, blamed in ((cut, start, "from"), (start, cut, "to")):
@@ -165,7 +166,7 @@ def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Load
 def test_a_piece_that_can_be_left_but_not_reached_is_told_so(loaded: Loaded) -> None:
     cut = cut_off_point(loaded, leaves=True, reached=False)
     if cut is None:
-        pytest.skip(f"no car road of {loaded.name} can be left but not reached among 3000 sampled nodes")
+        skip_for_data(f"no car road of {loaded.name} can be left but not reached among 3000 sampled nodes")
     start = loaded.main_network()[0]
     assert loaded.registry.providers["osrm"].route(RouteQuery(cut, start, steps=False)).routes
     error = route(loaded, start, cut)
