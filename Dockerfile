@@ -20,5 +20,5 @@ COPY job_service ./job_service
 COPY launcher ./launcher
 
 RUN useradd --create-home --uid 10001 app && mkdir -p /data && chown app /data
-USER app
+USER 10001
 VOLUME ["/data"]

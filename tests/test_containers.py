@@ -1,8 +1,12 @@
-"""docker-compose.yml and the Dockerfile stay consistent with the code (Docker cannot run here)."""
+"""docker-compose.yml and the Dockerfile stay consistent with the code and pass their checkers
+(the Compose specification's schema, hadolint); Docker cannot run here."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +115,40 @@ def test_the_stateless_services_can_be_scaled(compose: dict[str, Any], name: str
     assert "container_name" not in service and "ports" not in service, name
     assert service["expose"] == [str(DEFAULT_PORTS[name])]
     assert "deploy" not in service or "replicas" not in service["deploy"], "the replica count is the operator's"
+
+
+def tool(name: str) -> str:
+    """A checker installed with requirements-dev.txt, beside this interpreter."""
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.fail(f"{name} is missing: it comes with requirements-dev.txt (make install)")
+    return str(path)
+
+
+def check_compose(path: Path) -> subprocess.CompletedProcess[str]:
+    command = [tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_docker_compose_matches_the_compose_specification(tmp_path: Path) -> None:
+    """Validated against the Compose specification's JSON schema (check-jsonschema's vendored
+    copy, offline); no container daemon runs here. A misspelt key fails it."""
+    assert check_compose(REPO_ROOT / "docker-compose.yml").returncode == 0
+    broken = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+    broken["services"]["gateway"]["restart_policy"] = "always"  # belongs under deploy:
+    (tmp_path / "compose.yml").write_text(yaml.safe_dump(broken))
+    result = check_compose(tmp_path / "compose.yml")
+    assert result.returncode == 1 and "restart_policy" in result.stdout + result.stderr
+
+
+def hadolint(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([tool("hadolint"), str(path)], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_dockerfile_passes_hadolint(tmp_path: Path) -> None:
+    """Every rule, down to its infos; an unpinned base image fails it."""
+    result = hadolint(REPO_ROOT / "Dockerfile")
+    assert result.returncode == 0, result.stdout
+    broken = (REPO_ROOT / "Dockerfile").read_text().replace("FROM python:3.12-slim", "FROM python")
+    (tmp_path / "Dockerfile").write_text(broken)
+    assert "DL3006" in hadolint(tmp_path / "Dockerfile").stdout

