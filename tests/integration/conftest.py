@@ -14,6 +14,7 @@ import pytest
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.redis_server import free_port
 from launcher.stack import Stack
+from tests.postgres_server import PostgresServer
 
 TEST_ENV = {
     "JWT_LEEWAY_SECONDS": "0",
@@ -65,6 +66,22 @@ def console_ok(stack: Stack, *args: str) -> str:
 def platform(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Redis, the auth service and the gateway; the other services are not deployed."""
     stack = make_stack(tmp_path_factory.mktemp("platform"), ["auth_service"])
+    stack.start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def accounts_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """`platform` with its accounts in SQLite (the default) and in PostgreSQL (DATABASE_URL, as
+    the manifests deploy it): the accounts' journeys through the gateway run on both."""
+    extra: dict[str, str] = {}
+    if request.param == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        extra["DATABASE_URL"] = server.new_database()
+    stack = make_stack(tmp_path_factory.mktemp(f"platform-{request.param}"), ["auth_service"], **extra)
     stack.start()
     try:
         yield stack

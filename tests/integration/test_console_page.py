@@ -28,6 +28,12 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 
 @pytest.fixture(scope="module")
+def platform(accounts_platform: Stack) -> Stack:
+    """On SQLite and on PostgreSQL (tests/integration/conftest.py)."""
+    return accounts_platform
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Chrome]:
     driver = start_browser()
     try:

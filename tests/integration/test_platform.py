@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import sqlite3
 import time
 import uuid
+from contextlib import closing
 
 import aiohttp
 import orjson
+import psycopg
 import pytest
 
 from launcher.stack import Stack
 from tests.integration.conftest import LEGACY, PROBLEM, console_ok, login, run_console
 
 PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(scope="module")
+def platform(accounts_platform: Stack) -> Stack:
+    """On SQLite and on PostgreSQL (tests/integration/conftest.py)."""
+    return accounts_platform
 
 
 def new_user(platform: Stack, tier: str = "standard") -> str:
@@ -25,6 +34,19 @@ def new_user(platform: Stack, tier: str = "standard") -> str:
 
 def auth(token: str, accept: dict[str, str] = PROBLEM) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", **accept}
+
+
+def test_the_accounts_are_stored_where_the_configuration_says(platform: Stack) -> None:
+    """The PostgreSQL run really keeps its accounts there, and the SQLite one in its file."""
+    email = new_user(platform)
+    url = platform.extra_env.get("DATABASE_URL")
+    if url:
+        with psycopg.connect(url) as connection:
+            rows = connection.execute("SELECT count(*) FROM users WHERE email = %s", (email,)).fetchall()
+    else:
+        with closing(sqlite3.connect(platform.data_dir / "auth" / "accounts.sqlite3")) as connection:
+            rows = connection.execute("SELECT count(*) FROM users WHERE email = ?", (email,)).fetchall()
+    assert rows == [(1,)]
 
 
 async def test_password_login_gives_a_working_token(platform: Stack, http: aiohttp.ClientSession) -> None:
