@@ -93,8 +93,14 @@ def test_mixed_violations_keep_their_own_codes() -> None:
     assert [d["code"] for d in legacy["details"]] == ["GEOCODER_ERROR_MISSING_ADDRESS", "ERROR_INVALID_PARAMETER"]
 
 
-def test_no_violation_raises_nothing() -> None:
-    ParameterErrors().raise_if_any()
+def test_no_violation_raises_nothing_and_one_raises_its_error() -> None:
+    errors = ParameterErrors()
+    assert not errors and errors.violations == []
+    errors.raise_if_any()  # nothing collected: nothing raised
+    errors.add("from", "must be a point")
+    assert errors
+    with pytest.raises(InvalidParameter):
+        errors.raise_if_any()
 
 
 def test_diameter_error_is_413_with_its_fixed_type_and_code() -> None:

@@ -182,6 +182,32 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         stack.stop()
 
 
+SERVED = ("gateway", "auth_service", "optimize_service")
+
+
+def server_errors(stack: Stack) -> dict[str, int]:
+    """Per service, the 5xx answers its metrics counted."""
+    pattern = r'http_requests_total\{[^}]*status="5\d\d"[^}]*\} ([0-9.e+]+)'
+    return {s: int(sum(float(n) for n in re.findall(pattern, metrics_text(stack, s)))) for s in SERVED}
+
+
+def error_lines(stack: Stack, service: str, start: int) -> list[str]:
+    text = (stack.log_dir / f"{service}.log").read_bytes()[start:].decode(errors="replace")
+    return [line for line in text.splitlines() if '"level":"ERROR"' in line or '"level":"CRITICAL"' in line]
+
+
+@pytest.fixture(autouse=True)
+def no_500_and_no_error_line(stack: Stack) -> Iterator[None]:
+    """Every case here, whatever ran before it: no 500 in any service's metrics, no error line
+    in any log."""
+    before = server_errors(stack)
+    sizes = {s: (stack.log_dir / f"{s}.log").stat().st_size for s in SERVED}
+    yield
+    assert server_errors(stack) == before
+    for service in SERVED:
+        assert error_lines(stack, service, sizes[service]) == [], service
+
+
 @pytest.fixture(scope="module")
 def token(stack: Stack) -> str:
     return stack.login("unlimited")
@@ -383,13 +409,3 @@ def served_statuses(stack: Stack, service: str, route: str) -> dict[str, float]:
     text = metrics_text(stack, service)
     pattern = rf'http_requests_total\{{[^}}]*route="{re.escape(route)}"[^}}]*status="(\d+)"\}} (\S+)'
     return {status: float(count) for status, count in re.findall(pattern, text)}
-
-
-def test_zz_nothing_above_was_a_500_or_an_error_line(stack: Stack) -> None:
-    """Last in the module: the cases above left no 500 in any metrics and no error in any log."""
-    for service in ("gateway", "auth_service", "optimize_service"):
-        text = metrics_text(stack, service)
-        assert not re.search(r'http_requests_total\{[^}]*status="5\d\d"\} [1-9]', text), service
-        log = (stack.log_dir / f"{service}.log").read_text(errors="replace")
-        errors = [line for line in log.splitlines() if '"level":"ERROR"' in line or '"level":"CRITICAL"' in line]
-        assert errors == [], (service, errors[:3])

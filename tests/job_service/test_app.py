@@ -100,17 +100,21 @@ async def test_delete_cancels_a_queued_job_which_then_never_runs(jobs_client: Cl
     body = await response.json()
     assert response.status == 200 and body["status"] == "cancelled"
     assert (await finished(jobs_client, first["id"]))["status"] == "succeeded"
-    await asyncio.sleep(0.3)
-    assert [c["query"] for c in upstream.calls] == [{"seconds": "1"}]  # the second never ran
+    _, third, _ = await submit(jobs_client, "/v1/optimize/stops?async=true&vehicle=truck")
+    assert (await finished(jobs_client, third["id"]))["status"] == "succeeded"
+    # one account's jobs run in order: had the second run, it would have run before the third
+    assert [c["query"] for c in upstream.calls] == [{"seconds": "1"}, {"vehicle": "truck"}]
     assert (await finished(jobs_client, second["id"]))["status"] == "cancelled"
 
 
 async def test_delete_abandons_a_running_job(jobs_client: Client, upstream: Upstream) -> None:
-    _, job, _ = await submit(jobs_client, "/v1/optimize/routes?async=true&seconds=3", {"vehicles": [], "jobs": []})
+    _, job, _ = await submit(jobs_client, "/v1/optimize/routes?async=true&seconds=1", {"vehicles": [], "jobs": []})
     await upstream.wait_for_call()
     response = await jobs_client.delete(f"/v1/jobs/{job['id']}", headers=caller())
     assert (await response.json())["status"] == "cancelled"
-    await asyncio.sleep(3.5)  # past the call's end: nothing replaces the cancellation
+    await asyncio.wait_for(upstream.answered.wait(), 10)  # the abandoned call's answer came back
+    _, later, _ = await submit(jobs_client)  # and a whole job ran after it: nothing replaces the cancellation
+    assert (await finished(jobs_client, later["id"]))["status"] == "succeeded"
     final = await (await jobs_client.get(f"/v1/jobs/{job['id']}", headers=caller())).json()
     assert final["status"] == "cancelled" and "result" not in final
     gone = await jobs_client.delete(f"/v1/jobs/{job['id']}", headers=caller())

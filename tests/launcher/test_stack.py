@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from launcher.redis_server import free_port
-from launcher.stack import Stack, StartupError
+from launcher.stack import Stack, StartupError, is_health_of
 
 
 class Answer:
@@ -97,4 +97,6 @@ def test_a_health_that_is_not_ours_does_not_count(tmp_path: Path, foreign_server
 def test_our_health_counts(tmp_path: Path, foreign_server: int) -> None:
     Answer.status, Answer.body = 200, json.dumps({"service": "auth_service", "status": "ok"}).encode()
     stack = Stack(tmp_path, ports={"auth_service": foreign_server}, services=["auth_service"])
-    stack.wait_healthy("auth_service", timeout=5)
+    stack.wait_healthy("auth_service", timeout=5)  # returns instead of raising StartupError
+    answer = stack.health("auth_service")
+    assert answer.status == 200 and is_health_of("auth_service", answer.body)

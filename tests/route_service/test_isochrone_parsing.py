@@ -92,7 +92,10 @@ def test_distance_vehicle_type_and_provider() -> None:
     ],
 )
 def test_boundaries_accepted(params: dict[str, str]) -> None:
-    parse_isochrone({"point": "-90,180", **params}, registry())
+    query = parse_isochrone({"point": "-90,180", **params}, registry()).query
+    metric, text = next(iter(params.items()))
+    assert query.point == LatLon(-90.0, 180.0) and query.metric == metric
+    assert query.limits == tuple(sorted(float(v) for v in text.split(",")))
 
 
 @pytest.mark.parametrize(

@@ -99,7 +99,7 @@ def test_a_truck_over_a_ways_limit_is_routed_around_it_one_under_drives_it(
 ) -> None:
     result = city_maps(city)
     registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
-    checked = 0
+    checked = routed_around = 0
     for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
         assert parse_route(route_params(way, SMALL_TRUCK), registry).provider == "valhalla", "by default"
         small = parse_route({**route_params(way, SMALL_TRUCK), "provider": provider}, registry)
@@ -118,10 +118,13 @@ def test_a_truck_over_a_ways_limit_is_routed_around_it_one_under_drives_it(
         else:
             assert not passes_middle(around.geometry, way), f"way {way.way_id} driven over its limit"
             assert around.distance_m > under.distance_m
+            routed_around += 1
         checked += 1
         if checked == 5:
             break
     assert checked >= 3, f"{city}: too few limited ways a small truck drives"
+    # a refusal is right only where no way round exists: a feature that always refused would pass
+    assert routed_around >= 1, f"{city}: the big truck was routed around {routed_around} of {checked} ways"
 
 
 # ---------------------------------------------------------------- bad dimensions
