@@ -2,7 +2,10 @@
 
 Each section is a module of this package with `run() -> str` returning Markdown. The
 machines are shared and noisy: sections compare against a reference measured in the same
-run (ratios) and quote medians and p99, never a single timing.
+run (ratios) and quote medians and p99, never a single timing. Every section written starts
+with its provenance (`provenance`): when, at which commit, by which command with which
+BENCH_* settings, and the machine's load at its start and end, so a section kept from an
+earlier run still says where it came from.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import importlib
 import os
 import platform
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -41,6 +45,27 @@ SECTIONS = (
 # Each section in RESULTS.md follows its marker, so running some sections keeps the others.
 MARKER = "<!-- section: {} -->"
 RESULTS = Path(__file__).with_name("RESULTS.md")
+PROVENANCE = "_Run "  # how every section's first line begins
+
+
+def commit() -> str:
+    """The short commit of the working tree, marked when it has uncommitted changes."""
+    def git(*args: str) -> str:
+        run = subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=RESULTS.parent)
+        return run.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def provenance(name: str, started: datetime, load_start: float, seconds: float) -> str:
+    settings = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_"))
+    command = f"`{settings + ' ' if settings else ''}python -m bench {name}`"
+    return (
+        f"{PROVENANCE}{started:%Y-%m-%d %H:%M} UTC · commit {commit()} · {command} · {seconds / 60:.1f} min · "
+        f"{os.cpu_count()} cores, load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end · "
+        f"Python {platform.python_version()}, {platform.machine()}._"
+    )
 
 
 def available_sections() -> list[str]:
@@ -62,6 +87,14 @@ def header(sections: list[str], present: list[str]) -> str:
     )
 
 
+def stamped(section: str, stamp: str) -> str:
+    """The section with its provenance after its heading."""
+    heading, _, rest = section.strip().partition("\n")
+    if not heading.startswith("## "):
+        heading, rest = "", section.strip()
+    return "\n\n".join(part for part in (heading, stamp, rest.strip()) if part) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("sections", nargs="*", help=f"default: all of {', '.join(available_sections())}")
@@ -69,10 +102,10 @@ def main() -> int:
     sections = args.sections or available_sections()
     written = previous_sections()
     for name in sections:
-        started = time.perf_counter()
+        started, at, load = time.perf_counter(), datetime.now(UTC), os.getloadavg()[0]
         print(f"== {name} ...", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        written[name] = module.run().rstrip() + "\n"
+        written[name] = stamped(module.run(), provenance(name, at, load, time.perf_counter() - started))
         print(f"== {name} done in {time.perf_counter() - started:.0f} s", flush=True)
     order = [name for name in SECTIONS if name in written]
     parts = [header(sections, order)] + [f"{MARKER.format(name)}\n{written[name]}" for name in order]

@@ -56,9 +56,11 @@ SOURCE = SHARED_OSM / "heidelberg.osm.pbf"
 SERVICES = ["auth_service", "geo_service", "route_service", "optimize_service"]
 TARGET_RATIO = 1.5  # per-request p50 at N x within 1.5x of 1x
 RSS_LIMIT_BYTES = 4e9  # peak import RSS at 30x
-# Linear import: what one more copy of the map costs may grow this much from 1x-10x to 10x-30x.
-# OSRM's extract and contract sort (n log n): each of their steps took 34-44x as long at 30x as
-# at 1x (median 36) (bench/RESULTS.md, Scale); n log n with 1e5-1e6 nodes a copy predicts 1.08-1.10.
+# Issue 16's target: import time no worse than linear, i.e. N x the map in at most N x the time.
+# After the routing import missed it (30x/1x 37.9) a second rule was added: what one more copy of
+# the map costs may grow this much from 1x-10x to 10x-30x, as OSRM's extract and contract sort
+# (n log n: its steps took 34-44x as long at 30x, median 36; 1e5-1e6 nodes a copy predict
+# 1.08-1.10). Both are reported; the second is labelled as added after the miss (issue 31).
 PER_COPY_GROWTH = 1.1
 HEIDELBERG_PER_GERMANY = 1600  # ~4 GB of PBF
 HEIDELBERG_PER_EUROPE = 12000  # ~30 GB of PBF
@@ -112,21 +114,21 @@ def extrapolate(points: dict[int, float], at: float) -> float:
 
 
 def linearity(seconds: dict[int, float]) -> str:
-    """Whether import time grows linearly with the map: the cost of each added copy, between
-    consecutive factors, grows by at most PER_COPY_GROWTH (with only two factors: time ratio ≤
-    factor ratio). Not the top/1x ratio alone: a faster small import would fail that rule
-    without anything getting worse at scale."""
+    """Whether import time grows linearly with the map: issue 16's rule, the top factor's time
+    over 1x's at most the factor ratio; then, with three factors, the cost of each added copy
+    between consecutive factors, which may grow by PER_COPY_GROWTH (a rule added after the first
+    one missed, said beside its figure)."""
     factors = sorted(seconds)
     low, high = factors[0], factors[-1]
     ratio = seconds[high] / seconds[low]
-    said = f"{high}x/{low}x {ratio:.1f}"
+    said = f"{high}x/{low}x {ratio:.1f} ({verdict(ratio, high / low)} ≤ {high / low:g}: issue 16's linear)"
     if len(factors) < 3:
-        return f"{said} ({verdict(ratio, high / low)} ≤ {high / low:g}, linear)"
+        return said
     per_copy = [(seconds[b] - seconds[a]) / (b - a) for a, b in itertools.pairwise(factors)]
     growth = per_copy[-1] / per_copy[0]
     steps = ", ".join(f"{a}x→{b}x {c:.1f} s" for (a, b), c in zip(itertools.pairwise(factors), per_copy, strict=True))
-    return (f"{said}; per added copy {steps}: growth {growth:.2f} "
-            f"({verdict(growth, PER_COPY_GROWTH)} ≤ {PER_COPY_GROWTH}: linear up to OSRM's n log n sorts)")  # fmt: skip
+    return (f"{said}; per added copy {steps}: growth {growth:.2f} ({verdict(growth, PER_COPY_GROWTH)} "
+            f"≤ {PER_COPY_GROWTH}, a rule added after the first missed)")  # fmt: skip
 
 
 def verdict(ratio: float, limit: float) -> str:
