@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 
 from auth_service.config import ROLES, TIERS, AuthConfig
-from auth_service.database import Database, Row, UniqueViolation, open_database
+from auth_service.database import Database, Row, SqliteDatabase, UniqueViolation
 
 API_KEY_PREFIX_LENGTH = 8
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
@@ -407,6 +407,17 @@ def _api_key(row: Row) -> ApiKey:
         row["revoked_at"],
         row["expires_at"],
     )
+
+
+def open_database(config: AuthConfig) -> Database:
+    """PostgreSQL when DATABASE_URL is set, else SQLite at `config.accounts_path`. Here, not in
+    `database`, which `postgres` builds on: neither module imports the other both ways."""
+    if config.database_url:
+        # Imported here: only PostgreSQL deployments load the driver.
+        from auth_service.postgres import PostgresDatabase
+
+        return PostgresDatabase(config.database_url, pool_size=config.database_pool_size)
+    return SqliteDatabase(config.accounts_path)
 
 
 def open_store(config: AuthConfig) -> AccountStore:

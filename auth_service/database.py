@@ -112,16 +112,6 @@ def location(config: AuthConfig) -> str:
     return redacted(config.database_url) if config.database_url else str(config.accounts_path)
 
 
-def open_database(config: AuthConfig) -> Database:
-    """PostgreSQL when DATABASE_URL is set, else SQLite at `config.accounts_path`."""
-    if config.database_url:
-        # Imported here: only PostgreSQL deployments load the driver.
-        from auth_service.postgres import PostgresDatabase
-
-        return PostgresDatabase(config.database_url, pool_size=config.database_pool_size)
-    return SqliteDatabase(config.accounts_path)
-
-
 def _create_private_file(path: Path) -> None:
     """Creates the directory (0700) and the file (0600) before SQLite opens it."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -64,10 +64,9 @@ from optimize_service.fleet_formatter import fleet_body
 from optimize_service.fleet_model import FleetPlan
 from optimize_service.fleet_parsing import parse_fleet_request
 from optimize_service.fleet_planner import locate
+from optimize_service.fleet_problem import FleetProblem, FleetSolution
 from optimize_service.fleet_reasons import explain
 from optimize_service.fleet_solver import (
-    FleetProblem,
-    FleetSolution,
     better,
     methods_for,
     solve_method,

@@ -16,14 +16,10 @@ import numpy as np
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet_model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
+from optimize_service.fleet_problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet_reasons import explain
 from optimize_service.fleet_solver import (
     EXPLORATION_LEVEL,
-    NO_ROAD_M,
-    NO_ROAD_S,
-    FleetProblem,
-    FleetSolution,
-    Locations,
     better,
     methods_for,
     solve_fleet,

@@ -34,8 +34,8 @@ from pyvrp.exceptions import PenaltyBoundWarning
 from pyvrp.stop import MaxRuntime, StoppingCriterion
 
 from optimize_service.fleet_model import FleetVehicle, RoutePlan, Step, Unassigned
+from optimize_service.fleet_problem import PYVRP, FleetProblem, FleetSolution
 from optimize_service.fleet_reasons import OK, explain_alone
-from optimize_service.fleet_solver import PYVRP, FleetProblem, FleetSolution
 
 COST_SCALE = 3600  # costs in 1/3600 of VROOM's unit: per_hour x seconds is then whole
 

@@ -12,61 +12,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from common.errors import InvalidParameter
 from optimize_service.fleet_model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
+from optimize_service.fleet_problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
 
 if TYPE_CHECKING:  # PyVRP itself only in solver processes
     from pyvrp.stop import StoppingCriterion
 
-VROOM, PYVRP = "vroom", "pyvrp"
-# A search of the portfolio, not an answer's method: VROOM for CHAIN_VROOM_SHARE of the time
-# limit, then PyVRP (another seed) from VROOM's plan; it answers "vroom" or "pyvrp".
-CHAIN = "vroom-then-pyvrp"
 # VROOM's part of the chain beside a PyVRP search: its plan is the fallback when PyVRP serves
 # not every job, and the second PyVRP's start. On the bench's 100 x 5 instances VROOM's plan
 # after 0.4 s was 10-15 % above the reference and PyVRP's after 1.5 s 1-3 %.
 CHAIN_VROOM_SHARE = 0.25
 EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two threads
-# A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
-NO_ROAD_S = 10_000_000
-NO_ROAD_M = 100_000_000
-
-
-@dataclass(frozen=True)
-class Locations:
-    """Index into the problem's distinct points of every vehicle end and task."""
-
-    vehicle_starts: tuple[int, ...]
-    vehicle_ends: tuple[int | None, ...]
-    jobs: tuple[int, ...]
-    pickups: tuple[int, ...]
-    deliveries: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class FleetProblem:
-    request: FleetRequest
-    locations: Locations
-    durations_s: dict[str, np.ndarray]  # per vehicle kind, integer seconds, no-road cells NO_ROAD_S
-    distances_m: dict[str, np.ndarray]
-    threads: int = 1
-
-
-@dataclass(frozen=True)
-class FleetSolution:
-    routes: list[RoutePlan]
-    unassigned: list[Unassigned]  # reasons filled in later (fleet_reasons)
-    cost: int
-    time_limit_s: float
-    computing_s: float
-    method: str = "vroom"
-    left_priority: int = 0  # the priorities of the tasks left out, summed
 
 
 def pyvrp_fits(request: FleetRequest) -> bool:

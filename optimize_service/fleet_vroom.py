@@ -6,7 +6,7 @@ import numpy as np
 import vroom
 
 from optimize_service.fleet_model import FleetRequest, FleetVehicle, Place, Window
-from optimize_service.fleet_solver import FleetProblem
+from optimize_service.fleet_problem import FleetProblem
 
 
 def vroom_input(problem: FleetProblem) -> vroom.Input:

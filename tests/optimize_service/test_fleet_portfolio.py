@@ -22,14 +22,10 @@ from optimize_service.fleet_formatter import fleet_body
 from optimize_service.fleet_model import MAX_TIME_LIMIT_S, FleetPlan, Unassigned, default_time_limit
 from optimize_service.fleet_parsing import parse_fleet_request
 from optimize_service.fleet_planner import locate, solve_in
+from optimize_service.fleet_problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
 from optimize_service.fleet_pyvrp import solve_pyvrp
 from optimize_service.fleet_reasons import explain
 from optimize_service.fleet_solver import (
-    CHAIN,
-    PYVRP,
-    VROOM,
-    FleetProblem,
-    FleetSolution,
     methods_for,
     solve_fleet,
     solve_method,

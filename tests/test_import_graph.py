@@ -1,0 +1,55 @@
+"""No import cycles in the platform's code (issue 31), counting the imports inside functions
+too: a lazy import hides a cycle from Python, not from the reader."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+from common.config import REPO_ROOT
+
+PACKAGES = ("common", "gateway", "auth_service", "geo_service", "route_service", "optimize_service",
+            "job_service", "launcher")  # fmt: skip
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(tree: ast.AST, modules: set[str]) -> set[str]:
+    """The platform's modules a file imports anywhere in it (`from a import b` names a.b when
+    that is a module, else a)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.add(name if name in modules else node.module)
+    return found & modules
+
+
+def import_graph() -> nx.DiGraph:
+    files = {module_name(p): p for package in PACKAGES for p in (REPO_ROOT / package).rglob("*.py")}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(files)
+    for name, path in files.items():
+        for target in imported(ast.parse(path.read_text(encoding="utf-8")), set(files)):
+            # a package's own __init__ importing its modules is how packages are made
+            if target != name and not target.startswith(name + "."):
+                graph.add_edge(name, target)
+    return graph
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    cycles = sorted(nx.simple_cycles(import_graph()), key=len)
+    assert cycles == [], [" -> ".join([*c, c[0]]) for c in cycles[:5]]
+
+
+def test_the_graph_sees_lazy_imports() -> None:
+    tree = ast.parse("def f():\n    from auth_service.postgres import PostgresDatabase\n")
+    assert imported(tree, {"auth_service.postgres", "auth_service"}) == {"auth_service.postgres"}
