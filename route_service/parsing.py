@@ -36,17 +36,6 @@ MAX_MATRIX_SIDE = 1000
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
-def parse_provider(params: Mapping[str, str], errors: ParameterErrors) -> str | None:
-    raw = params.get("provider")
-    if raw is None:
-        return None
-    name = raw.strip().lower()
-    if not name:
-        errors.add("provider", "must not be blank (omit it for the default provider)")
-        return None
-    return name
-
-
 def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: bool) -> bool:
     raw = params.get(name)
     if raw is None:
@@ -63,12 +52,11 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     errors = ParameterErrors()
     origin = parse_latlon(params, "from", errors)
     destination = parse_latlon(params, "to", errors)
-    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
+    vehicle, route_type = parse_vehicle_and_type(params, errors)
     alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
-    name = parse_provider(params, errors)
+    name = params.get("provider")  # the registry reads it (common.providers: the one rule)
     restrictions = Restrictions(
         avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors),
         truck=parse_truck(params, vehicle, errors),
@@ -275,11 +263,18 @@ def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str, str | None]:
-    """The vehicle, type and provider (None: the registry chooses) of an internal body or a detour upload."""
+def parse_vehicle_and_type(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str]:
+    """`vehicle` and `type`, for every operation that routes (the one place they are read)."""
     vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
     route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
-    return vehicle, route_type, parse_provider(params, errors)
+    return vehicle, route_type
+
+
+def parse_profile(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str, str | None]:
+    """The vehicle, type and provider as given (None: the registry chooses; `registry.choose`
+    reads the name by common.providers' rule) of an internal body or a detour upload."""
+    vehicle, route_type = parse_vehicle_and_type(params, errors)
+    return vehicle, route_type, params.get("provider")
 
 
 # ---------------------------------------------------------------- one route through many waypoints
@@ -325,10 +320,9 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
     """GET /v1/isochrone: `point`, and `time` (s) or `distance` (m): 1 to 4 ascending values."""
     errors = ParameterErrors()
     point = parse_latlon(params, "point", errors)
-    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
+    vehicle, route_type = parse_vehicle_and_type(params, errors)
     metric, limits = parse_limits(params, errors)
-    name = parse_provider(params, errors)
+    name = params.get("provider")  # the registry reads it (common.providers: the one rule)
     provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone", serving="isochrone")
     if provider.isochrone is None and name is None:  # no provider of this map has the capability
         raise DatasetNotReady("isochrones are unavailable: the road graph of this map is not loaded")
