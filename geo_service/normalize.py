@@ -91,6 +91,12 @@ def clean(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
+def tidy(text: str) -> str:
+    """Cleaned, with runs of spaces as one and none at the ends: how every address, structured
+    field and typed prefix is read, once (geo_service.validation), and what cache keys fold."""
+    return " ".join(clean(text).split())
+
+
 def fold(text: str) -> str:
     """Lowercase without accents: 'Straße' → 'strasse', 'Mäkelänkatu' → 'makelankatu'."""
     lowered = clean(text).lower().translate(_SPECIAL_LETTERS)

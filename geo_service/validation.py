@@ -13,7 +13,7 @@ from common.providers import requested_provider
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
 from geo_service.model import AutocompleteQuery, GeocodeQuery, ReverseQuery, StructuredAddress
-from geo_service.normalize import clean
+from geo_service.normalize import clean, tidy
 from geo_service.parser import parse_house_number
 from geo_service.providers import GeocodeProvider, ProviderRegistry
 
@@ -52,7 +52,7 @@ def parse_address(params: Mapping[str, str], errors: ParameterErrors) -> str:
     if len(raw) > MAX_ADDRESS_CHARS:
         errors.add("address", f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
         return ""
-    text = " ".join(clean(raw).split())
+    text = tidy(raw)
     if not text:
         errors.add("address", "must not be blank", MissingAddress)
     return text
@@ -75,7 +75,7 @@ def parse_structured(params: Mapping[str, str], errors: ParameterErrors) -> Stru
         if len(raw) > MAX_ADDRESS_CHARS:
             errors.add(name, f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
             too_long = True
-        elif text := " ".join(clean(raw).split()):
+        elif text := tidy(raw):
             values[field] = text
     if too_long:
         return None
@@ -179,12 +179,11 @@ def parse_text(params: Mapping[str, str], errors: ParameterErrors) -> str:
     if len(raw) > MAX_ADDRESS_CHARS:
         errors.add("text", f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
         return ""
-    cleaned = clean(raw)
-    text = " ".join(cleaned.split())
+    text = tidy(raw)
     if not text:
         errors.add("text", "must not be blank")
         return ""
-    return text + " " if cleaned[-1].isspace() else text
+    return text + " " if clean(raw)[-1].isspace() else text
 
 
 def parse_focus(params: Mapping[str, str], errors: ParameterErrors) -> tuple[float, float] | None:
