@@ -1,4 +1,5 @@
-"""Gateway handlers: the proxy for /v1 paths and the aggregated health (the spec and its page: `gateway.docs`)."""
+"""Gateway handlers: the proxy for /v1 paths and the aggregated health (the spec and its page:
+`gateway.docs`; who may pass: `gateway.admission`)."""
 
 from __future__ import annotations
 
@@ -7,41 +8,17 @@ from typing import Any
 
 from aiohttp import web
 
-from common.errors import ApiError, MalformedRequest, MethodNotAllowed, NotFound, TooManyRequests, Unauthorized
+from common.errors import ApiError, MethodNotAllowed, NotFound
 from common.internal_auth import shows_internals
 from common.service import CONFIG_KEY, REDIS_KEY, json_response
+from gateway.admission import apply_rate_limit, authenticate, refused_client
 from gateway.cors import options_response
 from gateway.providers import gather_providers
 from gateway.proxy import forward
 from gateway.routes import LOCAL_SERVICE, USAGE_PATH, PublicRoute, as_job, match_route, needs_token, wants_job
 from gateway.services import service_health
 from gateway.state import GATEWAY_KEY, GatewayState
-from gateway.tokens import Identity, UnknownKey, bearer_token
-
-
-def authorization(request: web.Request) -> str | None:
-    """The one Authorization header: two are refused, not resolved (which one a proxy or a
-    service would read is anyone's guess)."""
-    values = request.headers.getall("Authorization", [])
-    if len(values) > 1:
-        raise MalformedRequest(f"send one Authorization header, not {len(values)}", parameter="Authorization")
-    return values[0] if values else None
-
-
-async def authenticate(state: GatewayState, request: web.Request) -> Identity:
-    token = bearer_token(authorization(request))
-    try:
-        identity = state.verifier.verify(token)
-    except UnknownKey as exc:
-        # Perhaps a freshly rotated key: look it up (rate-limited), then decide.
-        await state.jwks.refresh_for_unknown(str(exc))
-        try:
-            identity = state.verifier.verify(token)
-        except UnknownKey:
-            raise Unauthorized("the token was signed by an unknown key") from exc
-    if await state.revocations.is_revoked(identity):
-        raise Unauthorized("the token has been revoked")
-    return identity
+from gateway.tokens import Identity
 
 
 def resolve_route(request: web.Request) -> PublicRoute:
@@ -51,29 +28,6 @@ def resolve_route(request: web.Request) -> PublicRoute:
     if request.method not in route.methods:
         raise MethodNotAllowed(request.method, list(route.methods))
     return as_job(route) if wants_job(route, request.query) else route
-
-
-async def apply_rate_limit(
-    state: GatewayState, request: web.Request, route: PublicRoute, identity: Identity | None
-) -> dict[str, str]:
-    # Behind the Ingress the client is the one its X-Forwarded-For names (TRUSTED_PROXIES); the
-    # services get it too (gateway.proxy), e.g. for the auth service's fair hashing turns.
-    address = state.proxies.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
-    request["client_address"] = address
-    if identity is not None:
-        decision = await state.rate_limiter.check(f"sub:{identity.subject}", identity.tier)
-        state.usage.count(identity.subject, rate_limited=decision is not None and not decision.allowed)
-    else:
-        # Unauthenticated endpoints (login) are limited per client address against guessing.
-        decision = await state.rate_limiter.check(f"ip:{address}", "anonymous")
-    if decision is not None and decision.allowed and identity is not None and route.checks_password:
-        # A password checked behind a token: limited like the logins too, per account.
-        decision = await state.rate_limiter.check(f"password:{identity.subject}", "anonymous") or decision
-    if decision is None:
-        return {}
-    if not decision.allowed:
-        raise TooManyRequests(decision.refusal(), headers=decision.headers())
-    return decision.headers()
 
 
 async def local_answer(state: GatewayState, route: PublicRoute, identity: Identity | None) -> web.Response:
@@ -116,17 +70,6 @@ async def proxy(request: web.Request) -> web.Response:
         raise
     await state.pacer.pace(refused_client(state, request), response.status)
     return response
-
-
-def refused_client(state: GatewayState, request: web.Request) -> str:
-    """Whose refusals are paced (gateway.pacing): the account the request named, else its address."""
-    account = request.get("account")
-    if account is not None:
-        return f"sub:{account}"
-    address = request.get("client_address")
-    if address is None:
-        address = state.proxies.client_address(request.remote, request.headers.getall("X-Forwarded-For", []))
-    return f"ip:{address}"
 
 
 async def answer(state: GatewayState, request: web.Request) -> web.Response:

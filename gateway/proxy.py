@@ -80,7 +80,7 @@ OUTAGES = UpstreamOutages()
 def upstream_headers(request: web.Request, identity: Identity | None, internal_token: str) -> dict[str, str]:
     headers = {name: request.headers[name] for name in FORWARDED_REQUEST_HEADERS if name in request.headers}
     headers[REQUEST_ID_HEADER] = request["request_id"]
-    # The client as the gateway's TRUSTED_PROXIES tell it (gateway.handlers.apply_rate_limit).
+    # The client as the gateway's TRUSTED_PROXIES tell it (gateway.admission.apply_rate_limit).
     headers["X-Forwarded-For"] = request.get("client_address") or request.remote or ""
     headers.update(internal_headers(internal_token))
     if identity is not None:
