@@ -32,7 +32,8 @@ from geo_service.countries import alpha3_from_tag
 from geo_service.country_lookup import CountryLookup
 from geo_service.extract import read_osm
 from geo_service.records import Dataset
-from geo_service.store import INDEX_FILE, write_index
+from geo_service.store import INDEX_FILE
+from geo_service.store_writer import write_index
 
 # 2: country from geometry (issue 10), autocomplete word table.
 IMPORTER_VERSION = "2"

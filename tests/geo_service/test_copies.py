@@ -18,7 +18,8 @@ from geo_service.index import LoadedIndex
 from geo_service.matcher import GROUP_ADDRESS_ROWS
 from geo_service.model import GeocodeQuery
 from geo_service.records import Named
-from geo_service.store import IndexReader, name_groups
+from geo_service.store import IndexReader
+from geo_service.store_writer import name_groups
 from tests.geo_service.conftest import open_current
 
 COPIES = 4
