@@ -17,13 +17,13 @@ Per instance:
 - references, each on the same matrices, one process each, two at a time, cached under
   var/bench-cache/fleet/references by instance key: VROOM (exploration level 5, one thread,
   BENCH_FLEET_REFERENCE_SECONDS = 60 s at most) and PyVRP (the model of
-  optimize_service/fleet_pyvrp.py, every job required, 60 s); the reference is the better of
+  optimize_service/fleet/pyvrp.py, every job required, 60 s); the reference is the better of
   the two (fewer jobs left out, then less driving);
 - ours: the service's portfolio on the same problem (`methods_for`: PyVRP and the VROOM-then-
   PyVRP chain, each in its own worker process, at the default time limit), then its answer
   body (`fleet_body`, no geometry);
 - every answer, ours and the references', goes through the independent feasibility checker
-  (optimize_service/fleet_check.py) on the bench's own matrices;
+  (optimize_service/fleet/check.py) on the bench's own matrices;
 - once per city with 100 jobs: the whole request through the gateway (real processes, wall time).
 """
 
@@ -59,14 +59,14 @@ from bench.optimize_instances import (
 )
 from common.config import REPO_ROOT
 from common.geo import LatLon
-from optimize_service.fleet_check import Infeasible, Roads, check_feasible, request_points
-from optimize_service.fleet_formatter import fleet_body
-from optimize_service.fleet_model import FleetPlan
-from optimize_service.fleet_parsing import parse_fleet_request
-from optimize_service.fleet_planner import locate
-from optimize_service.fleet_problem import FleetProblem, FleetSolution
-from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import (
+from optimize_service.fleet.check import Infeasible, Roads, check_feasible, request_points
+from optimize_service.fleet.formatter import fleet_body
+from optimize_service.fleet.model import FleetPlan
+from optimize_service.fleet.parsing import parse_fleet_request
+from optimize_service.fleet.planner import locate
+from optimize_service.fleet.problem import FleetProblem, FleetSolution
+from optimize_service.fleet.reasons import explain
+from optimize_service.fleet.solver import (
     better,
     methods_for,
     solve_method,
@@ -259,7 +259,7 @@ def reference_file(key: str, solver: str) -> Path:
 
 
 def vroom_reference(problem: FleetProblem) -> FleetSolution | None:
-    from optimize_service.fleet_solver import solve_vroom
+    from optimize_service.fleet.solver import solve_vroom
 
     return solve_vroom(problem)
 
@@ -278,7 +278,7 @@ class CpuTime:
 
 
 def pyvrp_reference(problem: FleetProblem) -> FleetSolution | None:
-    from optimize_service.fleet_pyvrp import solve_pyvrp
+    from optimize_service.fleet.pyvrp import solve_pyvrp
 
     return solve_pyvrp(problem, REFERENCE_SECONDS, stop=CpuTime(REFERENCE_SECONDS))
 
@@ -353,7 +353,7 @@ def timed_search(problem: FleetProblem, method: str, cpu_limit: bool) -> tuple[F
 
 
 def ours(inst: FleetInstance, searches: ProcessPoolExecutor, cpu_limit: bool) -> Scored:
-    """As the planner solves with two processes in its lane (`fleet_planner.solve_in`): each
+    """As the planner solves with two processes in its lane (`fleet.planner.solve_in`): each
     search of the portfolio in its own process at once, on one thread each, the better kept;
     `cpu_s` is the kept search's."""
     problem = problem_of(inst)
@@ -535,7 +535,7 @@ def section(
             "runs it (limits in wall time, on this machine shared with other work) and with PyVRP's limit counted "
             "in CPU seconds of its process (what a core of its own gives; the goal's column). The CPU columns say "
             "what each search got. Every answer, ours and the references', went through the independent "
-            "feasibility checker (`optimize_service/fleet_check.py`): ✓ passed, - no plan. Cells: driving seconds "
+            "feasibility checker (`optimize_service/fleet/check.py`): ✓ passed, - no plan. Cells: driving seconds "
             "(jobs left out).",
             "",
             "| jobs x vehicles | instances | gap median, wall limit (%) | gap max, wall limit (%) | "

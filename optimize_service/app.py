@@ -30,7 +30,7 @@ from common.processes import start_pool_process
 from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
 from optimize_service.config import OptimizeConfig
 from optimize_service.costs import TierRules
-from optimize_service.fleet_solver import warm_up_fleet
+from optimize_service.fleet.solver import warm_up_fleet
 from optimize_service.handlers import ADMISSION_KEY, OPTIMIZER_KEY, optimize_routes, optimize_stops
 from optimize_service.optimizer import Optimizer
 from optimize_service.routing import RouteClient

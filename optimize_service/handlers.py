@@ -13,8 +13,8 @@ from aiohttp import web
 from common.admission import Admission, Caller, caller_of
 from common.service import json_response, read_json
 from common.waiting import unless_gone
-from optimize_service.fleet_formatter import fleet_body
-from optimize_service.fleet_model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
+from optimize_service.fleet.formatter import fleet_body
+from optimize_service.fleet.model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
 from optimize_service.formatter import plan_body
 from optimize_service.optimizer import Optimizer
 

@@ -4,7 +4,7 @@ It holds what outlives a request, built once at start-up from the configuration:
 service's client (with the provider names it has seen), the solver lanes and the tiers' bounds.
 Per request: the provider names when the request names one, the parsing that reports every
 violation at once within the caller's tier's bounds (optimize_service.costs), the price the
-handler charges before any work, then the plan (`planner.plan_tour`, `fleet_planner.plan_fleet`).
+handler charges before any work, then the plan (`planner.plan_tour`, `fleet.planner.plan_fleet`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 from common.admission import Caller, Cost
 from common.providers import provider_name
-from optimize_service import fleet_model
 from optimize_service.costs import Allowance, TierRules, capped_default, check_cells, cost_of_fleet, cost_of_stops
-from optimize_service.fleet_model import FleetPlan, FleetRequest
-from optimize_service.fleet_parsing import parse_fleet_request
-from optimize_service.fleet_planner import fleet_time_limit, locate, plan_fleet
+from optimize_service.fleet import model as fleet_model
+from optimize_service.fleet.model import FleetPlan, FleetRequest
+from optimize_service.fleet.parsing import parse_fleet_request
+from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
 from optimize_service.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
 from optimize_service.parsing import parse_request
 from optimize_service.planner import plan_tour

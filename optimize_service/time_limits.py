@@ -1,6 +1,6 @@
 """Default search times: seconds interpolated between measured (stops, seconds) points, flat
 beyond the first and the last (no aiohttp). Each solver keeps its own points, with the
-measurements behind them (`solver.TIME_LIMIT_POINTS`, `fleet_model.TIME_LIMIT_POINTS`)."""
+measurements behind them (`solver.TIME_LIMIT_POINTS`, `fleet.model.TIME_LIMIT_POINTS`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """POST /v1/optimize/routes end to end: the gateway, auth, route and optimize services as real
 processes on Monaco (solver processes, not threads), with a real token. The answer is checked
-by the independent feasibility checker (optimize_service/fleet_check.py), on a road
+by the independent feasibility checker (optimize_service/fleet/check.py), on a road
 matrix asked of the public /v1/matrix."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from optimize_service.fleet_check import Roads, check_feasible, request_points
-from optimize_service.fleet_model import default_time_limit
+from optimize_service.fleet.check import Roads, check_feasible, request_points
+from optimize_service.fleet.model import default_time_limit
 from tests.integration.conftest import LEGACY, Caller
 from tests.optimize_service.test_fleet_app import point, seeded_instance
 from tests.optimize_service.test_fleet_portfolio import jobs_only

@@ -1,5 +1,5 @@
 """POST /v1/optimize/routes over HTTP against the real route service on Monaco (in-process),
-checked by the independent feasibility checker (optimize_service/fleet_check.py).
+checked by the independent feasibility checker (optimize_service/fleet/check.py).
 
 The checker reads only the request and the answer, and its own road matrix asked of the route
 service: none of the solver's code. On seeded instances (time windows, capacities in
@@ -20,7 +20,7 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from optimize_service.fleet_check import Roads, check_feasible, request_points
+from optimize_service.fleet.check import Roads, check_feasible, request_points
 from route_service.importer import ImportResult
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, import_quietly, optimize_client, route_server
 from tests.optimize_service.test_app import LEGACY, MONACO, PROBLEM

@@ -13,7 +13,7 @@ import pytest
 from common.errors import ApiError, InvalidParameter, MalformedBody, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
 from gateway.docs import openapi_spec
-from optimize_service.fleet_model import (
+from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DIMENSIONS,
     MAX_HORIZON_S,
@@ -28,7 +28,7 @@ from optimize_service.fleet_model import (
     Costs,
     Window,
 )
-from optimize_service.fleet_parsing import parse_fleet_request
+from optimize_service.fleet.parsing import parse_fleet_request
 
 NOW = datetime(2026, 11, 23, 6, 0, tzinfo=UTC)
 START = "2026-11-23T08:00:00+01:00"  # 07:00 UTC

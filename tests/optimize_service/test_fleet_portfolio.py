@@ -16,16 +16,16 @@ from pyvrp.stop import MaxRuntime
 
 from common.errors import InvalidParameter
 from common.pools import RestartingPool
-from optimize_service import fleet_planner
-from optimize_service.fleet_check import check_feasible
-from optimize_service.fleet_formatter import fleet_body
-from optimize_service.fleet_model import MAX_TIME_LIMIT_S, FleetPlan, Unassigned, default_time_limit
-from optimize_service.fleet_parsing import parse_fleet_request
-from optimize_service.fleet_planner import locate, solve_in
-from optimize_service.fleet_problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
-from optimize_service.fleet_pyvrp import solve_pyvrp
-from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import (
+from optimize_service.fleet import planner as fleet_planner
+from optimize_service.fleet.check import check_feasible
+from optimize_service.fleet.formatter import fleet_body
+from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, Unassigned, default_time_limit
+from optimize_service.fleet.parsing import parse_fleet_request
+from optimize_service.fleet.planner import locate, solve_in
+from optimize_service.fleet.problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
+from optimize_service.fleet.pyvrp import solve_pyvrp
+from optimize_service.fleet.reasons import explain
+from optimize_service.fleet.solver import (
     methods_for,
     solve_fleet,
     solve_method,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from optimize_service.fleet_model import FleetVehicle, Place, Unassigned
-from optimize_service.fleet_problem import NO_ROAD_S, FleetProblem
+from optimize_service.fleet.model import FleetVehicle, Place, Unassigned
+from optimize_service.fleet.problem import NO_ROAD_S, FleetProblem
 
 MESSAGES = {
     "no-route": "no vehicle that may serve it has a road to it and back",

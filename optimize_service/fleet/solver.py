@@ -1,5 +1,5 @@
 """Fleet routing with VROOM (pyvroom), in a solver process (no aiohttp here). VROOM itself
-(`fleet_vroom`, which imports pandas) is imported only there, not in the service's process.
+(`fleet.vroom`, which imports pandas) is imported only there, not in the service's process.
 
 The problem arrives as plain data: the parsed request, which location index each vehicle end
 and task uses, and one integer duration and distance matrix per vehicle kind (VROOM's
@@ -17,8 +17,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from common.errors import InvalidParameter
-from optimize_service.fleet_model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
-from optimize_service.fleet_problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
+from optimize_service.fleet.model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
+from optimize_service.fleet.problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
 
 if TYPE_CHECKING:  # PyVRP itself only in solver processes
     from pyvrp.stop import StoppingCriterion
@@ -31,7 +31,7 @@ EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two
 
 
 def pyvrp_fits(request: FleetRequest) -> bool:
-    """Whether PyVRP's model (optimize_service/fleet_pyvrp.py) is the request's whole problem:
+    """Whether PyVRP's model (optimize_service/fleet/pyvrp.py) is the request's whole problem:
     jobs only, at most one time window each, no breaks, no skills, one priority."""
     jobs = request.jobs
     return (
@@ -63,7 +63,7 @@ type StopAfter = Callable[[float], StoppingCriterion]  # seconds -> PyVRP's stop
 def solve_method(problem: FleetProblem, method: str, stop_after: StopAfter | None = None) -> FleetSolution | None:
     """One search of the portfolio, in its own solver process; None: PyVRP served not every job."""
     if method == PYVRP:
-        from optimize_service.fleet_pyvrp import solve_pyvrp  # PyVRP only in solver processes
+        from optimize_service.fleet.pyvrp import solve_pyvrp  # PyVRP only in solver processes
 
         limit = time_limit(problem.request)
         return solve_pyvrp(problem, limit, stop=None if stop_after is None else stop_after(limit))
@@ -85,7 +85,7 @@ def solve_chain(problem: FleetProblem, vroom_share: float, seed: int, stop_after
     request = problem.request
     limit = time_limit(request)
     first = solve_vroom(replace(problem, request=replace(request, time_limit_s=limit * vroom_share)))
-    from optimize_service.fleet_pyvrp import Infeasible, solve_pyvrp
+    from optimize_service.fleet.pyvrp import Infeasible, solve_pyvrp
 
     left = max(0.0, limit - first.computing_s)
     try:
@@ -110,7 +110,7 @@ def better(solutions: Sequence[FleetSolution | None]) -> FleetSolution:
 def solve_vroom(problem: FleetProblem) -> FleetSolution:
     request = problem.request
     limit = time_limit(request)
-    from optimize_service.fleet_vroom import vroom_input  # VROOM only in solver processes
+    from optimize_service.fleet.vroom import vroom_input  # VROOM only in solver processes
 
     began = time.perf_counter()
     try:
@@ -176,5 +176,5 @@ def unassigned(item: dict[str, Any], request: FleetRequest) -> Unassigned:
 def warm_up_fleet() -> None:
     """Run once in each solver process at start: imports VROOM (and pandas with it, ~0.35 s),
     which the first fleet request would pay otherwise, and PyVRP's model."""
-    import optimize_service.fleet_pyvrp
-    import optimize_service.fleet_vroom  # noqa: F401
+    import optimize_service.fleet.pyvrp
+    import optimize_service.fleet.vroom  # noqa: F401

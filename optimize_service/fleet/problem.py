@@ -1,6 +1,6 @@
 """A fleet problem as the solver processes receive it, and a solution as they return it: plain
-data shared by the portfolio (`fleet_solver`) and its searches (`fleet_vroom`, `fleet_pyvrp`)
-and the reasons for what is left out (`fleet_reasons`). Its own module, so that none of those
+data shared by the portfolio (`fleet.solver`) and its searches (`fleet.vroom`, `fleet.pyvrp`)
+and the reasons for what is left out (`fleet.reasons`). Its own module, so that none of those
 imports another's (issue 31: no import cycles)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimize_service.fleet_model import FleetRequest, RoutePlan, Unassigned
+from optimize_service.fleet.model import FleetRequest, RoutePlan, Unassigned
 
 VROOM, PYVRP = "vroom", "pyvrp"
-# A search of the portfolio, not an answer's method: VROOM for fleet_solver.CHAIN_VROOM_SHARE of the time
+# A search of the portfolio, not an answer's method: VROOM for fleet.solver.CHAIN_VROOM_SHARE of the time
 # limit, then PyVRP (another seed) from VROOM's plan; it answers "vroom" or "pyvrp".
 CHAIN = "vroom-then-pyvrp"
 # A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
@@ -43,7 +43,7 @@ class FleetProblem:
 @dataclass(frozen=True)
 class FleetSolution:
     routes: list[RoutePlan]
-    unassigned: list[Unassigned]  # reasons filled in later (fleet_reasons)
+    unassigned: list[Unassigned]  # reasons filled in later (fleet.reasons)
     cost: int
     time_limit_s: float
     computing_s: float

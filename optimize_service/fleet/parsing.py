@@ -19,7 +19,7 @@ from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooMa
 from common.geo import LatLon
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance
-from optimize_service.fleet_model import (
+from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DIMENSIONS,
     MAX_HORIZON_S,
@@ -68,7 +68,7 @@ class Context:
 def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = None) -> FleetRequest:
     """Raises MalformedBody, PayloadTooLarge/TooManyStops (413) or one error naming every bad field.
     `allowance`: the caller's tier's cap of `timeLimit` (its cells are checked on the distinct
-    places, `fleet_planner.check_fleet_cells`); None: the API's bounds alone."""
+    places, `fleet.planner.check_fleet_cells`); None: the API's bounds alone."""
     if not isinstance(body, dict):
         raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?}")
     check_sizes(body)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import vroom
 
-from optimize_service.fleet_model import FleetRequest, FleetVehicle, Place, Window
-from optimize_service.fleet_problem import FleetProblem
+from optimize_service.fleet.model import FleetRequest, FleetVehicle, Place, Window
+from optimize_service.fleet.problem import FleetProblem
 
 
 def vroom_input(problem: FleetProblem) -> vroom.Input:

@@ -1,7 +1,7 @@
 """The fleet problem solved by PyVRP, and its answer as our routes (imported in solver processes
 and by the quality bench, which uses the same model for its PyVRP reference).
 
-PyVRP models a part of what VROOM does; `fleet_solver.pyvrp_fits` says whether a request lies
+PyVRP models a part of what VROOM does; `fleet.solver.pyvrp_fits` says whether a request lies
 in it: jobs only (no shipments), one time window each, no breaks, no skills, one priority.
 The model then is the same problem as VROOM's:
 
@@ -11,7 +11,7 @@ The model then is the same problem as VROOM's:
 - the objective VROOM minimizes: per vehicle, `fixed + per_hour x driving hours + per_km x
   km`, kept in integers by counting in 1/3600 of a cost unit (PyVRP's "distance" matrix per
   cost profile; waiting and service cost nothing, as in VROOM);
-- every job some vehicle could serve alone required (`fleet_reasons`: reachable within its
+- every job some vehicle could serve alone required (`fleet.reasons`: reachable within its
   window and the shift, capacity and skills allowing), the others left out as VROOM leaves
   them: when PyVRP finds no plan that serves all the required ones, its answer is not used
   (VROOM's, which may leave more jobs out, stands).
@@ -33,9 +33,9 @@ from pyvrp import solve as pyvrp_solve
 from pyvrp.exceptions import PenaltyBoundWarning
 from pyvrp.stop import MaxRuntime, StoppingCriterion
 
-from optimize_service.fleet_model import FleetVehicle, RoutePlan, Step, Unassigned
-from optimize_service.fleet_problem import PYVRP, FleetProblem, FleetSolution
-from optimize_service.fleet_reasons import OK, explain_alone
+from optimize_service.fleet.model import FleetVehicle, RoutePlan, Step, Unassigned
+from optimize_service.fleet.problem import PYVRP, FleetProblem, FleetSolution
+from optimize_service.fleet.reasons import OK, explain_alone
 
 COST_SCALE = 3600  # costs in 1/3600 of VROOM's unit: per_hour x seconds is then whole
 

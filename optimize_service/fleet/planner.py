@@ -15,10 +15,10 @@ import numpy as np
 
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
-from optimize_service.fleet_model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
-from optimize_service.fleet_problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
-from optimize_service.fleet_reasons import explain
-from optimize_service.fleet_solver import (
+from optimize_service.fleet.model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
+from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
+from optimize_service.fleet.reasons import explain
+from optimize_service.fleet.solver import (
     EXPLORATION_LEVEL,
     better,
     methods_for,

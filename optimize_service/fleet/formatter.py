@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
-from optimize_service.fleet_model import FleetPlan, RoutePlan, Step, Unassigned
+from optimize_service.fleet.model import FleetPlan, RoutePlan, Step, Unassigned
 from optimize_service.formatter import iso
 
 
