@@ -11,7 +11,7 @@ trips, with OSRM matrices computed in this process. Per instance:
 - references (bench/optimize_references.py): VROOM (level 5), OR-Tools guided local search and
   PyVRP, each given BENCH_OPTIMIZE_REFERENCE_SECONDS (60) on the matrix, run two at a time and
   cached on disk; the reference is the shortest of the three;
-- ours in this process as the service solves: every search of `optimize_service.solver.searches`
+- ours in this process as the service solves: every search of `optimize_service.stops.solver.searches`
   at once, one per process, the shortest tour wins (so a changed portfolio is measured as is);
 - end to end for the round trips: auth, route and optimize services and the gateway as real
   processes (`launcher.stack.Stack`, one stack per city), wall time of the whole request.
@@ -67,7 +67,7 @@ from common.config import DEFAULT_PORTS
 from launcher.redis_server import free_port
 from launcher.stack import Stack
 from optimize_service.config import default_solver_processes
-from optimize_service.solver import Tour, TourProblem, needs_search, searches, shortest, solve, warm_up
+from optimize_service.stops.solver import Tour, TourProblem, needs_search, searches, shortest, solve, warm_up
 
 GAP_GOAL_PCT = 1.0
 WALL_GOALS_S = {100: 1.0, 200: 2.0, 500: 5.0, 1000: 10.0}  # none below 100 stops
@@ -707,7 +707,7 @@ def report(
         f"{CAPACITY_FACTOR} times as many such places. {capacity_line(CITIES)} Shapes: open (start only), "
         "destination (start and a different end), round-trip (start = end). Tour durations in seconds on the matrix.",
         "",
-        f"Ours: `optimize_service.solver` as the service runs it, in this process: the searches of `searches(n)` at once "
+        f"Ours: `optimize_service.stops.solver` as the service runs it, in this process: the searches of `searches(n)` at once "
         f"in {default_solver_processes()} processes, the shortest wins; wall = solver only (the matrix and the tour "
         f"geometry come on top, see end to end). References (tour s / wall s): VROOM level {VROOM_LEVEL}, OR-Tools "
         "GLS from Christofides, PyVRP, each with the reference seconds and at least "

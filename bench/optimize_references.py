@@ -6,9 +6,9 @@ matrix, cached on disk (no HTTP).
   ~20 min at 1000 by the cube law these follow). Its first tour cannot be interrupted: at 1000
   stops it runs ~80 s whatever the limit.
 - `ortools`: OR-Tools' guided local search from a Christofides tour for the given seconds
-  (optimize_service.solver.guided_local_search, the plain configuration).
+  (optimize_service.stops.solver.guided_local_search, the plain configuration).
 - `pyvrp`: PyVRP's own `solve` for the given seconds, with its default parameters; the tour
-  maps onto depots as in optimize_service/ils.py, but the search is PyVRP's unchanged, so the
+  maps onto depots as in optimize_service/stops/ils.py, but the search is PyVRP's unchanged, so the
   reference does not move when the service's search is tuned.
 
 A result is a JSON file `references/<instance-key>-<solver>-<seconds>.json`, written
@@ -38,8 +38,8 @@ from pyvrp import solve as pyvrp_solve
 from pyvrp.stop import MaxRuntime
 
 from bench.optimize_instances import CACHE_DIR, Instance, load_instance, write_atomic
-from optimize_service.ils import problem_matrix
-from optimize_service.solver import CHRISTOFIDES, COST_SCALE, OR_TOOLS, Search, guided_local_search
+from optimize_service.stops.ils import problem_matrix
+from optimize_service.stops.solver import CHRISTOFIDES, COST_SCALE, OR_TOOLS, Search, guided_local_search
 
 VROOM, ORTOOLS, PYVRP = "vroom", "ortools", "pyvrp"
 SOLVERS = (VROOM, ORTOOLS, PYVRP)

@@ -35,7 +35,7 @@ from optimize_service.handlers import ADMISSION_KEY, OPTIMIZER_KEY, optimize_rou
 from optimize_service.optimizer import Optimizer
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
-from optimize_service.solver import warm_up
+from optimize_service.stops.solver import warm_up
 
 log = logging.getLogger("optimize_service")
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from common.admission import Caller, Cost, cost
 from common.errors import TooManyStops
 from common.tiers import TierLimits
-from optimize_service.exact import EXACT_MAX_STOPS
+from optimize_service.stops.exact import EXACT_MAX_STOPS
 
 # Work units a cell of the road matrix costs (see above: ~2 us of one core each).
 UNITS_PER_CELL = 0.002

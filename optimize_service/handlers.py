@@ -15,8 +15,8 @@ from common.service import json_response, read_json
 from common.waiting import unless_gone
 from optimize_service.fleet.formatter import fleet_body
 from optimize_service.fleet.model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
-from optimize_service.formatter import plan_body
 from optimize_service.optimizer import Optimizer
+from optimize_service.stops.formatter import plan_body
 
 OPTIMIZER_KEY: web.AppKey[Optimizer] = web.AppKey("optimizer", Optimizer)
 ADMISSION_KEY: web.AppKey[Admission] = web.AppKey("admission", Admission)

@@ -21,12 +21,12 @@ from optimize_service.fleet import model as fleet_model
 from optimize_service.fleet.model import FleetPlan, FleetRequest
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
-from optimize_service.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
-from optimize_service.parsing import parse_request
-from optimize_service.planner import plan_tour
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import Scheduler, estimate_s
-from optimize_service.solver import default_time_limit
+from optimize_service.stops.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
+from optimize_service.stops.parsing import parse_request
+from optimize_service.stops.planner import plan_tour
+from optimize_service.stops.solver import default_time_limit
 
 
 @dataclass

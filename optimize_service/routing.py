@@ -20,7 +20,7 @@ import numpy as np
 
 from common.client import ServiceClient
 from common.errors import ApiError, UpstreamError, Violation
-from optimize_service.model import Leg, Options, Stop, TourRoute
+from optimize_service.stops.model import Leg, Options, Stop, TourRoute
 
 # A name missing from the list looks it up again at most this often (a provider added since).
 PROVIDERS_RECHECK_S = 5.0

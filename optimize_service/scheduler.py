@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 
 from common.errors import OptimizerBusy
 from common.pools import RestartingPool
-from optimize_service.exact import EXACT_MAX_STOPS
-from optimize_service.solver import Tour, TourProblem, default_time_limit, needs_search, searches, shortest, solve
+from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.solver import Tour, TourProblem, default_time_limit, needs_search, searches, shortest, solve
 
 SMALL, LARGE = "small", "large"
 SolverRunner = Callable[[TourProblem], Awaitable[Tour]]

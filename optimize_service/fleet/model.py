@@ -122,7 +122,7 @@ def default_time_limit(stops: int) -> float:
     """Seconds each search may take (two at once). 100 jobs x 5 vehicles must answer in 2 s end
     to end (issue 17): on the idle machine the request took 1.45-1.47 s around a 1.4 s search
     (`python -m bench fleet`), so 1.75 s at 100 stops ends it at about 90 % of the goal, the rule
-    the stop order follows too (optimize_service.solver.default_time_limit); 1 s up to 50.
+    the stop order follows too (optimize_service.stops.solver.default_time_limit); 1 s up to 50.
     Above, PyVRP's plan keeps improving for tens of seconds:
     measured on the seeded instances of `python -m bench fleet` (one core each), at 200 jobs x
     10 vehicles 5 s of search were 1.0-1.5 % above the same search at 40-60 s, 10 s 0.05-0.9 %;

@@ -42,7 +42,7 @@ from optimize_service.fleet.model import (
     Place,
     Window,
 )
-from optimize_service.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
+from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs"}

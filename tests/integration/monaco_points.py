@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 import numpy as np
 
-from optimize_service.reachability import unreachable_stops
+from optimize_service.stops.reachability import unreachable_stops
 from tests.optimize_service.test_app import MONACO
 
 Point = dict[str, float]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
-from optimize_service.ils import UNUSED_ARC, iterated_local_search, problem_matrix
+from optimize_service.stops.exact import EXACT_MAX_STOPS, held_karp, tour_cost
+from optimize_service.stops.ils import UNUSED_ARC, iterated_local_search, problem_matrix
 from tests.optimize_service.test_solver import assert_valid, ends_for, random_matrix
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from common.pools import RestartingPool
 from optimize_service import scheduler
-from optimize_service.exact import EXACT_MAX_STOPS
 from optimize_service.scheduler import Lane, parallel_searches
-from optimize_service.solver import Search, Tour, TourProblem, searches
+from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.solver import Search, Tour, TourProblem, searches
 
 
 def fake_solve(calls: list[Search | None]) -> Any:

@@ -11,8 +11,8 @@ import pytest
 from common.errors import ApiError, DiameterTooLarge, InvalidParameter, MalformedBody, TooManyStops
 from common.geo import EARTH_RADIUS_M, LatLon, haversine_m
 from optimize_service.geo import farthest_pair
-from optimize_service.model import MAX_STOPS
-from optimize_service.parsing import parse_request
+from optimize_service.stops.model import MAX_STOPS
+from optimize_service.stops.parsing import parse_request
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 

@@ -8,9 +8,9 @@ import pytest
 
 from common.errors import InvalidParameter
 from common.geo import LatLon
-from optimize_service.formatter import iso
-from optimize_service.model import Leg, Stop
-from optimize_service.schedule import schedule
+from optimize_service.stops.formatter import iso
+from optimize_service.stops.model import Leg, Stop
+from optimize_service.stops.schedule import schedule
 
 STOPS = [Stop(f"S{i}", LatLon(43.7, 7.4), service_time_s=60.0 * i) for i in range(3)]
 LEGS = [Leg(1000, 1800.0), Leg(2000, 3600.0)]

@@ -11,9 +11,9 @@ import pytest
 
 from common.errors import OptimizerBusy
 from common.pools import RestartingPool
-from optimize_service.exact import EXACT_MAX_STOPS
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
-from optimize_service.solver import TourProblem, default_time_limit
+from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.solver import TourProblem, default_time_limit
 
 
 class Clock:

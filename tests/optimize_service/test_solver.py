@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from optimize_service import solver
-from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
-from optimize_service.solver import (
+from optimize_service.stops import solver
+from optimize_service.stops.exact import EXACT_MAX_STOPS, held_karp, tour_cost
+from optimize_service.stops.solver import (
     CHEAPEST_ARC_MAX_STOPS,
     CHRISTOFIDES,
     LOCAL_CHEAPEST_INSERTION,
@@ -32,7 +32,7 @@ from optimize_service.solver import (
     searches,
     solve,
 )
-from optimize_service.vroom_search import vroom_order
+from optimize_service.stops.vroom_search import vroom_order
 
 
 def random_matrix(rng: np.random.Generator, n: int, *, symmetric: bool) -> np.ndarray:

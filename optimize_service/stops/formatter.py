@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
-from optimize_service.model import Plan, Visit
+from optimize_service.stops.model import Plan, Visit
 
 
 def iso(moment: datetime) -> str:

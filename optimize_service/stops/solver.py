@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 
-from optimize_service.exact import EXACT_MAX_STOPS, held_karp, tour_cost
-from optimize_service.ils import iterated_local_search
+from optimize_service.stops.exact import EXACT_MAX_STOPS, held_karp, tour_cost
+from optimize_service.stops.ils import iterated_local_search
 from optimize_service.time_limits import interpolated_seconds
 
 # Durations are solved in tenths of a second: OR-Tools needs integers, OSRM gives 0.1 s.
@@ -179,7 +179,7 @@ def solve(problem: TourProblem, search: Search | None = None) -> Tour:
 
 def vroom_then_or_tools(problem: TourProblem, costs: np.ndarray, limit: float, search: Search) -> Tour:
     """VROOM's tour and OR-Tools' (each for its share of the limit), the shorter one."""
-    from optimize_service.vroom_search import vroom_order
+    from optimize_service.stops.vroom_search import vroom_order
 
     began = time.perf_counter()
     found = tour(problem, costs, vroom_order(costs, problem.start, problem.end, limit * VROOM_SHARE), VROOM_METHOD,

@@ -13,7 +13,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
 from common.errors import NoRouteFound, ParameterErrors
-from optimize_service.model import Stop
+from optimize_service.stops.model import Stop
 
 
 def unreachable_stops(durations_s: np.ndarray, start: int) -> list[int]:

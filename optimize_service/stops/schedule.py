@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from common.errors import InvalidParameter
-from optimize_service.model import Leg, Stop, Visit
+from optimize_service.stops.model import Leg, Stop, Visit
 
 # Times are written rounded to the second: a day's room below the calendar's end.
 LATEST_TIME = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from optimize_service.model import OptimizeRequest, Plan, TourRoute
-from optimize_service.reachability import reject_unreachable
 from optimize_service.routing import RouteClient
-from optimize_service.schedule import schedule
 from optimize_service.scheduler import SolverRunner
-from optimize_service.solver import Tour, TourProblem
+from optimize_service.stops.model import OptimizeRequest, Plan, TourRoute
+from optimize_service.stops.reachability import reject_unreachable
+from optimize_service.stops.schedule import schedule
+from optimize_service.stops.solver import Tour, TourProblem
 
 
 class Solvers(Protocol):

@@ -22,7 +22,7 @@ from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.costs import Allowance, check_cells
 from optimize_service.geo import farthest_pair
-from optimize_service.model import (
+from optimize_service.stops.model import (
     MAX_DIAMETER_M,
     MAX_SERVICE_TIME_S,
     MAX_STOPS,
