@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +83,6 @@ def row(name: str, pbf: int, choice: str, built: Built) -> str:
 
 
 def run() -> str:
-    started = datetime.now(UTC)
     CACHE.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, inputs, factor in maps():
@@ -96,13 +93,11 @@ def run() -> str:
             with tempfile.TemporaryDirectory(prefix="bench-import-") as tmp:
                 print(f"   {name}: {choice} ...", flush=True)
                 rows.append(row(name, pbf, choice, build(inputs, options, Path(tmp))))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
     return "\n".join([
         "## Routing import by the operator's choice (issue 30)",
         "",
-        f"{started:%Y-%m-%d %H:%M} UTC, commit {commit.stdout.strip() or 'unknown'}, `python -m bench import_choice` "
-        f"(BENCH_IMPORT_FACTORS={os.environ.get('BENCH_IMPORT_FACTORS', '1,10')}); {os.cpu_count()} cores, load "
-        f"average at start {os.getloadavg()[0]:.2f}. Each map imported by `python -m route_service.importer` (2 jobs) "
+        f"Factors {os.environ.get('BENCH_IMPORT_FACTORS', '1,10')} (when, at which commit and under which load: the "
+        "line above). Each map imported by `python -m route_service.importer` (2 steps at a time unless the choice says) "
         "with each choice in a row: every OSRM profile, as every import did before issue 30; car and truck with "
         "both route types in OSRM (issue 30's second step); their fastest routes only (shortest ones from "
         "Valhalla); the default, those on CH alone (a second alternative from Valhalla); the default one step "
