@@ -58,11 +58,12 @@ def commit() -> str:
     return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def provenance(name: str, started: datetime, load_start: float, seconds: float) -> str:
+def provenance(name: str, started: datetime, load_start: float, seconds: float, code: str) -> str:
+    """`code`: `commit()` when the run began (the working tree may change while it runs)."""
     settings = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("BENCH_"))
     command = f"`{settings + ' ' if settings else ''}python -m bench {name}`"
     return (
-        f"{PROVENANCE}{started:%Y-%m-%d %H:%M} UTC · commit {commit()} · {command} · {seconds / 60:.1f} min · "
+        f"{PROVENANCE}{started:%Y-%m-%d %H:%M} UTC · commit {code} · {command} · {seconds / 60:.1f} min · "
         f"{os.cpu_count()} cores, load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end · "
         f"Python {platform.python_version()}, {platform.machine()}._"
     )
@@ -102,10 +103,10 @@ def main() -> int:
     sections = args.sections or available_sections()
     written = previous_sections()
     for name in sections:
-        started, at, load = time.perf_counter(), datetime.now(UTC), os.getloadavg()[0]
+        started, at, load, code = time.perf_counter(), datetime.now(UTC), os.getloadavg()[0], commit()
         print(f"== {name} ...", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        written[name] = stamped(module.run(), provenance(name, at, load, time.perf_counter() - started))
+        written[name] = stamped(module.run(), provenance(name, at, load, time.perf_counter() - started, code))
         print(f"== {name} done in {time.perf_counter() - started:.0f} s", flush=True)
     order = [name for name in SECTIONS if name in written]
     parts = [header(sections, order)] + [f"{MARKER.format(name)}\n{written[name]}" for name in order]

@@ -25,12 +25,10 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -240,22 +238,14 @@ def tile_rows() -> list[str]:
     return rows
 
 
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or "unknown"
-
-
 def run() -> str:
-    started = datetime.now(UTC)
-    load = os.getloadavg()[0]
     requests, clock, tiles = request_rows(), clock_rows(), tile_rows()
     return "\n".join(
         [
             "## One graph for every vehicle: the graph provider against Valhalla (issue 30)",
             "",
-            f"{started:%Y-%m-%d %H:%M} UTC, commit {commit()}, `python -m bench engines` (BENCH_ENGINE_PAIRS={PAIRS}); "
-            f"{os.cpu_count()} cores, load average at start {load:.2f}. In process, parsing included, the two "
-            "providers alternating on the same pairs; p50 / p99 ms.",
+            f"{PAIRS} pairs a map (BENCH_ENGINE_PAIRS). In process, parsing included, the two providers "
+            "alternating on the same pairs; p50 / p99 ms.",
             "",
             "| map | operation | graph | valhalla | valhalla / graph (p50) |",
             "|---|---|---|---|---|",

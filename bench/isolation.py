@@ -30,7 +30,6 @@ import os
 import resource
 import socket
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
@@ -40,7 +39,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -456,17 +454,14 @@ def table(phases: list[Phase]) -> list[str]:
 
 
 def run() -> str:
-    started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp, full_stack(Path(tmp)) as stack:
         phases = measure(stack)
     never_504 = all(504 not in phase.attack_statuses for phase in phases)
     lines = [
         "## Isolation: the campaign's attacks against a light probe from another account",
         "",
-        f"{started:%Y-%m-%d %H:%M} UTC, commit {commit()}, `python -m bench isolation` "
-        f"(BENCH_ISOLATION_SECONDS={PHASE_SECONDS:g}); Munich, every service and the gateway as real "
-        f"processes on loopback, two standard accounts; {os.cpu_count()} cores, load average at start "
-        f"{os.getloadavg()[0]:.2f}. Probe: one request at a time (cold route, reverse geocode, a login every "
+        f"Phases of {PHASE_SECONDS:g} s (BENCH_ISOLATION_SECONDS); Munich, every service and the gateway as real "
+        "processes on loopback, two standard accounts. Probe: one request at a time (cold route, reverse geocode, a login every "
         "fourth round, the gateway's /health). Goal: probe p99 ≤ 2x idle in every phase; attacks answered or "
         "refused, never 504 (-2: the attacker abandoned the match after 2 s, as the campaign did).",
         "",
@@ -475,8 +470,3 @@ def run() -> str:
         f"No attack answered 504: {'yes' if never_504 else 'no'}.",
     ]
     return "\n".join(lines)
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
-    return done.stdout.strip() or "unknown"

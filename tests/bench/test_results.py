@@ -23,10 +23,10 @@ def test_every_section_starts_with_its_provenance() -> None:
 
 def test_a_stamp_names_the_settings_commit_and_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BENCH_SCALE_FACTORS", "1,10,30")
-    stamp = provenance("scale", datetime(2026, 11, 27, 5, 40, tzinfo=UTC), 1.25, 90)
+    stamp = provenance("scale", datetime(2026, 11, 27, 5, 40, tzinfo=UTC), 1.25, 90, "abc1234")
     assert STAMP.match(stamp) and stamp.startswith(PROVENANCE)
     assert "`BENCH_SCALE_FACTORS=1,10,30 python -m bench scale`" in stamp and "1.5 min" in stamp
-    assert "load average 1.25 at the start" in stamp
+    assert "load average 1.25 at the start" in stamp and "commit abc1234 ·" in stamp
 
 
 def test_the_stamp_follows_the_heading() -> None:
