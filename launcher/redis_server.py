@@ -13,6 +13,7 @@ line (which every local user may read in `ps`), and reaches the services inside 
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
 import socket
@@ -147,7 +148,27 @@ def start_redis(
     return process
 
 
+# Ports handed out by free_port: below Linux's ephemeral range (32768-60999), so no outgoing
+# connection of any process can hold one, and never the same twice in one process. CI once
+# gave a service the port `bind(0)` had just given this stack's Redis, and the service's
+# /health answered in Redis's protocol (stop 42).
+FREE_PORT_RANGE = range(20000, 32768)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on now and this process has not handed out before."""
+    span = len(FREE_PORT_RANGE)
+    start = (os.getpid() * 7919 + len(_handed_out)) % span  # processes start apart
+    for step in range(span):
+        port = FREE_PORT_RANGE[(start + step) % span]
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {FREE_PORT_RANGE.start}-{FREE_PORT_RANGE.stop - 1}")

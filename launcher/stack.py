@@ -7,6 +7,7 @@ so all three start the platform the same way.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -230,7 +231,13 @@ class Stack:
 
     def check_ports(self) -> None:
         """Fails at once, naming the port and the cause, when one is taken (by an earlier run,
-        another program): else that process would exit and its port answer as something else."""
+        another program) or given to two of its processes: else that process would exit and its
+        port answer as something else."""
+        owners: dict[int, str] = {}
+        for name, _host, port in self.listeners():
+            if port and port in owners:
+                raise StartupError(f"{owners[port]} and {name} are both given port {port}: choose another port ({port_variable(name)})")
+            owners[port] = name
         for name, host, port in self.listeners():
             if name in self.processes:
                 continue  # started by this stack already
@@ -313,6 +320,8 @@ class Stack:
             return HealthAnswer.read(exc.code, exc.read())
         except OSError as exc:
             return HealthAnswer(None, None, str(exc))
+        except http.client.HTTPException as exc:  # e.g. a Redis on the port: not HTTP, not ours
+            return HealthAnswer(None, None, f"a server that is not {name} and does not speak HTTP ({exc!r:.80})")
 
     def log_tail(self, name: str) -> str:
         path = self.log_dir / f"{name}.log"

@@ -100,3 +100,48 @@ def test_our_health_counts(tmp_path: Path, foreign_server: int) -> None:
     stack.wait_healthy("auth_service", timeout=5)  # returns instead of raising StartupError
     answer = stack.health("auth_service")
     assert answer.status == 200 and is_health_of("auth_service", answer.body)
+
+
+def test_two_processes_given_one_port_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    port = free_port()
+    stack = Stack(tmp_path, ports={"auth_service": port, "gateway": free_port()}, services=["auth_service"])
+    stack.redis_port, stack.redis_cache_port = free_port(), port
+    with pytest.raises(StartupError, match=f"redis_cache and auth_service are both given port {port}"):
+        stack.start()
+    assert stack.processes == {}
+
+
+@pytest.fixture
+def redis_like_server() -> Iterator[int]:
+    """Answers anything in Redis's protocol, as the Redis that once held a service's port did."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(4096)
+                conn.sendall(b"-ERR wrong number of arguments for 'get' command\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+def test_a_listener_that_does_not_speak_http_is_not_ours(tmp_path: Path, redis_like_server: int) -> None:
+    stack = Stack(tmp_path, ports={"auth_service": redis_like_server}, services=["auth_service"])
+    with pytest.raises(StartupError, match="a server that is not auth_service and does not speak HTTP"):
+        stack.wait_healthy("auth_service", timeout=1)
+
+
+def test_free_ports_are_distinct_and_outside_the_ephemeral_range() -> None:
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+    assert all(20000 <= port < 32768 for port in ports)
