@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import ClassVar
 
-from common.config import BaseConfig, env_float, env_int, env_str
+from common.config import BaseConfig, setting
 from gateway.client_address import IPNetwork, parse_trusted_proxies
 from gateway.pacing import PacingRule, parse_pacing_rule
 
@@ -65,55 +66,42 @@ def parse_rate_limits(text: str) -> dict[str, RateLimit]:
     return limits
 
 
+def upstreams_from_env() -> dict[str, str]:
+    """The deployed services' base URLs, from UPSTREAM_ENV; a service without one is not deployed."""
+    urls = {name: os.environ.get(variable, "").rstrip("/") for name, variable in UPSTREAM_ENV.items()}
+    return {name: url for name, url in urls.items() if url}
+
+
 @dataclass
 class GatewayConfig(BaseConfig):
-    upstreams: dict[str, str] = field(default_factory=dict)
-    jwt_issuer: str = "routing-api"
-    jwt_audience: str = "routing-api"
-    jwks_url: str = ""
-    jwks_refresh_seconds: float = 300.0
+    SERVICE: ClassVar[str] = "gateway"
+    upstreams: dict[str, str] = field(default_factory=upstreams_from_env)
+    jwt_issuer: str = setting("JWT_ISSUER", "routing-api")
+    jwt_audience: str = setting("JWT_AUDIENCE", "routing-api")
+    # Empty: the auth service's keys, when it is deployed (`__post_init__`).
+    jwks_url: str = setting("JWKS_URL", "")
+    jwks_refresh_seconds: float = setting("JWKS_REFRESH_SECONDS", 300.0)
     # Tolerated clock skew between the auth service and the gateway.
-    jwt_leeway_seconds: float = 5.0
-    revocation_cache_seconds: float = 5.0
-    rate_limits: dict[str, RateLimit] = field(default_factory=lambda: parse_rate_limits(DEFAULT_RATE_LIMITS))
-    upstream_timeout_seconds: float = 30.0
+    jwt_leeway_seconds: float = setting("JWT_LEEWAY_SECONDS", 5.0)
+    revocation_cache_seconds: float = setting("REVOCATION_CACHE_SECONDS", 5.0)
+    rate_limits: dict[str, RateLimit] = setting("RATE_LIMITS", DEFAULT_RATE_LIMITS, parse=parse_rate_limits)
+    upstream_timeout_seconds: float = setting("UPSTREAM_TIMEOUT_SECONDS", 30.0)
     # The detour upload is the largest body; services enforce their own, smaller limits.
-    max_body_bytes: int = 16 << 20
-    cors_allowed_origins: tuple[str, ...] = (DEFAULT_CORS_ORIGINS,)
-    map_tile_url: str = DEFAULT_MAP_TILE_URL
-    map_tile_attribution: str = DEFAULT_MAP_TILE_ATTRIBUTION
-    max_connections_per_client: int = DEFAULT_MAX_CONNECTIONS_PER_CLIENT
-    queued_concurrency: int = DEFAULT_QUEUED_CONCURRENCY  # 0: no arrival queue
+    max_body_bytes: int = setting("GATEWAY_MAX_BODY_BYTES", 16 << 20)
+    cors_allowed_origins: tuple[str, ...] = setting("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS, parse=parse_origins)
+    map_tile_url: str = setting("MAP_TILE_URL", DEFAULT_MAP_TILE_URL, parse=str.strip)
+    map_tile_attribution: str = setting("MAP_TILE_ATTRIBUTION", DEFAULT_MAP_TILE_ATTRIBUTION)
+    max_connections_per_client: int = setting(
+        "GATEWAY_MAX_CONNECTIONS_PER_CLIENT", DEFAULT_MAX_CONNECTIONS_PER_CLIENT, low=0
+    )
+    # 0: no arrival queue.
+    queued_concurrency: int = setting("GATEWAY_QUEUED_CONCURRENCY", DEFAULT_QUEUED_CONCURRENCY, low=0)
     # The proxies (addresses, CIDR blocks) whose X-Forwarded-For names the client: the Ingress
     # controller's pods. Empty: the connection's peer is the client (gateway.client_address).
-    trusted_proxies: tuple[IPNetwork, ...] = ()
+    trusted_proxies: tuple[IPNetwork, ...] = setting("TRUSTED_PROXIES", "", parse=parse_trusted_proxies)
     # How refusals (401, 429) of a client that keeps asking are held (gateway.pacing).
-    refusal_pacing: PacingRule = field(default_factory=PacingRule)
+    refusal_pacing: PacingRule = setting("GATEWAY_REFUSAL_PACING", "20/10/1", parse=parse_pacing_rule)
 
-    @classmethod
-    def from_env(cls, service: str = "gateway", **overrides: Any) -> Self:
-        upstreams = {name: env_str(var, "").rstrip("/") for name, var in UPSTREAM_ENV.items()}
-        auth_url = upstreams.get("auth_service", "")
-        values: dict[str, Any] = {
-            "upstreams": {name: url for name, url in upstreams.items() if url},
-            "jwt_issuer": env_str("JWT_ISSUER", "routing-api"),
-            "jwt_audience": env_str("JWT_AUDIENCE", "routing-api"),
-            "jwks_url": env_str("JWKS_URL", f"{auth_url}/.well-known/jwks.json" if auth_url else ""),
-            "jwks_refresh_seconds": env_float("JWKS_REFRESH_SECONDS", 300.0),
-            "jwt_leeway_seconds": env_float("JWT_LEEWAY_SECONDS", 5.0),
-            "revocation_cache_seconds": env_float("REVOCATION_CACHE_SECONDS", 5.0),
-            "rate_limits": parse_rate_limits(env_str("RATE_LIMITS", DEFAULT_RATE_LIMITS)),
-            "upstream_timeout_seconds": env_float("UPSTREAM_TIMEOUT_SECONDS", 30.0),
-            "max_body_bytes": env_int("GATEWAY_MAX_BODY_BYTES", 16 << 20),
-            "cors_allowed_origins": parse_origins(env_str("CORS_ALLOWED_ORIGINS", DEFAULT_CORS_ORIGINS)),
-            "map_tile_url": env_str("MAP_TILE_URL", DEFAULT_MAP_TILE_URL).strip(),
-            "map_tile_attribution": env_str("MAP_TILE_ATTRIBUTION", DEFAULT_MAP_TILE_ATTRIBUTION),
-            "trusted_proxies": parse_trusted_proxies(env_str("TRUSTED_PROXIES", "")),
-            "refusal_pacing": parse_pacing_rule(env_str("GATEWAY_REFUSAL_PACING", "20/10/1")),
-            "queued_concurrency": max(0, env_int("GATEWAY_QUEUED_CONCURRENCY", DEFAULT_QUEUED_CONCURRENCY)),
-            "max_connections_per_client": max(
-                0, env_int("GATEWAY_MAX_CONNECTIONS_PER_CLIENT", DEFAULT_MAX_CONNECTIONS_PER_CLIENT)
-            ),
-        }
-        values.update(overrides)
-        return super().from_env(service, **values)
+    def __post_init__(self) -> None:
+        if not self.jwks_url and "auth_service" in self.upstreams:
+            self.jwks_url = f"{self.upstreams['auth_service']}/.well-known/jwks.json"

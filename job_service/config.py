@@ -25,10 +25,10 @@ JOB_RUNNING_PER_ACCOUNT        jobs one account may have running at once across 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Self
+from dataclasses import dataclass
+from typing import ClassVar
 
-from common.config import BaseConfig, env_float, env_int, env_str
+from common.config import BaseConfig, setting
 from common.tiers import DEFAULT_JOB_LIMITS, DEFAULT_JOB_STORE_MIB, TierLimits, parse_tier_limits
 
 DEFAULT_ROUTE_SERVICE_URL = "http://127.0.0.1:8083"
@@ -37,40 +37,20 @@ DEFAULT_OPTIMIZE_SERVICE_URL = "http://127.0.0.1:8084"
 
 @dataclass
 class JobConfig(BaseConfig):
-    route_service_url: str = DEFAULT_ROUTE_SERVICE_URL
-    optimize_service_url: str = DEFAULT_OPTIMIZE_SERVICE_URL
-    concurrency: int = 2
-    job_limits: TierLimits = field(default_factory=lambda: parse_tier_limits("JOB_LIMITS", DEFAULT_JOB_LIMITS))
-    result_ttl_seconds: int = 86_400
-    lease_seconds: float = 15.0
-    max_attempts: int = 3
-    call_timeout_seconds: float = 900.0
-    store_max_fraction: float = 0.7
-    store_quotas: TierLimits = field(
-        default_factory=lambda: parse_tier_limits("JOB_STORE_QUOTAS", DEFAULT_JOB_STORE_MIB)
-    )
-    max_result_mb: int = 64
-    running_per_account: int = 1
+    SERVICE: ClassVar[str] = "job_service"
+    route_service_url: str = setting("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL)
+    optimize_service_url: str = setting("OPTIMIZE_SERVICE_URL", DEFAULT_OPTIMIZE_SERVICE_URL)
+    concurrency: int = setting("JOB_CONCURRENCY", 2, low=1)
+    job_limits: TierLimits = setting("JOB_LIMITS", DEFAULT_JOB_LIMITS, parse_named=parse_tier_limits)
+    result_ttl_seconds: int = setting("JOB_RESULT_TTL_SECONDS", 86_400, low=60)
+    lease_seconds: float = setting("JOB_LEASE_SECONDS", 15.0, low=1)
+    max_attempts: int = setting("JOB_MAX_ATTEMPTS", 3, low=1)
+    call_timeout_seconds: float = setting("JOB_CALL_TIMEOUT_SECONDS", 900.0, low=1)
+    store_max_fraction: float = setting("JOB_STORE_MAX_FRACTION", 0.7, low=0.1, high=1)
+    store_quotas: TierLimits = setting("JOB_STORE_QUOTAS", DEFAULT_JOB_STORE_MIB, parse_named=parse_tier_limits)
+    max_result_mb: int = setting("JOB_MAX_RESULT_MB", 64, low=1)
+    running_per_account: int = setting("JOB_RUNNING_PER_ACCOUNT", 1, low=0)
     # How often an idle runner looks for queued jobs, and the reaper for expired leases.
     poll_seconds: float = 0.25
     # The largest body of the three operations (a detour file, 16 MiB) and room for its headers.
     max_body_bytes: int = 17 << 20
-
-    @classmethod
-    def from_env(cls, service: str = "job_service", **overrides: Any) -> Self:
-        values: dict[str, Any] = {
-            "route_service_url": env_str("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL),
-            "optimize_service_url": env_str("OPTIMIZE_SERVICE_URL", DEFAULT_OPTIMIZE_SERVICE_URL),
-            "concurrency": max(1, env_int("JOB_CONCURRENCY", 2)),
-            "job_limits": parse_tier_limits("JOB_LIMITS", env_str("JOB_LIMITS", DEFAULT_JOB_LIMITS)),
-            "result_ttl_seconds": max(60, env_int("JOB_RESULT_TTL_SECONDS", 86_400)),
-            "lease_seconds": max(1.0, env_float("JOB_LEASE_SECONDS", 15.0)),
-            "max_attempts": max(1, env_int("JOB_MAX_ATTEMPTS", 3)),
-            "call_timeout_seconds": max(1.0, env_float("JOB_CALL_TIMEOUT_SECONDS", 900.0)),
-            "store_max_fraction": min(1.0, max(0.1, env_float("JOB_STORE_MAX_FRACTION", 0.7))),
-            "store_quotas": parse_tier_limits("JOB_STORE_QUOTAS", env_str("JOB_STORE_QUOTAS", DEFAULT_JOB_STORE_MIB)),
-            "max_result_mb": max(1, env_int("JOB_MAX_RESULT_MB", 64)),
-            "running_per_account": max(0, env_int("JOB_RUNNING_PER_ACCOUNT", 1)),
-        }
-        values.update(overrides)
-        return super().from_env(service, **values)

@@ -29,10 +29,10 @@ REDIS_URL                         the state Redis: the accounts' budgets and hea
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any, Self
+from dataclasses import dataclass
+from typing import ClassVar
 
-from common.config import BaseConfig, env_float, env_int, env_str
+from common.config import BaseConfig, setting
 from common.tiers import DEFAULT_MATRIX_CELLS, DEFAULT_OPTIMIZE_SECONDS, TierLimits, parse_tier_limits
 
 DEFAULT_ROUTE_SERVICE_URL = "http://127.0.0.1:8083"
@@ -49,36 +49,16 @@ def default_small_processes() -> int:
 
 @dataclass
 class OptimizeConfig(BaseConfig):
-    route_service_url: str = DEFAULT_ROUTE_SERVICE_URL
-    solver_processes: int = 1
-    small_processes: int = 1
-    small_lane_seconds: float = 1.0
-    large_niceness: int = 10
-    queue_size: int = 4
-    queue_seconds: float = 40.0
-    route_timeout_seconds: float = 50.0
+    SERVICE: ClassVar[str] = "optimize_service"
+    route_service_url: str = setting("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL)
+    solver_processes: int = setting("OPTIMIZE_SOLVER_PROCESSES", factory=default_solver_processes, low=0)
+    small_processes: int = setting("OPTIMIZE_SMALL_PROCESSES", factory=default_small_processes, low=1)
+    small_lane_seconds: float = setting("OPTIMIZE_SMALL_SECONDS", 1.0, low=0)
+    large_niceness: int = setting("OPTIMIZE_LARGE_NICE", 10, low=0, high=19)
+    queue_size: int = setting("OPTIMIZE_QUEUE_SIZE", 4, low=0)
+    queue_seconds: float = setting("OPTIMIZE_QUEUE_SECONDS", 40.0, low=1)
+    route_timeout_seconds: float = setting("OPTIMIZE_ROUTE_TIMEOUT_SECONDS", 50.0)
     # 1000 stops as JSON with long names fit; the gateway allows 2 MiB as well.
     max_body_bytes: int = 2 << 20
-    time_limits: TierLimits = field(
-        default_factory=lambda: parse_tier_limits("OPTIMIZE_TIME_LIMITS", DEFAULT_OPTIMIZE_SECONDS)
-    )
-    matrix_cells: TierLimits = field(default_factory=lambda: parse_tier_limits("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS))
-
-    @classmethod
-    def from_env(cls, service: str = "optimize_service", **overrides: Any) -> Self:
-        values: dict[str, Any] = {
-            "route_service_url": env_str("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL),
-            "solver_processes": max(0, env_int("OPTIMIZE_SOLVER_PROCESSES", default_solver_processes())),
-            "small_processes": max(1, env_int("OPTIMIZE_SMALL_PROCESSES", default_small_processes())),
-            "small_lane_seconds": max(0.0, env_float("OPTIMIZE_SMALL_SECONDS", 1.0)),
-            "large_niceness": max(0, min(19, env_int("OPTIMIZE_LARGE_NICE", 10))),
-            "queue_size": max(0, env_int("OPTIMIZE_QUEUE_SIZE", 4)),
-            "queue_seconds": max(1.0, env_float("OPTIMIZE_QUEUE_SECONDS", 40.0)),
-            "route_timeout_seconds": env_float("OPTIMIZE_ROUTE_TIMEOUT_SECONDS", 50.0),
-            "time_limits": parse_tier_limits(
-                "OPTIMIZE_TIME_LIMITS", env_str("OPTIMIZE_TIME_LIMITS", DEFAULT_OPTIMIZE_SECONDS)
-            ),
-            "matrix_cells": parse_tier_limits("ROUTE_MATRIX_CELLS", env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),
-        }
-        values.update(overrides)
-        return super().from_env(service, **values)
+    time_limits: TierLimits = setting("OPTIMIZE_TIME_LIMITS", DEFAULT_OPTIMIZE_SECONDS, parse_named=parse_tier_limits)
+    matrix_cells: TierLimits = setting("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS, parse_named=parse_tier_limits)

@@ -22,11 +22,11 @@ ROUTE_MATRIX_CELLS      cells (sources x destinations) one POST /v1/matrix may a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import ClassVar
 
-from common.config import BaseConfig, env_float, env_int, env_str
+from common.config import BaseConfig, optional_path, setting
 from common.tiers import DEFAULT_MATRIX_CELLS, TierLimits, parse_tier_limits
 
 # The per-tier limits live together in common/tiers.py; a matrix's is a `TierLimits`.
@@ -40,6 +40,11 @@ def parse_matrix_cells(text: str) -> MatrixLimits:
     return parse_tier_limits("ROUTE_MATRIX_CELLS", text)
 
 
+def names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names, blanks left out."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
 def default_workers() -> int:
     """Two processes where there are two cores: OSRM holds the GIL for a whole route, so one
     process routes on one core at a time (cold path +10-57 % req/s with two, bench/RESULTS.md).
@@ -50,20 +55,22 @@ def default_workers() -> int:
 
 @dataclass
 class RouteConfig(BaseConfig):
+    SERVICE: ClassVar[str] = "route_service"
+    workers: int = setting("{SERVICE}_WORKERS", factory=default_workers, low=1)
     # None: `<data_dir>/maps` (see `maps_path`).
-    map_dir: Path | None = None
-    threads: int = 2
-    cache_ttl_seconds: int = 3600
-    preload: bool = True
-    reload_check_seconds: float = 1.0
+    map_dir: Path | None = setting("MAP_DIR", "", parse=optional_path)
+    threads: int = setting("ROUTE_THREADS", 2, low=1)
+    cache_ttl_seconds: int = setting("ROUTE_CACHE_TTL_SECONDS", 3600, low=0)
+    preload: bool = setting("ROUTE_PRELOAD", True)
+    reload_check_seconds: float = setting("ROUTE_RELOAD_CHECK_SECONDS", 1.0, low=0.1)
     # OSRM holds the GIL for its whole call, so the pool only adds overhead for it (measured).
-    inline_providers: tuple[str, ...] = ("osrm",)
+    inline_providers: tuple[str, ...] = setting("ROUTE_INLINE_PROVIDERS", "osrm", parse=names)
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
-    large_processes: int = 1
-    large_niceness: int = 10
+    large_processes: int = setting("ROUTE_LARGE_PROCESSES", 1, low=0)
+    large_niceness: int = setting("ROUTE_LARGE_NICE", 10, low=0, high=19)
     # None: `<data_dir>/graph-cache` (see `graph_cache_dir`).
-    graph_cache: Path | None = None
-    matrix_limits: TierLimits = field(default_factory=lambda: parse_matrix_cells(DEFAULT_MATRIX_CELLS))
+    graph_cache: Path | None = setting("ROUTE_GRAPH_CACHE_DIR", "", parse=optional_path)
+    matrix_limits: TierLimits = setting("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS, parse=parse_matrix_cells)
 
     @property
     def maps_path(self) -> Path:
@@ -72,25 +79,3 @@ class RouteConfig(BaseConfig):
     @property
     def graph_cache_dir(self) -> Path:
         return self.graph_cache if self.graph_cache is not None else self.data_dir / "graph-cache"
-
-    @classmethod
-    def from_env(cls, service: str = "route_service", **overrides: Any) -> Self:
-        map_dir = env_str("MAP_DIR", "")
-        graph_cache = env_str("ROUTE_GRAPH_CACHE_DIR", "")
-        values: dict[str, Any] = {
-            "workers": max(1, env_int(service.upper() + "_WORKERS", default_workers())),
-            "map_dir": Path(map_dir) if map_dir else None,
-            "threads": max(1, env_int("ROUTE_THREADS", 2)),
-            "cache_ttl_seconds": max(0, env_int("ROUTE_CACHE_TTL_SECONDS", 3600)),
-            "preload": env_int("ROUTE_PRELOAD", 1) != 0,
-            "reload_check_seconds": max(0.1, env_float("ROUTE_RELOAD_CHECK_SECONDS", 1.0)),
-            "large_processes": max(0, env_int("ROUTE_LARGE_PROCESSES", 1)),
-            "large_niceness": max(0, min(19, env_int("ROUTE_LARGE_NICE", 10))),
-            "graph_cache": Path(graph_cache) if graph_cache else None,
-            "matrix_limits": parse_matrix_cells(env_str("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS)),
-            "inline_providers": tuple(
-                p.strip() for p in env_str("ROUTE_INLINE_PROVIDERS", "osrm").split(",") if p.strip()
-            ),
-        }
-        values.update(overrides)
-        return super().from_env(service, **values)
