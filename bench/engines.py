@@ -46,6 +46,7 @@ from common.areas import square_around
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
 from route_service import valhalla_tiles
+from route_service.importing import valhalla_build
 from route_service.model import IsochroneQuery
 from route_service.parsing import parse_isochrone, parse_route
 from route_service.providers.valhalla import OSRM_DURATION_RATIO, OSRM_PACE, ValhallaProvider
@@ -228,7 +229,7 @@ def tile_rows() -> list[str]:
             write_copies([SHARED_OSM / "heidelberg.osm.pbf"], copies, pbf)
             out = Path(tmp) / f"tiles-{copies}x"
             started = time.perf_counter()
-            info, peak = peak_rss_while(partial(valhalla_tiles.build_tiles, pbf, out, 2))
+            info, peak = peak_rss_while(partial(valhalla_build.build_tiles, pbf, out, 2))
             wall = time.perf_counter() - started
             size, tar = pbf.stat().st_size, int(info["tar_bytes"])
             rows.append(

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common.config import DEFAULT_PORTS, REPO_ROOT
-from geo_service.importer import run_import
+from geo_service.importing.importer import run_import
 from launcher.redis_server import free_port
 from launcher.stack import Stack
-from route_service.importer import Progress, import_maps
+from route_service.importing.importer import Progress, import_maps
 
 PBF = REPO_ROOT.parent / "shared" / "osm" / "munich.osm.pbf"
 CACHE_DIR = REPO_ROOT / "var" / "bench-cache" / "platform"

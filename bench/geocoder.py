@@ -42,9 +42,10 @@ from common.config import DEFAULT_PORTS, REPO_ROOT
 from common.datasets import read_current
 from common.geo import haversine_m_arrays
 from geo_service.cache import normalized_text
-from geo_service.importer import ImportResult, run_import
+from geo_service.importing.importer import ImportResult, run_import
 from geo_service.index import open_index
 from geo_service.model import GeocodeQuery
+from geo_service.store import INDEX_FILE
 from launcher.redis_server import free_port
 from launcher.stack import Stack
 
@@ -706,13 +707,13 @@ def miss_lines(run: HttpRun, correct: list[bool], truths: dict[str, Truth]) -> l
 
 
 def import_lines(imported: Imported) -> list[str]:
-    r, c = imported.result, imported.result.counts
+    r, c = imported.result, imported.result.record
     met = "yes" if r.seconds <= IMPORT_GOAL_S else "**no**"
     return [
         "| extracts | seconds | goal ≤ 30 s | peak RSS | addresses | interpolated | streets | places | POIs | index |",
         "|---|---:|:---:|---:|---:|---:|---:|---:|---:|---:|",
         f"| all 5 | {r.seconds:.1f} | {met} | {imported.rss_peak_mb:.0f} MB ({imported.rss_before_mb:.0f} MB before) "
-        f"| {c['addresses']} | {c['interpolated']} | {c['streets']} | {c['places']} | {c['pois']} | {r.bytes / 1e6:.1f} MB |",
+        f"| {c['addresses']} | {c['interpolated']} | {c['streets']} | {c['places']} | {c['pois']} | {(r.path / INDEX_FILE).stat().st_size / 1e6:.1f} MB |",
         "",
         f"Countries the index assigned: {', '.join(imported.countries) or 'none'}.",
     ]

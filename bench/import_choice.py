@@ -7,7 +7,7 @@ synthetic Heidelberg of `bench/scale.py` at the factors of `BENCH_IMPORT_FACTORS
 car alone. From 30x on only the default, at 2 steps and at 1 at a time, is imported.
 
 The imports of a map run one after the other in the same run, each a fresh
-`python -m route_service.importer` process tree: wall time, the largest process's peak RSS
+`python -m route_service.importing` process tree: wall time, the largest process's peak RSS
 (wait4) and the tree's largest sampled sum, and the routing data on disk by part, against the
 PBF's size. "Build-only" is what the importer removed after OSRM's preprocessing (files no
 engine opens): before this change it stayed on disk.
@@ -63,7 +63,7 @@ def maps() -> list[tuple[str, list[Path], int]]:
 def build(inputs: list[Path], options: list[str], work: Path) -> Built:
     out = work / "maps"
     osm = [arg for path in inputs for arg in ("--osm", str(path))]
-    command = [sys.executable, "-m", "route_service.importer", *osm, "--out", str(out), *options]
+    command = [sys.executable, "-m", "route_service.importing.importer", *osm, "--out", str(out), *options]
     measured = measured_run(command, work / "import.log")
     dataset = current_dir(out)
     manifest = json.loads((dataset / "manifest.json").read_text())
@@ -97,7 +97,7 @@ def run() -> str:
         "## Routing import by the operator's choice (issue 30)",
         "",
         f"Factors {os.environ.get('BENCH_IMPORT_FACTORS', '1,10')} (when, at which commit and under which load: the "
-        "line above). Each map imported by `python -m route_service.importer` (2 steps at a time unless the choice says) "
+        "line above). Each map imported by `python -m route_service.importing` (2 steps at a time unless the choice says) "
         "with each choice in a row: every OSRM profile, as every import did before issue 30; car and truck with "
         "both route types in OSRM (issue 30's second step); their fastest routes only (shortest ones from "
         "Valhalla); the default, those on CH alone (a second alternative from Valhalla); the default one step "

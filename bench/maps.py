@@ -19,7 +19,7 @@ from common.geo import LatLon
 from common.vocabulary import VEHICLES
 from route_service.dataset import Dataset, current_dataset
 from route_service.graph_format import read_graph
-from route_service.importer import DEFAULT_OSRM_VEHICLES, Progress, import_maps, osrm_profiles_of
+from route_service.importing.importer import DEFAULT_OSRM_VEHICLES, Progress, import_maps, osrm_profiles_of
 from route_service.providers.registry import ProviderRegistry
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"

@@ -22,7 +22,7 @@ How stops are drawn, the same way on every extract:
   `CAPACITY_FACTOR` times the size, so that an instance is still a random choice among the
   places and not nearly all of them. `supported_sizes()` applies the rule.
 
-The maps (route_service.importer, car-fastest only), the per-extract facts (extent, anchor,
+The maps (route_service.importing.importer, car-fastest only), the per-extract facts (extent, anchor,
 capacity) and each instance's stops and matrix are cached under
 `var/bench-cache/optimize/`; an instance's key is city, extract hash, seed, size and shape, so a
 second run (and the reference solvers' worker processes) read it back from disk. `DRAW_VERSION`
@@ -50,7 +50,7 @@ from scipy.sparse.csgraph import connected_components
 from common.config import REPO_ROOT
 from common.geo import LatLon
 from route_service.dataset import current_dataset
-from route_service.importer import Progress, file_sha256, import_maps
+from route_service.importing.importer import Progress, file_sha256, import_maps
 from route_service.model import MatrixQuery
 from route_service.providers.osrm_provider import OsrmProvider
 

@@ -16,7 +16,7 @@ import numpy as np
 from common.config import REPO_ROOT
 from common.errors import ApiError
 from common.geo import LatLon
-from route_service.graph_build import build_graph
+from route_service.importing.graph_build import build_graph
 from route_service.model import RouteQuery
 from route_service.providers.graph import GRAPH_DIR, GraphProvider
 

@@ -19,7 +19,7 @@ import numpy as np
 from common.config import REPO_ROOT
 from common.errors import ApiError
 from common.geo import LatLon
-from route_service.importer import ImportResult, Progress, import_maps
+from route_service.importing.importer import ImportResult, Progress, import_maps
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 
@@ -120,11 +120,11 @@ def import_section(out: Path) -> tuple[list[str], ImportResult]:
     result: ImportResult | None = None
     for algorithm in ("mld+ch", "mld", "ch"):  # the default first: the latencies below use it
         imported, seconds = timed_import(out / algorithm, algorithm)
-        disk = imported.manifest["disk_bytes"] / 1e6
+        disk = imported.record["disk_bytes"] / 1e6
         lines.append(f"| {algorithm.upper()} | {seconds:.1f} s | {disk:.0f} MB | {children_peak_mb():.0f} MB |")
         result = result or imported
     assert result is not None
-    slowest = max(result.manifest["profiles"].items(), key=lambda item: item[1]["seconds"])
+    slowest = max(result.record["profiles"].items(), key=lambda item: item[1]["seconds"])
     lines.append(f"\nSlowest profile of the default (MLD+CH: car and truck contracted too): {slowest[0]} "
                  f"({slowest[1]['seconds']:.1f} s). CH contraction of the bicycle/pedestrian graphs is what "
                  "makes CH slow.")  # fmt: skip
@@ -145,7 +145,7 @@ def run() -> str:
     pairs = od_pairs()
     with tempfile.TemporaryDirectory(prefix="bench-route-engine-") as tmp:
         import_lines, imported = import_section(Path(tmp))
-        provider = OsrmProvider.load(imported.dataset_dir, imported.manifest)
+        provider = OsrmProvider.load(imported.path, imported.record)
         load_s = timed_seconds(provider.preload)
         latency = latency_section(provider, pairs)
         speedup = thread_speedup(provider, pairs[:400])
@@ -155,7 +155,7 @@ def run() -> str:
             "## Route engine (OSRM, in-process)",
             "",
             f"Heidelberg extract ({PBF.stat().st_size / 1e6:.1f} MB PBF), imported with "
-            "`route_service.importer` into a temporary directory.",
+            "`route_service.importing.importer` into a temporary directory.",
             "",
             *import_lines,
             "",

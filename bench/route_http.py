@@ -32,9 +32,10 @@ from bench.http_load import Coords, Load, LoadResult, find_wrk, run_load
 from bench.maps import EVERY_MAP, BenchMap, bench_map
 from bench.processes import cpu_seconds
 from common.config import DEFAULT_PORTS, REPO_ROOT
+from common.vehicles import VEHICLE_TABLE
 from launcher.redis_server import free_port, wait_for_port
 from launcher.stack import Stack
-from route_service.importer import Progress, import_maps
+from route_service.importing.importer import Progress, import_maps
 
 PBF = REPO_ROOT.parent / "shared" / "osm" / "heidelberg.osm.pbf"
 PROFILE = "car-fastest"
@@ -44,7 +45,7 @@ SEED = 20240601
 CONNECTIONS = (8, 32, 64)
 WATCHED = {"gateway": "gateway", "route service": "route_service", "redis": "redis"}  # label -> Stack name
 SECONDS = 10.0
-SNAP_RADIUS_M = 1000  # the route service's car radius, so a kept pair routes there too
+SNAP_RADIUS_M = VEHICLE_TABLE["car"].snap_radius_m  # the route service's car radius: a kept pair routes there too
 # Same answer detail everywhere: our default answer (full GeoJSON overview geometry and
 # turn-by-turn steps), which is what the goal is about.
 GATEWAY_PATH = "/v1/route?from=%.7f%%2C%.7f&to=%.7f%%2C%.7f"
@@ -401,7 +402,7 @@ def run(seconds: float = SECONDS, env: dict[str, str] | None = None) -> str:
     with tempfile.TemporaryDirectory(prefix="bench-route-http-") as tmp:
         data_dir = Path(tmp)
         imported = import_maps([PBF], data_dir / "maps", profiles=[PROFILE], progress=Progress(emit=lambda _l: None))
-        map_osrm = imported.dataset_dir / "osrm" / PROFILE / "map.osrm"
+        map_osrm = imported.path / "osrm" / PROFILE / "map.osrm"
         coords, rejected = routable_pairs(map_osrm)
         runner = Runner(wrk, seconds)
         with platform(data_dir, env or {}) as stack, osrm_routed(map_osrm, data_dir / "osrm-routed.log") as routed:

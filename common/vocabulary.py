@@ -8,7 +8,9 @@ is the providers' business (`/v1/providers`).
 
 from __future__ import annotations
 
-VEHICLES = ("car", "truck", "bicycle", "pedestrian")
+from common.vehicles import VEHICLE_TABLE
+
+VEHICLES = tuple(VEHICLE_TABLE)  # the vehicle table (common.vehicles) is their one definition
 ROUTE_TYPES = ("fastest", "shortest")
 DEFAULT_VEHICLE = "car"
 DEFAULT_ROUTE_TYPE = "fastest"

@@ -70,7 +70,7 @@ class IndexLoader:
             self._checked_at = time.monotonic()
             hash_ = read_current(self.index_dir)
             if hash_ is None:
-                self.error = f"no index: {self.index_dir / CURRENT} is missing; run python -m geo_service.importer"
+                self.error = f"no index: {self.index_dir / CURRENT} is missing; run python -m geo_service.importing"
                 return
             if self.loaded is not None and self.loaded.hash == hash_:
                 return

@@ -20,7 +20,7 @@
 
 Readers open the file with `mode=ro&immutable=1`: no locks and no journal, so any number of
 threads and processes read it at full speed. This module reads it (`IndexReader`); the importer
-writes it (`geo_service.store_writer`), and nothing that serves imports the writer.
+writes it (`geo_service.importing.store_writer`), and nothing that serves imports the writer.
 """
 
 from __future__ import annotations

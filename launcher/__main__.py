@@ -50,8 +50,8 @@ def import_map(data: Path, services: list[str]) -> None:
     The inputs come from OSM_FILE, else the default map (see common.osm_inputs)."""
     roots = []
     for service, folder in IMPORTERS.items():
-        if service in services and (REPO_ROOT / service / "importer.py").exists():
-            run_to_the_end([sys.executable, "-m", f"{service}.importer", "--out", str(data / folder), "--stage"])
+        if service in services and (REPO_ROOT / service / "importing").is_dir():
+            run_to_the_end([sys.executable, "-m", f"{service}.importing", "--out", str(data / folder), "--stage"])
             roots.append(data / folder)
     for root, digest in switch_staged(roots).items():
         print(f"{root.name}: dataset {digest} is current", flush=True)

@@ -71,7 +71,7 @@ def current_dataset(map_dir: Path) -> Dataset:
     """The current complete dataset, or DatasetNotReady (503); the log says what to run."""
     digest = read_current(map_dir)
     if digest is None:
-        log.error("no map imported in %s (no valid %s); run `python -m route_service.importer --out %s`",
+        log.error("no map imported in %s (no valid %s); run `python -m route_service.importing --out %s`",
                   map_dir, CURRENT, map_dir)  # fmt: skip
         raise DatasetNotReady("no map data has been imported yet")
     manifest = read_manifest(map_dir / digest)

@@ -24,7 +24,8 @@ from scipy.sparse.csgraph import connected_components
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable, Violation
 from common.geo import Bounds, LatLon
-from route_service.model import SNAP_RADIUS_M, ProviderInfo, Snapped
+from common.vehicles import VEHICLE_TABLE
+from route_service.model import ProviderInfo, Snapped
 
 NamedPoint = tuple[str, LatLon]
 # Reference points of a map's main network: of the road nodes the graph build drew at random
@@ -88,7 +89,7 @@ class SnapDiagnostics:
     # ------------------------------------------------------------ too far from a road
 
     def unroutable(self, points: Sequence[NamedPoint], vehicle: str, route_type: str) -> list[Violation]:
-        radius = SNAP_RADIUS_M[vehicle]
+        radius = VEHICLE_TABLE[vehicle].snap_radius_m
         found = []
         for name, point in points:
             nearest = self.roads.nearest_road(vehicle, route_type, point)
@@ -98,7 +99,7 @@ class SnapDiagnostics:
         return found
 
     def unroutable_message(self, point: LatLon, nearest: Snapped | None, vehicle: str, route_type: str) -> str:
-        radius = SNAP_RADIUS_M[vehicle]
+        radius = VEHICLE_TABLE[vehicle].snap_radius_m
         nearest_text = (
             f"the loaded map has no road usable by {vehicle}"
             if nearest is None
@@ -120,10 +121,10 @@ class SnapDiagnostics:
         if abs(point.lon) > 90 or abs(point.lat - point.lon) < 1e-9:
             return None
         exchanged = LatLon(point.lon, point.lat)
-        if self.bounds is not None and not self.bounds.contains(exchanged, margin_m=SNAP_RADIUS_M[vehicle]):
+        if self.bounds is not None and not self.bounds.contains(exchanged, margin_m=VEHICLE_TABLE[vehicle].snap_radius_m):
             return None
         nearest = self.roads.nearest_road(vehicle, route_type, exchanged)
-        if nearest is None or nearest.distance_m > SNAP_RADIUS_M[vehicle]:
+        if nearest is None or nearest.distance_m > VEHICLE_TABLE[vehicle].snap_radius_m:
             return None
         return (
             f"With latitude and longitude exchanged ({exchanged.lat:.6f},{exchanged.lon:.6f}) it lies "

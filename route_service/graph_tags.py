@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import VEHICLES
 from route_service.graph_format import MODE_EMERGENCY_ACCESS, MODE_EMERGENCY_ONEWAY, MODE_NO, MODE_YES
 
@@ -24,7 +25,6 @@ CAR_SPEEDS: dict[str, float] = {
     "tertiary": 40, "tertiary_link": 20, "unclassified": 25, "residential": 25,
     "living_street": 10, "service": 15, "road": 20,
 }  # fmt: skip
-TRUCK_MAX_KMH = 80.0
 BICYCLE_SPEEDS: dict[str, float] = {
     "cycleway": 18, "primary": 15, "primary_link": 15, "secondary": 15, "secondary_link": 15,
     "tertiary": 15, "tertiary_link": 15, "unclassified": 15, "residential": 15, "living_street": 12,
@@ -42,12 +42,6 @@ PEDESTRIAN_SPEEDS: dict[str, float] = {
 # Ways a motor vehicle can physically drive but that are closed to general motor traffic.
 MOTOR_EMERGENCY_HIGHWAYS: dict[str, float] = {"pedestrian": 10, "busway": 30, "bus_guideway": 30}
 
-ACCESS_HIERARCHY: dict[str, tuple[str, ...]] = {
-    "car": ("motorcar", "motor_vehicle", "vehicle", "access"),
-    "truck": ("hgv", "goods", "motor_vehicle", "vehicle", "access"),
-    "bicycle": ("bicycle", "vehicle", "access"),
-    "pedestrian": ("foot", "access"),
-}
 ALLOWED_VALUES = frozenset(
     {"yes", "designated", "permissive", "destination", "delivery", "customers", "official", "motorcar",
      "motor_vehicle", "vehicle", "hgv", "residents", "permit", "discouraged", "use_sidepath", "dismount"}
@@ -114,7 +108,7 @@ def oneway_of(tags: Mapping[str, str], vehicle: str) -> int:
 
 
 def access_value(tags: Mapping[str, str], vehicle: str) -> str | None:
-    for key in ACCESS_HIERARCHY[vehicle]:
+    for key in VEHICLE_TABLE[vehicle].access_keys:
         value = tags.get(key)
         if value:
             return value.split(";")[0].strip()
@@ -124,12 +118,13 @@ def access_value(tags: Mapping[str, str], vehicle: str) -> str | None:
 def base_speed(tags: Mapping[str, str], vehicle: str) -> tuple[float | None, bool]:
     """(speed km/h, emergency-only class) for the highway class; None when not drivable at all."""
     highway = tags.get("highway", "")
-    if vehicle in ("car", "truck"):
+    row = VEHICLE_TABLE[vehicle]
+    if row.motorized:
         if highway in CAR_SPEEDS:
             speed = parse_maxspeed(tags.get("maxspeed"))
             # OSRM drives at 80 % of the posted limit
             kmh = speed * 0.8 if speed else CAR_SPEEDS[highway]
-            return (min(kmh, TRUCK_MAX_KMH) if vehicle == "truck" else kmh), False
+            return (min(kmh, row.max_kmh) if row.max_kmh else kmh), False
         if highway in MOTOR_EMERGENCY_HIGHWAYS:
             return MOTOR_EMERGENCY_HIGHWAYS[highway], True
         return None, False

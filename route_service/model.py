@@ -19,8 +19,6 @@ from common.vocabulary import ROUTE_TYPES, VEHICLES
 
 MAX_ALTERNATIVES = 2
 MAX_EMERGENCY_RADIUS_M = 5000
-# How far a point may lie from the nearest road the vehicle may use, in every provider.
-SNAP_RADIUS_M = {"car": 1000.0, "truck": 1000.0, "bicycle": 500.0, "pedestrian": 500.0}
 
 
 # ---------------------------------------------------------------- per-request costs

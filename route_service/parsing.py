@@ -14,6 +14,7 @@ from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
 from common.params import json_kind, number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
     ISOCHRONE_METRICS,
@@ -97,7 +98,7 @@ def parse_truck(
     for name, raw in given.items():
         field, most, unit = TRUCK_DIMENSIONS[name]
         number = truck_number(raw)
-        if vehicle != "truck":
+        if vehicle not in VEHICLE_TABLE or not VEHICLE_TABLE[vehicle].takes_dimensions:
             errors.add(prefix + name, "applies only to vehicle=truck")
         elif number is None or not 0 < number <= most:
             errors.add(prefix + name, f"must be a number of {unit} above 0 and at most {most:g}, got {str(raw)[:40]!r}")

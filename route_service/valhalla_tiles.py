@@ -3,24 +3,16 @@
 OSRM needs a dataset per vehicle and route type (eight here), 94x the PBF on disk at 10x
 Heidelberg; Valhalla's tiles hold every costing (car, truck, bicycle, pedestrian; fastest and
 shortest; truck dimensions, excluded areas) in one graph, 3.9x the PBF (the issue's
-measurement). The importer builds them with the tools `pyvalhalla` ships (`valhalla_build_tiles`,
-then `valhalla_build_extract` packs them into one tar); the service memory-maps that tar, so
-every worker and child process shares one copy through the page cache.
-
-Not built: the admin areas (`valhalla_build_admins`, 550 MB of peak memory even for a city;
-without them Valhalla applies its default access rules and driving side) and time zones.
+measurement). The importer builds them (route_service.importing.valhalla_build); the service
+memory-maps their tar, so every worker and child process shares one copy through the page
+cache. This module is what both read: where the tiles lie, and Valhalla's configuration.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 import valhalla
 
 VALHALLA_DIR = "valhalla"
@@ -33,10 +25,6 @@ MAX_ROUTE_DISTANCE_M = 40_000_000  # around the Earth
 
 def version() -> str:
     return str(getattr(valhalla, "__version__", "unknown"))
-
-
-def tools_dir() -> Path:
-    return Path(valhalla.__file__).resolve().parent / "bin"
 
 
 def config(dataset_dir: Path, *, threads: int = 1) -> dict[str, Any]:
@@ -58,38 +46,3 @@ def config(dataset_dir: Path, *, threads: int = 1) -> dict[str, Any]:
     settings["odin"]["logging"] = {"type": ""}
     settings["mjolnir"]["logging"] = {"type": "std_out", "color": False}
     return settings
-
-
-def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
-    """The tiles of `pbf` packed into `<dataset_dir>/valhalla/tiles.tar`; the loose tiles removed.
-    Raises RuntimeError naming the failed step with the tool's output tail."""
-    folder = dataset_dir / VALHALLA_DIR
-    tiles = folder / "tiles"
-    tiles.mkdir(parents=True, exist_ok=True)
-    settings = config(dataset_dir, threads=threads)
-    settings["mjolnir"]["tile_dir"] = str(tiles)
-    settings["mjolnir"]["tile_extract"] = str(folder / TILES_TAR)
-    config_file = folder / "build-config.json"
-    config_file.write_bytes(orjson.dumps(settings))
-    started = time.perf_counter()
-    log = folder / "import.log"
-    run([str(tools_dir() / "valhalla_build_tiles"), "-c", str(config_file), str(pbf)], log, "valhalla_build_tiles")
-    tiles_bytes = sum(f.stat().st_size for f in tiles.rglob("*") if f.is_file())
-    extract = [sys.executable, "-m", "valhalla.valhalla_build_extract", "-c", str(config_file), "-O"]
-    run(extract, log, "valhalla_build_extract")
-    shutil.rmtree(tiles)
-    config_file.unlink()
-    return {
-        "valhalla_version": version(),
-        "seconds": round(time.perf_counter() - started, 2),
-        "tiles_bytes": tiles_bytes,
-        "tar_bytes": (folder / TILES_TAR).stat().st_size,
-    }
-
-
-def run(command: list[str], log: Path, step: str) -> None:
-    with log.open("ab") as out:
-        code = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
-    if code != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise RuntimeError(f"{step} failed with exit code {code}:\n{tail}")

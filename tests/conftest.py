@@ -14,7 +14,7 @@ import pytest
 from common.config import REPO_ROOT
 from common.vocabulary import VEHICLES
 from launcher.redis_server import free_port, redis_url, start_redis
-from route_service.importer import ImportResult, Progress, import_maps
+from route_service.importing.importer import ImportResult, Progress, import_maps
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"

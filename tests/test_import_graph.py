@@ -53,3 +53,24 @@ def test_no_module_imports_itself_back_through_others() -> None:
 def test_the_graph_sees_lazy_imports() -> None:
     tree = ast.parse("def f():\n    from auth_service.postgres import PostgresDatabase\n")
     assert imported(tree, {"auth_service.postgres", "auth_service"}) == {"auth_service.postgres"}
+
+
+def test_nothing_that_serves_imports_an_importer() -> None:
+    """Importers live in `<service>.importing`, apart from serving code (issue 31): a service
+    process never loads osmium, OSRM's tools or the index writer because of an import."""
+    graph = import_graph()
+    importing = {name for name in graph if ".importing" in name}
+    assert {"route_service.importing.importer", "geo_service.importing.importer"} <= importing
+    serving = [name for name in graph if name not in importing and not name.startswith(("launcher", "bench"))]
+    leaks = sorted((source, target) for source in serving for target in graph.successors(source) if target in importing)
+    assert leaks == [], leaks
+
+
+def test_every_importer_is_built_on_the_template() -> None:
+    from common.importing import Importer
+    from geo_service.importing.importer import IndexImporter
+    from route_service.importing.importer import MapImporter
+
+    assert issubclass(MapImporter, Importer) and issubclass(IndexImporter, Importer)
+    importers = [path.parent.parent.name for path in REPO_ROOT.glob("*/importing/__main__.py")]
+    assert sorted(importers) == ["geo_service", "route_service"]

@@ -73,7 +73,7 @@ class OsmIndexProvider:
     async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
         autocompleter = self.index().autocompleter
         if not autocompleter.available:
-            raise GeocoderDatasetNotReady("the geocoder index predates autocomplete: run python -m geo_service.importer")
+            raise GeocoderDatasetNotReady("the geocoder index predates autocomplete: run python -m geo_service.importing")
         return await self._run(lambda: autocompleter.complete(query))
 
     def close(self) -> None:

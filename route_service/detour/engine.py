@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
+from common.vehicles import VEHICLE_TABLE
 from route_service.detour.csvfile import DetourCase, LineError, TrackPoint
 from route_service.matching import MATCH_CHUNK, MIN_SPACING_M, match_in_chunks, never, step_units, thinned
 from route_service.model import Cost, CostQuery, DetourCosts, DetourQuery, Matching, MatchResult
@@ -39,7 +40,6 @@ LINE_FAILED = "DETOUR_ERROR_LINE_FAILED"
 MAX_ENDPOINT_SKIPS = 20  # unroutable first/last points dropped before the track is given up
 # Straight-line stretches get a duration at the best route's average speed; these speeds are
 # used when that route has none (a track ending where it started).
-FALLBACK_SPEED_MS = {"car": 13.9, "truck": 12.5, "bicycle": 4.2, "pedestrian": 1.4}
 
 
 def chunks[T](items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -250,7 +250,7 @@ def driven_cost(
         cursor = max(cursor, matching.last_index)
     straight += polyline_m(points, cursor, len(points) - 1)
     speed = (
-        best.distance_m / best.duration_s if best.duration_s > 0 and best.distance_m > 0 else FALLBACK_SPEED_MS[vehicle]
+        best.distance_m / best.duration_s if best.duration_s > 0 and best.distance_m > 0 else VEHICLE_TABLE[vehicle].fallback_speed_ms
     )
     return Cost(distance + straight, duration + straight / speed), straight
 

@@ -11,6 +11,7 @@ import numpy as np
 import shapely
 
 from common.areas import AvoidArea
+from common.vehicles import VEHICLE_TABLE
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.model import Restrictions, TruckDimensions
 
@@ -22,7 +23,7 @@ def closed_pieces(road: RoadGraph, restrictions: Restrictions, vehicle: str) -> 
     parts = []
     if restrictions.avoid is not None:
         parts.append(pieces_in_area(road, restrictions.avoid))
-    if vehicle == "truck":
+    if VEHICLE_TABLE[vehicle].takes_dimensions:
         parts.append(pieces_too_small(road, restrictions.truck or TruckDimensions()))
     parts = [p for p in parts if len(p)]
     if not parts:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import scipy
 
+from common.vehicles import MOTORIZED
 from route_service.graph_engine import GraphEngine
 
 log = logging.getLogger("route_service.graph_engine.shared")
@@ -52,7 +53,7 @@ STALE_TMP_S = 600.0  # preparing and writing took 0.3 s on Heidelberg, seconds o
 # vehicle's). On Heidelberg: 4.4-5.1 MB for each of car's and truck's, 0.2 MB an emergency one,
 # against bicycle's and pedestrian's 13-16 MB each, built on first use by the process using them.
 SHARED_TREES = (
-    *((vehicle, emergency, "main") for vehicle in ("car", "truck") for emergency in (False, True)),
+    *((vehicle, emergency, "main") for vehicle in MOTORIZED for emergency in (False, True)),
     ("car", False, "all"),
     ("car", False, "osrm-large"),
 )

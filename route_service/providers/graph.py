@@ -18,6 +18,7 @@ import shapely.geometry
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon
+from common.vehicles import VEHICLE_TABLE
 from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stretch, isochrone
 from route_service.graph_engine.closures import closed_pieces, exceeded_dimensions
 from route_service.graph_engine.prepare import RoadGraph
@@ -25,7 +26,6 @@ from route_service.graph_engine.shared import shared_engine
 from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
     EVERY_PROFILE,
-    SNAP_RADIUS_M,
     TRUCK_PARAMETERS,
     EmergencySegment,
     IsochroneQuery,
@@ -114,7 +114,7 @@ class GraphProvider:
         )
 
     def _snap(self, point: LatLon, vehicle: str, parameter: str, radius_m: float = 0.0) -> SnapPoint:
-        limit = SNAP_RADIUS_M[vehicle]
+        limit = VEHICLE_TABLE[vehicle].snap_radius_m
         snapped = self.engine.snap(vehicle, point.lat, point.lon, max_distance_m=limit, radius_m=radius_m)
         if snapped is None:
             raise PointNotRoutable(
@@ -132,7 +132,7 @@ class GraphProvider:
         cost = "fastest" if query.metric == "time" else "shortest"  # the weights a route type has
         reached = isochrone.reach(road, graph, cost, origin, max(query.limits))
         shapes = isochrone.polygons(
-            road, self.engine.snapper, query.vehicle, reached, list(query.limits), SNAP_RADIUS_M[query.vehicle]
+            road, self.engine.snapper, query.vehicle, reached, list(query.limits), VEHICLE_TABLE[query.vehicle].snap_radius_m
         )
         return IsochroneResult(to_snapped(origin, self.engine), [shapely.geometry.mapping(s) for s in shapes])
 

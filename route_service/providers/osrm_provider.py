@@ -23,11 +23,11 @@ import osrm
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
+from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.model import (
     MAX_ALTERNATIVES,
     NOT_ASKED,
-    SNAP_RADIUS_M,
     Cost,
     CostQuery,
     DetourCosts,
@@ -185,7 +185,7 @@ class OsrmProvider:
 
     def route(self, query: RouteQuery) -> RouteResult:
         engine = self._engine_for(query.vehicle, query.route_type)
-        radius = SNAP_RADIUS_M[query.vehicle]
+        radius = VEHICLE_TABLE[query.vehicle].snap_radius_m
         params = osrm.RouteParameters(
             coordinates=[(query.origin.lon, query.origin.lat), (query.destination.lon, query.destination.lat)],
             steps=query.steps,
@@ -211,7 +211,7 @@ class OsrmProvider:
         """Row blocks of at most MAX_TABLE_VALUES values per Table call, each copied into
         float64 arrays as it comes (see MAX_TABLE_VALUES for the memory this saves)."""
         engine = self._matrix_engine_for(query.vehicle, query.route_type)
-        radius = SNAP_RADIUS_M[query.vehicle]
+        radius = VEHICLE_TABLE[query.vehicle].snap_radius_m
         shape = (len(query.sources), len(query.destinations))
         tables = {a: np.full(shape, np.nan) for a in query.annotations}
         rows_per_call = max(1, MAX_TABLE_VALUES // (shape[1] * max(1, len(tables))))
@@ -252,7 +252,7 @@ class OsrmProvider:
         around is allowed. No geometry, steps or hints: the cheapest Route call (about half the
         time of `route()` with its overview), for callers that need thousands of lengths."""
         engine = self._engine_for(query.vehicle, query.route_type)
-        radius = SNAP_RADIUS_M[query.vehicle]
+        radius = VEHICLE_TABLE[query.vehicle].snap_radius_m
         params = osrm.RouteParameters(
             coordinates=[(p.lon, p.lat) for p in query.points],
             overview="false",
@@ -274,7 +274,7 @@ class OsrmProvider:
         profile = profile_name(query.vehicle, query.route_type)
         if profile not in self._contracted:
             return None
-        engine, radius = self._engine(profile, "CH"), SNAP_RADIUS_M[query.vehicle]
+        engine, radius = self._engine(profile, "CH"), VEHICLE_TABLE[query.vehicle].snap_radius_m
         points = (query.origin, query.via, query.destination)
         table = lean_table(engine, points, [0, 1], [1, 2], radius)
         if table is None:
@@ -338,7 +338,7 @@ class OsrmProvider:
             sources=list(range(len(sources))),
             destinations=list(range(len(sources), len(coordinates))),
             annotations=["duration"],
-            radiuses=[SNAP_RADIUS_M[vehicle]] * len(coordinates),
+            radiuses=[VEHICLE_TABLE[vehicle].snap_radius_m] * len(coordinates),
             generate_hints=False,
         )
         durations = np.full((len(sources), len(destinations)), np.nan)
@@ -352,7 +352,7 @@ class OsrmProvider:
         per pair. Turning around at a waypoint is allowed (`continue_straight=False`), as in
         the Table durations the order was optimized on."""
         engine = self._engine_for(query.vehicle, query.route_type)
-        radius = SNAP_RADIUS_M[query.vehicle]
+        radius = VEHICLE_TABLE[query.vehicle].snap_radius_m
         params = osrm.RouteParameters(
             coordinates=[(p.lon, p.lat) for p in query.waypoints],
             geometries="polyline6",

@@ -29,10 +29,10 @@ import valhalla
 
 from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m, haversine_m_arrays
+from common.vehicles import VEHICLE_TABLE
 from route_service import polyline, valhalla_tiles
 from route_service.model import (
     EVERY_PROFILE,
-    SNAP_RADIUS_M,
     TRUCK_PARAMETERS,
     IsochroneQuery,
     IsochroneResult,
@@ -52,7 +52,6 @@ from route_service.model import (
 )
 from route_service.providers.base import Plugins
 
-COSTING = {"car": "auto", "truck": "truck", "bicycle": "bicycle", "pedestrian": "pedestrian"}
 # Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
 # OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
 # `speed_reduction`), Valhalla the full speed: on the same roads (distances alike within 0.1 %)
@@ -263,7 +262,7 @@ def location(point: LatLon, vehicle: str) -> dict[str, Any]:
     snaps onto its main network). `search_cutoff`, not `radius`: Valhalla takes every edge within
     `radius` as a start, and a 500 m one made a pedestrian route 15-20x slower in Munich and
     Helsinki (37-60 ms p50 against 2-3, `python -m bench engines`)."""
-    return {"lat": point.lat, "lon": point.lon, "search_cutoff": int(SNAP_RADIUS_M[vehicle])}
+    return {"lat": point.lat, "lon": point.lon, "search_cutoff": int(VEHICLE_TABLE[vehicle].snap_radius_m)}
 
 
 def nested(areas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -281,11 +280,11 @@ def nested(areas: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def costing(vehicle: str, route_type: str, restrictions: Restrictions) -> dict[str, Any]:
-    name = COSTING[vehicle]
+    name = VEHICLE_TABLE[vehicle].valhalla_costing
     options: dict[str, Any] = {}
     if route_type == "shortest":
         options["shortest"] = True
-    if vehicle == "truck":
+    if VEHICLE_TABLE[vehicle].takes_dimensions:
         options.update(truck_options(restrictions.truck or TruckDimensions()))
     request: dict[str, Any] = {"costing": name, "costing_options": {name: options}}
     if restrictions.avoid is not None:
@@ -338,10 +337,10 @@ def error_code(exc: RuntimeError) -> int | None:
 
 def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restrictions, parameter: str) -> Exception:
     code = error_code(exc)
-    vehicle = next(v for v, c in COSTING.items() if c == request["costing"])
+    vehicle = next(name for name, row in VEHICLE_TABLE.items() if row.valhalla_costing == request["costing"])
     if code in NO_EDGES_NEAR:
         return PointNotRoutable(
-            f"no road usable by {vehicle} within {SNAP_RADIUS_M[vehicle]:.0f} m of the point", parameter=parameter
+            f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point", parameter=parameter
         )
     if code in NO_PATH:
         if restrictions.parameter is not None:

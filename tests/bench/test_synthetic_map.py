@@ -12,7 +12,7 @@ import pytest
 from bench.synthetic_map import ID_STRIDE, main, objects, offsets, source_box
 from common.geo import LatLon
 from route_service.dataset import current_dataset
-from route_service.importer import Progress, import_maps
+from route_service.importing.importer import Progress, import_maps
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 
@@ -62,7 +62,7 @@ def test_a_copy_routes_as_the_original(synthetic: Path, tmp_path: Path, shared_o
     result = import_maps(
         [synthetic], tmp_path / "maps", profiles=["car-fastest"], progress=Progress(emit=lambda _l: None)
     )
-    dataset = current_dataset(result.dataset_dir.parent)
+    dataset = current_dataset(result.path.parent)
     provider = OsrmProvider.load(dataset.path, dataset.manifest)
     dlon, dlat = offsets(COPIES, source_box([shared_osm / "helsinki.osm.pbf"]))[1]
     assert dlat == 0 and dlon > 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from common.datasets import read_current
-from geo_service.importer import ImportResult, run_import
+from geo_service.importing.importer import ImportResult, run_import
 from geo_service.index import LoadedIndex, open_index
 
 

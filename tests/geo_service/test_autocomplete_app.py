@@ -134,7 +134,7 @@ async def test_an_index_written_before_autocomplete_answers_503(
 ) -> None:
     client = await aiohttp_client(create_app(make_config(index_without_name_words)))
     problem = await get_json(client, f"{URL}?text=Tal", PROBLEM, status=503)
-    assert problem["type"] == "/problems/geocoder/dataset-not-ready" and "importer" in problem["detail"]
+    assert problem["type"] == "/problems/geocoder/dataset-not-ready" and "python -m geo_service.importing" in problem["detail"]
     (osm,) = (await get_json(client, "/internal/providers"))["geocoder"]
     assert set(osm["capabilities"]["operations"]) == {"geocode", "reverse"}
     assert (await get_json(client, "/v1/geocoder?address=Tal%204"))["results"]  # the rest still answers

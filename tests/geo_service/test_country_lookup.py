@@ -15,7 +15,7 @@ import numpy as np
 import osmium
 import pytest
 
-from geo_service.country_lookup import CountryLookup, zone_countries
+from geo_service.importing.country_lookup import CountryLookup, zone_countries
 
 POINTS: list[tuple[str, float, float, str]] = [
     # Monaco / France (addresses and stations of monaco.osm.pbf; metres to the border in brackets).
@@ -106,7 +106,7 @@ def test_lists_are_accepted_as_arrays(lookup: CountryLookup) -> None:
 
 
 def test_instances_share_one_load() -> None:
-    from geo_service import country_lookup
+    from geo_service.importing import country_lookup
 
     CountryLookup().country_at(60.1695, 24.9525)
     loaded = country_lookup._LOADED

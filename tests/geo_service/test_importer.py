@@ -9,7 +9,7 @@ import pytest
 
 from common.datasets import STAGED, read_current, switch_staged
 from geo_service.countries import ALPHA2_TO_ALPHA3, ALPHA3_CODES, alpha3_from_tag
-from geo_service.importer import ImportResult, main, run_import
+from geo_service.importing.importer import ImportResult, IndexImporter, run_import
 from geo_service.index import LoadedIndex
 from geo_service.store import INDEX_FILE
 
@@ -18,7 +18,7 @@ def test_layout_and_counts(munich_import: ImportResult, munich_dir: Path) -> Non
     assert json.loads((munich_dir / "current.json").read_text()) == {"hash": munich_import.hash}
     assert munich_import.path == munich_dir / munich_import.hash
     assert (munich_import.path / INDEX_FILE).is_file()
-    counts = munich_import.counts
+    counts = munich_import.record
     assert counts["addresses"] > 3000 and counts["streets"] > 200 and counts["pois"] > 1000 and counts["places"] > 5
     assert [p.name for p in munich_dir.iterdir() if p.name.startswith(".")] == []
 
@@ -28,7 +28,7 @@ def test_rerun_on_the_same_input_is_a_no_op(munich_import: ImportResult, munich_
     before = index.stat().st_mtime_ns
     lines: list[str] = []
     again = run_import([shared_osm / "munich.osm.pbf"], munich_dir, emit=lines.append)
-    assert again.reused and again.hash == munich_import.hash and again.counts == munich_import.counts
+    assert again.reused and again.hash == munich_import.hash and again.record == munich_import.record
     assert index.stat().st_mtime_ns == before
     assert any("up to date" in line for line in lines)
 
@@ -36,10 +36,10 @@ def test_rerun_on_the_same_input_is_a_no_op(munich_import: ImportResult, munich_
 def test_cli_prints_progress_and_a_summary(
     shared_osm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--osm", str(shared_osm / "munich.osm.pbf"), "--out", str(tmp_path)]) == 0
+    assert IndexImporter().main(["--osm", str(shared_osm / "munich.osm.pbf"), "--out", str(tmp_path)]) == 0
     output = capsys.readouterr().out
     assert "read munich.osm.pbf" in output and "MB on disk" in output and "addresses=" in output
-    assert main(["--osm", str(tmp_path / "missing.osm.pbf"), "--out", str(tmp_path)]) == 1
+    assert IndexImporter().main(["--osm", str(tmp_path / "missing.osm.pbf"), "--out", str(tmp_path)]) == 1
 
 
 def test_merged_inputs_keep_every_country(andorra_monaco_helsinki: LoadedIndex) -> None:
@@ -93,7 +93,7 @@ def test_a_staged_import_leaves_the_current_index_in_service(shared_osm: Path, t
     """`--stage` (the launcher's import into a running platform): built and staged; the current
     index changes only when `switch_staged` switches routing and geocoding together."""
     first = run_import([shared_osm / "monaco.osm.pbf"], tmp_path, emit=lambda line: None)
-    assert main(["--osm", str(shared_osm / "andorra.osm.pbf"), "--out", str(tmp_path), "--stage"]) == 0
+    assert IndexImporter().main(["--osm", str(shared_osm / "andorra.osm.pbf"), "--out", str(tmp_path), "--stage"]) == 0
     assert read_current(tmp_path) == first.hash
     staged = read_current(tmp_path, STAGED)
     assert staged is not None and staged != first.hash and (tmp_path / staged / INDEX_FILE).is_file()

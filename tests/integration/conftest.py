@@ -93,8 +93,8 @@ def accounts_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Iterator[Stack]:
     """Every service on real data: Monaco for routing (car fastest and the emergency graph),
     Munich for geocoding. One stack for all end-to-end modules: starting it is the slow part."""
-    from geo_service.importer import run_import
-    from route_service.importer import Progress, import_maps
+    from geo_service.importing.importer import run_import
+    from route_service.importing.importer import Progress, import_maps
 
     data_dir = tmp_path_factory.mktemp("full-platform")
     # Services open their datasets at start, so the imports come first.

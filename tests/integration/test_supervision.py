@@ -31,7 +31,7 @@ from common.config import REPO_ROOT
 from common.internal_auth import TOKEN_FILE, internal_headers
 from launcher.redis_server import free_port
 from launcher.stack import Stack
-from route_service.importer import Progress, import_maps
+from route_service.importing.importer import Progress, import_maps
 from tests.integration.conftest import TEST_ENV, make_stack
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PDEATHSIG are Linux")

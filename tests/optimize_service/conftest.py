@@ -19,7 +19,7 @@ from optimize_service.app import create_app
 from optimize_service.config import OptimizeConfig
 from route_service.app import create_app as create_route_app
 from route_service.config import RouteConfig
-from route_service.importer import ImportResult, Progress, import_maps
+from route_service.importing.importer import ImportResult, Progress, import_maps
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
 ServerFactory = Callable[[web.Application], Awaitable[TestServer]]
@@ -43,7 +43,7 @@ def tiny_islands(tmp_path_factory: pytest.TempPathFactory) -> tuple[TinyMap, Imp
 
 
 async def route_server(aiohttp_server: ServerFactory, maps: ImportResult, redis_url: str) -> TestServer:
-    config = RouteConfig.from_env("route_service", map_dir=maps.dataset_dir.parent, redis_url=redis_url, port=0)
+    config = RouteConfig.from_env("route_service", map_dir=maps.path.parent, redis_url=redis_url, port=0)
     return await aiohttp_server(create_route_app(config))
 
 

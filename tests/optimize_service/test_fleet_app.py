@@ -21,7 +21,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from optimize_service.fleet.check import Roads, check_feasible, request_points
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, import_quietly, optimize_client, route_server
 from tests.optimize_service.test_app import LEGACY, MONACO, PROBLEM
 from tests.route_service.osm_samples import TinyMap

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from route_service.importer import ImportResult, Progress, import_maps
+from route_service.importing.importer import ImportResult, Progress, import_maps
 from route_service.osrm_profiles import PROFILE_NAMES
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
@@ -36,7 +36,7 @@ def heidelberg_maps(tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Pa
 
 @pytest.fixture(scope="session")
 def osrm_hd(heidelberg_maps: ImportResult) -> OsrmProvider:
-    provider = OsrmProvider.load(heidelberg_maps.dataset_dir, heidelberg_maps.manifest)
+    provider = OsrmProvider.load(heidelberg_maps.path, heidelberg_maps.record)
     provider.preload()
     return provider
 

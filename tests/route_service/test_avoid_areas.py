@@ -16,7 +16,7 @@ from common.areas import square_around
 from common.errors import ApiError, InvalidParameter, NoRouteFound
 from common.geo import LatLon, haversine_m
 from route_service.dataset import Dataset
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.parsing import parse_matrix, parse_route, parse_waypoints
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import EVERY_MAP
@@ -54,7 +54,7 @@ def box_around(lon: float, lat: float, half_m: float) -> dict[str, Any]:
 @pytest.fixture(scope="module", params=EVERY_MAP)
 def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> Case:
     result = city_maps(request.param)
-    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     assert registry.diagnostics is not None
     network = registry.diagnostics.references("car", "fastest")
     # the two main-network points farthest apart that the graph provider routes between (its

@@ -22,7 +22,7 @@ from route_service.app import create_app
 from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.detour import csvfile
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.model import RouteQuery
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.state import STATE_KEY
@@ -44,7 +44,7 @@ def make_config(map_dir: Path, redis_url: str) -> RouteConfig:
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 async def post(client: Client, body: bytes | str, *, filename: str | None = "trips.csv", query: str = "",

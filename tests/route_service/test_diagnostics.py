@@ -17,7 +17,7 @@ from common.geo import Bounds, LatLon
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
 from route_service.graph_format import read_graph
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.model import EVERY_PROFILE, CostQuery, MatrixQuery, ProviderInfo, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.ci_skips import skip_for_data
@@ -49,7 +49,7 @@ class Loaded:
 @pytest.fixture(scope="module", params=EVERY_MAP)
 def loaded(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult]) -> Loaded:
     result = city_maps(request.param)
-    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    dataset = Dataset(result.hash, result.path, result.record)
     return Loaded(request.param, dataset, ProviderRegistry.load(dataset))
 
 
@@ -249,4 +249,4 @@ def test_areas_are_the_main_networks_that_several_samples_lie_on() -> None:
 
 
 def registry_of(result: ImportResult) -> ProviderRegistry:
-    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    return ProviderRegistry.load(Dataset(result.hash, result.path, result.record))

@@ -1,5 +1,5 @@
-"""The graph builder (route_service.graph_build): the arrays it assembles from the ways' columns
-are those of the readable networkx model (route_service.graph_model), on every shared extract
+"""The graph builder (route_service.importing.graph_build): the arrays it assembles from the ways' columns
+are those of the readable networkx model (route_service.importing.graph_model), on every shared extract
 and on all of them merged, and building them takes a fraction of the model's memory."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from common.config import REPO_ROOT
-from route_service.graph_build import assemble, build_graph, read_pbf
 from route_service.graph_format import read_graph
-from route_service.graph_model import build_networkx, export_arrays
-from route_service.importer import merge_inputs
+from route_service.importing.graph_build import assemble, build_graph, read_pbf
+from route_service.importing.graph_model import build_networkx, export_arrays
+from route_service.importing.importer import merge_inputs
 from tests.conftest import CITIES, EVERY_MAP
 
 # Piece lengths are summed in another order than the model's sum(): equal within this.
@@ -84,7 +84,7 @@ def test_building_heidelberg_stays_lean(shared_osm: Path, tmp_path: Path) -> Non
     columns and numpy assembly at 85 MB (404 MB). 150 MB leaves room for library changes and
     still fails on a return to Python objects per edge."""
     code = (
-        "from pathlib import Path; from route_service.graph_build import build_graph; "
+        "from pathlib import Path; from route_service.importing.graph_build import build_graph; "
         f"build_graph(Path({json.dumps(str(shared_osm / 'heidelberg.osm.pbf'))}), Path({json.dumps(str(tmp_path))}))"
     )
     assert peak_rss_mb(code) < 150

@@ -18,8 +18,8 @@ import pytest
 
 from common.errors import InvalidParameter, NoRouteFound, ParameterErrors, PointNotRoutable
 from common.geo import LatLon, haversine_m_arrays
-from route_service.graph_build import build_graph
-from route_service.graph_model import build_networkx
+from route_service.importing.graph_build import build_graph
+from route_service.importing.graph_model import build_networkx
 from route_service.model import MatrixQuery, RouteQuery
 from route_service.providers.graph import GraphProvider
 from route_service.providers.registry import ProviderRegistry

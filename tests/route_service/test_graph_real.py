@@ -14,12 +14,12 @@ import osrm
 import pytest
 
 from common.geo import LatLon
-from route_service.graph_build import build_graph
 from route_service.graph_engine import PathResult, region
 from route_service.graph_engine.search import query_weights, shortest_path
 from route_service.graph_engine.weights import Weights
 from route_service.graph_format import MODE_EMERGENCY_ONEWAY, MODE_YES
-from route_service.graph_model import build_networkx
+from route_service.importing.graph_build import build_graph
+from route_service.importing.graph_model import build_networkx
 from route_service.model import RouteQuery
 from route_service.providers.graph import GraphProvider
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from route_service.graph_build import build_graph
 from route_service.graph_engine import GraphEngine, shared
 from route_service.graph_engine.shared import engine_path, shared_engine
+from route_service.importing.graph_build import build_graph
 
 PAIRS = 25
 

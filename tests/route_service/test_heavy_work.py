@@ -21,7 +21,7 @@ from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from route_service import costs
 from route_service.app import create_app
 from route_service.calls import LARGE_MATRIX_CELLS, is_large_matrix
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.matching import (
     MATCH_CHUNK_UNITS,
     Abandoned,
@@ -136,7 +136,7 @@ def test_thinned_points_share_the_place_of_the_kept_point_before_them() -> None:
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 # The production path only (ROUTE_LARGE_PROCESSES >= 1). With 0 (development) heavy work runs in
@@ -147,7 +147,7 @@ async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, r
 async def any_client(
     request: pytest.FixtureRequest, aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str
 ) -> Client:
-    config = make_config(heidelberg_maps.dataset_dir.parent, redis_server)
+    config = make_config(heidelberg_maps.path.parent, redis_server)
     config.large_processes = request.param
     return await aiohttp_client(create_app(config))
 

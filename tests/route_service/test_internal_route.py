@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from route_service.app import create_app
 from route_service.config import RouteConfig
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
 Client = TestClient[Any, Any]
@@ -30,7 +30,7 @@ WAYPOINTS = [
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
     config = RouteConfig.from_env(
-        "route_service", map_dir=heidelberg_maps.dataset_dir.parent, redis_url=redis_server, port=0, preload=False
+        "route_service", map_dir=heidelberg_maps.path.parent, redis_url=redis_server, port=0, preload=False
     )
     return await aiohttp_client(create_app(config))
 

@@ -21,7 +21,7 @@ from route_service.graph_engine import isochrone
 from route_service.graph_engine.query_graph import QueryGraph
 from route_service.graph_engine.region import build_region
 from route_service.graph_engine.weights import Weights
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.parsing import parse_isochrone
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import EVERY_MAP
@@ -30,7 +30,7 @@ from tests.route_service.test_route_app import PROBLEM, Client, ClientFactory, m
 
 def loaded(name: str, city_maps: Callable[[str], ImportResult]) -> BenchMap:
     result = city_maps(name)
-    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    dataset = Dataset(result.hash, result.path, result.record)
     return BenchMap(name, dataset, ProviderRegistry.load(dataset))
 
 
@@ -96,7 +96,7 @@ def test_a_provider_without_isochrones_says_so(heidelberg: BenchMap) -> None:
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 async def test_isochrone_over_http(client: Client) -> None:

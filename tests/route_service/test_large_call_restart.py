@@ -20,7 +20,7 @@ from route_service import calls
 from route_service.app import create_app
 from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
-from route_service.importer import ImportResult, Progress, import_maps
+from route_service.importing.importer import ImportResult, Progress, import_maps
 from route_service.state import STATE_KEY
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
@@ -42,7 +42,7 @@ async def client(
 ) -> Client:
     monkeypatch.setattr(calls, "LARGE_MATRIX_CELLS", 1)  # every matrix goes to the child
     config = RouteConfig.from_env(
-        "route_service", map_dir=monaco_car.dataset_dir.parent, redis_url=redis_server, port=0, large_processes=1
+        "route_service", map_dir=monaco_car.path.parent, redis_url=redis_server, port=0, large_processes=1
     )
     return await aiohttp_client(create_app(config))
 

@@ -14,11 +14,12 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from common.geo import LatLon
+from common.vehicles import VEHICLE_TABLE
 from route_service.app import create_app
 from route_service.calls import LARGE_MATRIX_CELLS, LARGE_ROUTE_WAYPOINTS
 from route_service.config import RouteConfig
-from route_service.importer import ImportResult
-from route_service.model import SNAP_RADIUS_M, MatrixQuery, WaypointsQuery
+from route_service.importing.importer import ImportResult
+from route_service.model import MatrixQuery, WaypointsQuery
 from route_service.providers import osrm_provider
 from route_service.providers.osrm_provider import OsrmProvider, plain
 from route_service.state import STATE_KEY
@@ -43,7 +44,7 @@ def as_json(points: list[LatLon]) -> list[dict[str, float]]:
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
     config = RouteConfig.from_env(
-        "route_service", map_dir=heidelberg_maps.dataset_dir.parent, redis_url=redis_server, port=0, preload=False
+        "route_service", map_dir=heidelberg_maps.path.parent, redis_url=redis_server, port=0, preload=False
     )
     return await aiohttp_client(create_app(config))
 
@@ -57,7 +58,7 @@ def test_row_blocks_give_the_single_table_call(osrm_hd: OsrmProvider, monkeypatc
         sources=list(range(23)),
         destinations=list(range(23, len(coordinates))),
         annotations=["duration", "distance"],
-        radiuses=[SNAP_RADIUS_M["car"]] * len(coordinates),
+        radiuses=[VEHICLE_TABLE["car"].snap_radius_m] * len(coordinates),
         generate_hints=False,
     )
     table = plain(engine.Table(params))  # the conversion used before: lists with None

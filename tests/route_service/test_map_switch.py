@@ -21,7 +21,7 @@ from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.graph_engine import GraphEngine
 from route_service.graph_engine.shared import engine_path
-from route_service.importer import import_maps
+from route_service.importing.importer import import_maps
 from route_service.providers import graph
 from route_service.providers.graph import GRAPH_DIR
 from route_service.state import STATE_KEY, RouteState

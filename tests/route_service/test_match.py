@@ -15,7 +15,7 @@ from bench.match import right_road_share
 from common.errors import MalformedBody, ParameterErrors
 from route_service.app import create_app
 from route_service.dataset import Dataset
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.providers.registry import ProviderRegistry
 from route_service.traces import MAX_TRACE_POINTS, TraceTooLong, trace_from_gpx, trace_from_json
 from tests.conftest import EVERY_MAP
@@ -25,7 +25,7 @@ from tests.route_service.test_route_app import LEGACY, PROBLEM, Client, ClientFa
 @pytest.mark.parametrize("name", EVERY_MAP)
 def test_noisy_traces_of_real_drives_match_the_right_road(name: str, city_maps: Callable[[str], ImportResult]) -> None:
     result = city_maps(name)
-    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    dataset = Dataset(result.hash, result.path, result.record)
     right, total = right_road_share(BenchMap(name, dataset, ProviderRegistry.load(dataset)), 4, 7)
     assert total >= 60, f"{name}: too few points to judge"
     assert right / total >= 0.95, f"{name}: {right}/{total} points on the right road"
@@ -120,7 +120,7 @@ def test_gpx_point_faults_are_named() -> None:
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 HEIDELBERG = [

@@ -15,7 +15,7 @@ from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import dump_json
 from route_service.app import create_app
 from route_service.formatter import matrix_body
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.model import MatrixResult, Snapped
 from tests.route_service.test_route_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
 
@@ -31,7 +31,7 @@ POINTS = [
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 async def post(

@@ -1,4 +1,4 @@
-"""Each input's main network stays routable on a map of several extracts (route_service.osrm_components):
+"""Each input's main network stays routable on a map of several extracts (route_service.importing.osrm_components):
 the rule on made-up components, the files read from real extracts, and every shared city routing
 on all five merged exactly as on its own map."""
 
@@ -13,9 +13,8 @@ import pytest
 from common.geo import Bounds, LatLon
 from route_service.dataset import Dataset
 from route_service.graph_format import read_graph
-from route_service.importer import ImportResult, inputs_cut_off
-from route_service.model import MatrixQuery
-from route_service.osrm_components import (
+from route_service.importing.importer import ImportResult, inputs_cut_off
+from route_service.importing.osrm_components import (
     SMALL_COMPONENT_SIZES,
     WHOLE_MAP,
     Components,
@@ -24,6 +23,7 @@ from route_service.osrm_components import (
     read_components,
     tiny_main_networks,
 )
+from route_service.model import MatrixQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import CITIES
 
@@ -85,7 +85,7 @@ def test_an_inputs_extent_holds_its_roads(city: str, shared_osm: Path, city_maps
     extent = input_extent(shared_osm / f"{city}.osm.pbf")
     assert extent is not None
     assert extent.max_lon - extent.min_lon < 2 and extent.max_lat - extent.min_lat < 2
-    components = read_components(city_maps(city).dataset_dir / "osrm" / "car-fastest" / "map.osrm")
+    components = read_components(city_maps(city).path / "osrm" / "car-fastest" / "map.osrm")
     inside = (components.lat >= extent.min_lat) & (components.lat <= extent.max_lat)
     inside &= (components.lon >= extent.min_lon) & (components.lon <= extent.max_lon)
     assert inside.mean() > 0.6, "most of the extract's road nodes lie in the extent read"
@@ -109,7 +109,7 @@ def test_every_city_routes_on_all_five_merged_as_on_its_own_map(city_maps: Calla
 
 
 def routable_road_nodes(result: ImportResult, registry: ProviderRegistry, count: int) -> list[LatLon]:
-    nodes = read_graph(result.dataset_dir / "graph")
+    nodes = read_graph(result.path / "graph")
     rng = np.random.default_rng(20261126)
     chosen = rng.choice(len(nodes["node_lat"]), size=10 * count, replace=False)
     candidates = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in chosen]
@@ -134,4 +134,4 @@ def own_durations(registry: ProviderRegistry, query: MatrixQuery) -> np.ndarray:
 
 
 def registry_of(result: ImportResult) -> ProviderRegistry:
-    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    return ProviderRegistry.load(Dataset(result.hash, result.path, result.record))

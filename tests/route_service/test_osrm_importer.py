@@ -14,19 +14,24 @@ from common.datasets import CURRENT, Progress
 from common.errors import NoRouteFound
 from route_service import osrm_profiles
 from route_service.dataset import MANIFEST
-from route_service.importer import (
+from route_service.importing.importer import (
     BUILD_ONLY_SUFFIXES,
     WIDE_PROFILES,
     ImportFailed,
     ImportResult,
+    MapImporter,
     build_graph,
     import_maps,
     import_order,
-    main,
     parse_counts,
 )
+from route_service.importing.osrm_components import (
+    SMALL_COMPONENT_SIZES,
+    input_extent,
+    read_components,
+    tiny_main_networks,
+)
 from route_service.model import MatrixQuery, RouteQuery
-from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extent, read_components, tiny_main_networks
 from route_service.providers.osrm_provider import OsrmProvider
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
@@ -48,7 +53,7 @@ def test_import_then_rerun_is_a_noop(tmp_path: Path, tiny_map: TinyMap) -> None:
     out = tmp_path / "maps"
     first = import_maps([tiny_map.pbf], out, profiles=["car-fastest"], progress=QUIET)
     assert not first.reused
-    manifest_file = first.dataset_dir / MANIFEST
+    manifest_file = first.path / MANIFEST
     mtime = manifest_file.stat().st_mtime_ns
     lines: list[str] = []
     second = import_maps([tiny_map.pbf], out, profiles=["car-fastest"], progress=Progress(emit=lines.append))
@@ -61,14 +66,14 @@ def test_import_then_rerun_is_a_noop(tmp_path: Path, tiny_map: TinyMap) -> None:
 
 def test_manifest_describes_the_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest", "pedestrian-shortest"], progress=QUIET)
-    m = result.manifest
+    m = result.record
     assert m["complete"] and m["hash"] == result.hash and m["algorithm"] == "auto"
     assert set(m["profiles"]) == {"car-fastest", "pedestrian-shortest"}
     assert m["inputs"][0]["name"] == "tiny.osm.pbf" and len(m["inputs"][0]["sha256"]) == 64
     assert m["osm_nodes"] == 10 and m["osm_ways"] == 2
     for stats in m["profiles"].values():
         assert stats["nodes"] > 0 and stats["edges"] > 0 and stats["bytes"] > 0
-        assert (result.dataset_dir / "osrm").is_dir()
+        assert (result.path / "osrm").is_dir()
     assert m["disk_bytes"] >= sum(s["bytes"] for s in m["profiles"].values())
     assert "OpenStreetMap contributors" in m["attribution"]
 
@@ -77,7 +82,7 @@ def test_the_dataset_keeps_no_copy_of_its_input(tmp_path: Path, tiny_map: TinyMa
     """The merged input is read by every build step and by nothing that serves (issue 30's
     data on disk)."""
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
-    assert not list(result.dataset_dir.rglob("*.osm.pbf"))
+    assert not list(result.path.rglob("*.osm.pbf"))
 
 
 def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_map: TinyMap) -> None:
@@ -85,8 +90,8 @@ def test_other_profiles_or_algorithm_make_another_dataset(tmp_path: Path, tiny_m
     b = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm="mld", progress=QUIET)
     assert a.hash != b.hash
     assert json.loads((tmp_path / CURRENT).read_text())["hash"] == b.hash
-    assert (a.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").is_file()  # the matrices' CH graph
-    assert not (b.dataset_dir / "osrm" / "car-fastest" / "map.osrm.hsgr").exists()
+    assert (a.path / "osrm" / "car-fastest" / "map.osrm.hsgr").is_file()  # the matrices' CH graph
+    assert not (b.path / "osrm" / "car-fastest" / "map.osrm.hsgr").exists()
 
 
 def test_by_default_car_and_truck_are_contracted_and_the_others_partitioned(tmp_path: Path, tiny_map: TinyMap) -> None:
@@ -95,9 +100,9 @@ def test_by_default_car_and_truck_are_contracted_and_the_others_partitioned(tmp_
     CH; a shortest one keeps MLD for its routes (CH's durations differ there, importer.KEEPS_MLD)."""
     profiles = ["truck-fastest", "truck-shortest", "pedestrian-fastest"]
     result = import_maps([tiny_map.pbf], tmp_path, profiles=profiles, progress=QUIET)
-    files = {p: {f.name.removeprefix("map.osrm.") for f in (result.dataset_dir / "osrm" / p).iterdir()} for p in profiles}
+    files = {p: {f.name.removeprefix("map.osrm.") for f in (result.path / "osrm" / p).iterdir()} for p in profiles}
     assert [("hsgr" in files[p], "mldgr" in files[p]) for p in profiles] == [(True, False), (True, True), (False, True)]
-    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    provider = OsrmProvider.load(result.path, result.record)
     assert [provider.route_algorithm(p) for p in profiles] == ["CH", "MLD", "MLD"]
     assert [provider.matrix_algorithm(p) for p in profiles] == ["CH", "CH", "MLD"]
     assert [provider.most_alternatives(p) for p in profiles] == [1, 2, 2]
@@ -109,10 +114,10 @@ def test_by_default_car_and_truck_are_contracted_and_the_others_partitioned(tmp_
 def test_every_algorithm_answers_routes_and_matrices_alike(tmp_path: Path, tiny_map: TinyMap, algorithm: str) -> None:
     """... from the files the build leaves: those only OSRM's preprocessing reads are removed."""
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], algorithm=algorithm, progress=QUIET)
-    left = {path.suffix for path in (result.dataset_dir / "osrm" / "car-fastest").iterdir()}
+    left = {path.suffix for path in (result.path / "osrm" / "car-fastest").iterdir()}
     assert left.isdisjoint(BUILD_ONLY_SUFFIXES) and ".ebg" in BUILD_ONLY_SUFFIXES, left
-    assert result.manifest["profiles"]["car-fastest"]["build_only_bytes_removed"] > 0
-    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    assert result.record["profiles"]["car-fastest"]["build_only_bytes_removed"] > 0
+    provider = OsrmProvider.load(result.path, result.record)
     route = provider.route(RouteQuery(*tiny_map.west))
     table = provider.matrix(MatrixQuery([tiny_map.west[0]], [tiny_map.west[1]]))
     assert table.durations_s[0][0] == pytest.approx(route.routes[0].duration_s, abs=0.2)
@@ -122,8 +127,8 @@ def test_every_algorithm_answers_routes_and_matrices_alike(tmp_path: Path, tiny_
 def test_several_inputs_are_merged(tmp_path: Path, tiny_map: TinyMap) -> None:
     other = write_tiny_map(tmp_path, "other.osm.pbf", lon_offset=0.5)
     result = import_maps([tiny_map.pbf, other.pbf], tmp_path / "maps", profiles=["car-fastest"], progress=QUIET)
-    assert result.manifest["osm_nodes"] == 20 and len(result.manifest["inputs"]) == 2
-    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    assert result.record["osm_nodes"] == 20 and len(result.record["inputs"]) == 2
+    provider = OsrmProvider.load(result.path, result.record)
     west = provider.route(RouteQuery(*tiny_map.west))
     east = provider.route(RouteQuery(*other.east))
     assert west.routes[0].distance_m == pytest.approx(444, rel=0.05)
@@ -132,7 +137,7 @@ def test_several_inputs_are_merged(tmp_path: Path, tiny_map: TinyMap) -> None:
 
 def test_unconnected_streets_give_no_route(tmp_path: Path, tiny_map: TinyMap) -> None:
     result = import_maps([tiny_map.pbf], tmp_path, profiles=["car-fastest"], progress=QUIET)
-    provider = OsrmProvider.load(result.dataset_dir, result.manifest)
+    provider = OsrmProvider.load(result.path, result.record)
     with pytest.raises(NoRouteFound) as caught:
         provider.route(RouteQuery(tiny_map.west[0], tiny_map.east[0]))
     assert caught.value.status == 400
@@ -141,19 +146,19 @@ def test_unconnected_streets_give_no_route(tmp_path: Path, tiny_map: TinyMap) ->
 def test_bad_arguments_are_refused(tmp_path: Path, tiny_map: TinyMap) -> None:
     with pytest.raises(ValueError, match="unknown profiles"):
         import_maps([tiny_map.pbf], tmp_path, profiles=["car-slowest"], progress=QUIET)
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(FileNotFoundError, match=r"no such OSM file: .*nothing\.osm\.pbf"):
         import_maps([tmp_path / "nothing.osm.pbf"], tmp_path, progress=QUIET)
 
 
 def test_cli_prints_progress_summary_and_attribution(
     tmp_path: Path, tiny_map: TinyMap, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["--osm", str(tiny_map.pbf), "--out", str(tmp_path), "--profiles", "bicycle-fastest"])
+    code = MapImporter().main(["--osm", str(tiny_map.pbf), "--out", str(tmp_path), "--profiles", "bicycle-fastest"])
     out = capsys.readouterr().out
     assert code == 0
     assert "extract bicycle-fastest" in out and "dataset " in out and "disk:" in out
     assert "OpenStreetMap contributors" in out and "ODbL" in out
-    assert main(["--osm", str(tmp_path / "missing.pbf"), "--out", str(tmp_path)]) == 1
+    assert MapImporter().main(["--osm", str(tmp_path / "missing.pbf"), "--out", str(tmp_path)]) == 1
 
 
 def test_log_counts_are_parsed() -> None:
@@ -162,7 +167,7 @@ def test_log_counts_are_parsed() -> None:
 
 
 def test_heidelberg_import_has_all_profiles_and_the_graph(heidelberg_maps: ImportResult) -> None:
-    m = heidelberg_maps.manifest
+    m = heidelberg_maps.record
     assert list(m["profiles"]) == list(osrm_profiles.PROFILE_NAMES)
     assert m["graph"] is not None and m["graph"]["nodes"] > 0
     stats = m["profiles"]
@@ -177,9 +182,9 @@ def test_a_map_without_a_large_component_is_extracted_again(tmp_path: Path, shar
     sizes until its main network counts as large (without it every snapped point searched the
     whole radius for one, 0.32 ms a point), but not down to the smallest size."""
     result = import_maps([shared_osm / "helsinki.osm.pbf"], tmp_path, profiles=["car-fastest"], progress=QUIET)
-    base = result.dataset_dir / "osrm" / "car-fastest" / "map.osrm"
+    base = result.path / "osrm" / "car-fastest" / "map.osrm"
     log = (base.parent / "import.log").read_text()
-    size = result.manifest["profiles"]["car-fastest"]["small_component_size"]
+    size = result.record["profiles"]["car-fastest"]["small_component_size"]
     assert SMALL_COMPONENT_SIZES[-1] < size < SMALL_COMPONENT_SIZES[0]
     assert log.count("osrm extract") >= 2 and f"--small-component-size {size}" in log
     extent = input_extent(shared_osm / "helsinki.osm.pbf")
@@ -187,9 +192,9 @@ def test_a_map_without_a_large_component_is_extracted_again(tmp_path: Path, shar
 
 
 def test_a_large_map_keeps_osrms_component_size(heidelberg_maps: ImportResult) -> None:
-    for profile, stats in heidelberg_maps.manifest["profiles"].items():
+    for profile, stats in heidelberg_maps.record["profiles"].items():
         assert stats["small_component_size"] == SMALL_COMPONENT_SIZES[0], profile
-        assert "--small-component-size" not in (heidelberg_maps.dataset_dir / "osrm" / profile / "import.log").read_text()
+        assert "--small-component-size" not in (heidelberg_maps.path / "osrm" / profile / "import.log").read_text()
 
 
 def test_wide_profiles_alternate_with_narrow_ones() -> None:

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 
 from route_service.app import create_app
 from route_service.config import RouteConfig
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
 Client = TestClient[Any, Any]
@@ -29,7 +29,7 @@ def make_config(map_dir: Path, redis_url: str) -> RouteConfig:
 
 @pytest.fixture
 async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
-    return await aiohttp_client(create_app(make_config(heidelberg_maps.dataset_dir.parent, redis_server)))
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
 
 
 async def test_route(client: Client) -> None:
@@ -66,7 +66,7 @@ async def test_second_identical_request_is_a_cache_hit(client: Client) -> None:
 
 
 async def test_redis_down_changes_nothing(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult) -> None:
-    config = make_config(heidelberg_maps.dataset_dir.parent, "redis://127.0.0.1:9/0")  # nothing listens on 9
+    config = make_config(heidelberg_maps.path.parent, "redis://127.0.0.1:9/0")  # nothing listens on 9
     client = await aiohttp_client(create_app(config))
     for _ in range(2):
         response = await client.get(f"/v1/route?{OK}")

@@ -12,7 +12,7 @@ import pytest
 from common.errors import InvalidParameter
 from route_service.dataset import Dataset
 from route_service.formatter import providers_body
-from route_service.importer import ImportResult, main, osrm_profiles_of, resolve_choice, vehicles_named
+from route_service.importing.importer import ImportResult, MapImporter, osrm_profiles_of, resolve_choice, vehicles_named
 from route_service.parsing import parse_matrix, parse_route
 from route_service.providers.registry import ProviderRegistry
 
@@ -34,7 +34,7 @@ def test_the_importer_refuses_an_unknown_vehicle_before_any_work(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("ROUTING_VEHICLES", "car,hovercraft")
-    assert main(["--osm", "missing.osm.pbf"]) == 1
+    assert MapImporter().main(["--osm", "missing.osm.pbf"]) == 1
     assert "unknown vehicles ['hovercraft']" in capsys.readouterr().err
 
 
@@ -68,7 +68,7 @@ def test_a_vehicle_the_map_does_not_serve_is_a_400_naming_those_it_does(
     city_maps: Callable[[str], ImportResult],
 ) -> None:
     result = city_maps("monaco")  # OSRM's car-fastest; as if imported with ROUTING_VEHICLES=car
-    dataset = Dataset(result.hash, result.dataset_dir, {**result.manifest, "vehicles": ["car"]})
+    dataset = Dataset(result.hash, result.path, {**result.record, "vehicles": ["car"]})
     registry = ProviderRegistry.load(dataset)
     assert {c.name: c.info.vehicles for c in registry.providers.values()} == dict.fromkeys(registry.names, ("car",))
     assert providers_body(registry.providers.values(), "osrm", dataset)["coverage"]["vehicles"] == ["car"]
@@ -83,8 +83,8 @@ def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_
     city_maps: Callable[[str], ImportResult],
 ) -> None:
     result = city_maps("monaco")  # OSRM's car-fastest, serving every vehicle
-    assert result.manifest["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
-    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    assert result.record["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     assert parse_route(WALK, registry).provider == "valhalla"
     assert parse_route({**WALK, "vehicle": "car", "type": "shortest"}, registry).provider == "valhalla"
     assert parse_route({**WALK, "vehicle": "car"}, registry).provider == "osrm"  # loaded: OSRM's speed
@@ -102,7 +102,7 @@ def test_two_alternatives_go_where_they_can_be_found(city_maps: Callable[[str], 
     """OSRM's car data is contracted only (CH finds one alternative at most): without a provider
     named, alternatives=2 goes to Valhalla; named, OSRM answers what it finds and says why."""
     result = city_maps("monaco")
-    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     drive = {**WALK, "vehicle": "car"}
     assert [parse_route({**drive, "alternatives": str(n)}, registry).provider for n in (0, 1, 2)] == [
         "osrm", "osrm", "valhalla"

@@ -21,7 +21,7 @@ from common.geo import LatLon
 from route_service.dataset import Dataset
 from route_service.graph_format import MODE_YES
 from route_service.graph_tags import classify, parse_length_m, parse_weight_t, way_limits
-from route_service.importer import ImportResult
+from route_service.importing.importer import ImportResult
 from route_service.model import TRUCK_PARAMETERS
 from route_service.parsing import parse_matrix, parse_route
 from route_service.providers.registry import ProviderRegistry
@@ -98,7 +98,7 @@ def test_a_truck_over_a_ways_limit_is_routed_around_it_one_under_drives_it(
     city: str, provider: str, city_maps: Callable[[str], ImportResult], shared_osm: str
 ) -> None:
     result = city_maps(city)
-    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     checked = routed_around = 0
     for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
         assert parse_route(route_params(way, SMALL_TRUCK), registry).provider == "valhalla", "by default"
@@ -134,7 +134,7 @@ def test_a_truck_over_a_ways_limit_is_routed_around_it_one_under_drives_it(
 def registry(heidelberg_maps: ImportResult) -> ProviderRegistry:
     """Every profile: a truck without dimensions is OSRM's."""
     result = heidelberg_maps
-    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    return ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
 
 
 BASE = {"from": "49.4095,8.6936", "to": "49.4036,8.6757", "vehicle": "truck"}
@@ -195,7 +195,7 @@ def test_a_truck_too_big_for_the_road_it_ends_on_is_refused_by_every_provider(
     exceeds; the provider checks the ends itself, so a destination in the middle of such a way
     is refused by both providers, Valhalla naming the way's limit."""
     result = city_maps(city)
-    registry = ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     checked = 0
     for way in limited_ways(f"{shared_osm}/{city}.osm.pbf"):
         middle = shapely.LineString(way.points).interpolate(0.5, normalized=True)

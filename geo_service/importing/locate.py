@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from geo_service.country_lookup import CountryLookup
-from geo_service.extract import SETTLEMENTS, Boundary, Extract, RawPlace
 from geo_service.geometry import PointIndex, Projection, points_in_rings
+from geo_service.importing.country_lookup import CountryLookup
+from geo_service.importing.extract import SETTLEMENTS, Boundary, Extract, RawPlace
 
 SETTLEMENT_RADIUS_M = {"city": 15_000.0, "town": 6_000.0, "village": 3_000.0, "hamlet": 1_000.0}
 MUNICIPAL_LEVEL = 8

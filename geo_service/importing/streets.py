@@ -16,9 +16,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from common.geo import METRES_PER_DEGREE
-from geo_service.enrich import NEIGHBOUR_CITY_FAR_M, NEIGHBOUR_CITY_M, Context
-from geo_service.extract import LatLon, RawStreetWay
-from geo_service.locate import Placement, boundary_city, boundary_postcode, majority
+from geo_service.importing.enrich import NEIGHBOUR_CITY_FAR_M, NEIGHBOUR_CITY_M, Context
+from geo_service.importing.extract import LatLon, RawStreetWay
+from geo_service.importing.locate import Placement, boundary_city, boundary_postcode, majority
 from geo_service.records import Address, Named
 
 STREET_JOIN_M = 300.0  # ways of one name closer than this are one street

@@ -10,14 +10,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from geo_service.country_lookup import CountryLookup
-from geo_service.enrich import Context, countries_of, dominant_cities, fill_addresses
-from geo_service.extract import PLACE_TYPES, SETTLEMENTS, Extract
 from geo_service.geometry import Projection
-from geo_service.locate import Locator, boundary_city, boundary_postcode, majority
+from geo_service.importing.country_lookup import CountryLookup
+from geo_service.importing.enrich import Context, countries_of, dominant_cities, fill_addresses
+from geo_service.importing.extract import PLACE_TYPES, SETTLEMENTS, Extract
+from geo_service.importing.locate import Locator, boundary_city, boundary_postcode, majority
+from geo_service.importing.streets import representative_point, street_clusters, streets_as_names
 from geo_service.normalize import Normalizer, vocabulary_of
 from geo_service.records import Address, Dataset, Named
-from geo_service.streets import representative_point, street_clusters, streets_as_names
 
 # ---------------------------------------------------------------- the whole dataset
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from geo_service.extract import RawAddress
-from geo_service.locate import Locator, NeighbourIndex, Placement, boundary_city, boundary_postcode, majority
+from geo_service.importing.extract import RawAddress
+from geo_service.importing.locate import Locator, NeighbourIndex, Placement, boundary_city, boundary_postcode, majority
 from geo_service.normalize import Normalizer
 from geo_service.records import Address
 

@@ -428,13 +428,13 @@ def build_graph(pbf: Path, out_dir: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m route_service.graph_build MAP.osm.pbf OUT_DIR`: builds, prints the counts as JSON.
+    """`python -m route_service.importing.graph_build MAP.osm.pbf OUT_DIR`: builds, prints the counts as JSON.
 
     The importer runs the build this way so that its memory goes back to the system when the
     build ends: run in the importer's own thread, ~0.5 GB of it stayed in the importer for the
     rest of a 30x import (bench/RESULTS.md, Scale).
     """
-    parser = argparse.ArgumentParser(prog="python -m route_service.graph_build", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m route_service.importing.graph_build", description=main.__doc__)
     parser.add_argument("pbf", type=Path)
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args(argv)

@@ -1,0 +1,51 @@
+"""The vehicles, in one typed table: every fact about a vehicle that more than one module needs.
+
+The API's words (`common.vocabulary.VEHICLES`) are this table's names; the road graph's tag
+policy, the engines' costing names, the snap radius every provider applies, the detour file's
+fallback pace and which vehicle takes truck dimensions are read from its rows, never written
+again elsewhere. A new vehicle is one row here (and its profiles in the engines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Vehicle:
+    name: str
+    # How far a point may lie from the nearest road the vehicle may use, in every provider.
+    snap_radius_m: float
+    # The detour file's pace where a leg has no route of its own (m/s; a city's average).
+    fallback_speed_ms: float
+    # OSM's access keys for it, the most specific first (`hgv` before `motor_vehicle`).
+    access_keys: tuple[str, ...]
+    # Drives on roads (the car speed classes, motorway one-way rules, emergency closures).
+    motorized: bool
+    # Valhalla's costing for it.
+    valhalla_costing: str
+    # Takes the truck dimensions (height, width, length, weight, axle load) and is kept off
+    # ways whose limits they exceed.
+    takes_dimensions: bool = False
+    # Its own top speed on roads allowing more (km/h); None: the road's.
+    max_kmh: float | None = None
+
+
+VEHICLE_TABLE: dict[str, Vehicle] = {
+    vehicle.name: vehicle
+    for vehicle in (
+        Vehicle("car", 1000.0, 13.9, ("motorcar", "motor_vehicle", "vehicle", "access"), True, "auto"),
+        Vehicle(
+            "truck", 1000.0, 12.5, ("hgv", "goods", "motor_vehicle", "vehicle", "access"), True, "truck",
+            takes_dimensions=True, max_kmh=80.0,
+        ),
+        Vehicle("bicycle", 500.0, 4.2, ("bicycle", "vehicle", "access"), False, "bicycle"),
+        Vehicle("pedestrian", 500.0, 1.4, ("foot", "access"), False, "pedestrian"),
+    )
+}  # fmt: skip
+MOTORIZED = tuple(name for name, vehicle in VEHICLE_TABLE.items() if vehicle.motorized)
+
+
+def vehicle(name: str) -> Vehicle:
+    """The row of a vehicle the API accepted (a KeyError for any other is a bug, not a 400)."""
+    return VEHICLE_TABLE[name]

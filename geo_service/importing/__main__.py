@@ -1,0 +1,5 @@
+import sys
+
+from geo_service.importing.importer import IndexImporter
+
+sys.exit(IndexImporter().main())
