@@ -14,12 +14,12 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from auth_service.account_validation import DAY_SECONDS, MAX_API_KEY_DAYS
 from auth_service.accounts import AccountError, AccountStore, Revocation, email_problem, now_seconds, open_store
 from auth_service.config import MAX_DEMO_TOKEN_SECONDS, ROLES, TIERS, AuthConfig
 from auth_service.database import StoreError, location
 from auth_service.keys import KeyRing, ensure_signing_key, rotate_signing_key
 from auth_service.management import UserChanges, apply_changes, new_user_problems
+from auth_service.parsing import DAY_SECONDS, MAX_API_KEY_DAYS
 from auth_service.passwords import passwords_for
 from auth_service.tokens import TokenIssuer, demo_subject
 

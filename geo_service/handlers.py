@@ -1,54 +1,29 @@
-"""HTTP handlers: read the request, call the provider, answer. Errors are raised, never formatted."""
+"""HTTP handlers: parse the request, call the state, answer. Errors are raised, never formatted."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from aiohttp import web
 
 from common.service import json_response
-from geo_service.cache import AnswerCache, autocomplete_parts, geocode_parts, reverse_parts
-from geo_service.formatter import response_json
-from geo_service.providers import ProviderRegistry
-from geo_service.validation import autocomplete_request, geocode_request, reverse_request
-
-REGISTRY_KEY: web.AppKey[ProviderRegistry] = web.AppKey("geo_providers", ProviderRegistry)
-ANSWERS_KEY: web.AppKey[AnswerCache] = web.AppKey("geo_answers", AnswerCache)
+from geo_service.parsing import autocomplete_request, geocode_request, reverse_request
+from geo_service.state import AUTOCOMPLETE, GEOCODE, REVERSE, STATE_KEY
 
 
 async def geocode(request: web.Request) -> web.Response:
-    parsed = geocode_request(request.query, request.app[REGISTRY_KEY])
-    provider, query = parsed.provider, parsed.query
-
-    async def compute() -> dict[str, Any]:
-        answer = await provider.geocode(query)
-        return response_json(answer.results, provider.name, answer.notes)
-
-    return json_response(await request.app[ANSWERS_KEY].answer("geocode", provider, geocode_parts(query), compute))
+    state = request.app[STATE_KEY]
+    return json_response(await state.answer(GEOCODE, geocode_request(request.query, state.registry)))
 
 
 async def reverse(request: web.Request) -> web.Response:
-    parsed = reverse_request(request.query, request.app[REGISTRY_KEY])
-    provider, query = parsed.provider, parsed.query
-
-    async def compute() -> dict[str, Any]:
-        answer = await provider.reverse(query)
-        return response_json(answer.results, provider.name, answer.notes)
-
-    return json_response(await request.app[ANSWERS_KEY].answer("reverse", provider, reverse_parts(query), compute))
+    state = request.app[STATE_KEY]
+    return json_response(await state.answer(REVERSE, reverse_request(request.query, state.registry)))
 
 
 async def autocomplete(request: web.Request) -> web.Response:
-    parsed = autocomplete_request(request.query, request.app[REGISTRY_KEY])
-    provider, query = parsed.provider, parsed.query
-
-    async def compute() -> dict[str, Any]:
-        return response_json(await provider.autocomplete(query), provider.name)
-
-    parts = autocomplete_parts(query)
-    return json_response(await request.app[ANSWERS_KEY].answer("autocomplete", provider, parts, compute))
+    state = request.app[STATE_KEY]
+    return json_response(await state.answer(AUTOCOMPLETE, autocomplete_request(request.query, state.registry)))
 
 
 async def providers(request: web.Request) -> web.Response:
-    registry = request.app[REGISTRY_KEY]
+    registry = request.app[STATE_KEY].registry
     return json_response({"geocoder": registry.describe(), "default": registry.default})

@@ -93,7 +93,7 @@ def clean(text: str) -> str:
 
 def tidy(text: str) -> str:
     """Cleaned, with runs of spaces as one and none at the ends: how every address, structured
-    field and typed prefix is read, once (geo_service.validation), and what cache keys fold."""
+    field and typed prefix is read, once (geo_service.parsing), and what cache keys fold."""
     return " ".join(clean(text).split())
 
 

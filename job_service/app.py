@@ -1,100 +1,19 @@
-"""The job service's aiohttp application.
-
-Large requests as jobs (docs/decisions.md, "Asynchronous jobs"): the three operations with
-`?async=true` are stored in the state Redis (`job_service.store`) and answered 202 at once;
-this process's runner (`job_service.runner`) replays them, `JOB_CONCURRENCY` at a time (one
-account's at most `JOB_RUNNING_PER_ACCOUNT` at once, accounts served round-robin), against the
-service that owns the operation (`job_service.replay`). Each account's jobs hold at most its
-tier's quota of the store (`JOB_STORE_QUOTAS`), a result at most `JOB_MAX_RESULT_MB`. Its own Redis client waits longer
-than the shared one: a job's request or result is up to a few MB, not a rate-limit counter.
-"""
+"""The job service's aiohttp application (its state, store and runner: job_service.state)."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
 from aiohttp import web
 
-from common.client import ServiceClient
-from common.redis import ResilientRedis
-from common.service import HEALTH_CHECKS_KEY, REDIS_KEY, base_app
+from common.service import HEALTH_CHECKS_KEY, base_app
 from job_service.config import JobConfig
-from job_service.handlers import JOBS_KEY, RESULT_TTL_KEY, delete_job, get_job, get_result, list_jobs, submit
-from job_service.jobs import MIB, Jobs, Limits
+from job_service.handlers import delete_job, get_job, get_result, list_jobs, submit
 from job_service.model import OPERATIONS
-from job_service.replay import Replayer
-from job_service.runner import Runner, RunnerSettings
-from job_service.store import JobStore
-
-log = logging.getLogger("job_service")
-CleanupContext = Callable[[web.Application], AsyncIterator[None]]
-RUNNER_KEY: web.AppKey[Runner] = web.AppKey("runner", Runner)
-# A job's request or result in one Redis command: seconds, not the shared client's 0.25.
-JOB_REDIS_TIMEOUT_SECONDS = 5.0
-
-
-def service_clients(config: JobConfig) -> dict[str, ServiceClient]:
-    urls = {"route_service": config.route_service_url, "optimize_service": config.optimize_service_url}
-    labels = {"route_service": "routing service", "optimize_service": "optimization service"}
-    return {
-        name: ServiceClient(
-            labels[name], url, timeout=config.call_timeout_seconds, internal_token=config.internal_token
-        )
-        for name, url in urls.items()
-    }
-
-
-def limits(config: JobConfig) -> Limits:
-    return Limits(config.job_limits, store_mib=config.store_quotas)
-
-
-def runner_settings(config: JobConfig) -> RunnerSettings:
-    return RunnerSettings(
-        config.concurrency,
-        config.lease_seconds,
-        config.max_attempts,
-        config.poll_seconds,
-        max_result_bytes=config.max_result_mb * MIB,
-        limits=limits(config),
-    )
-
-
-def jobs_context(config: JobConfig) -> CleanupContext:
-    async def context(app: web.Application) -> AsyncIterator[None]:
-        redis = ResilientRedis(config.redis_url, timeout=JOB_REDIS_TIMEOUT_SECONDS)
-        app[REDIS_KEY] = redis
-        store = JobStore(redis, result_ttl_seconds=config.result_ttl_seconds,
-                         max_memory_fraction=config.store_max_fraction,
-                         running_per_account=config.running_per_account)  # fmt: skip
-        clients = service_clients(config)
-        runner = Runner(store, Replayer(clients, config.call_timeout_seconds), runner_settings(config))
-        app[RUNNER_KEY] = runner
-        app[JOBS_KEY] = Jobs(store, limits(config), on_submit=runner.wake.set)
-        app[RESULT_TTL_KEY] = config.result_ttl_seconds
-        runner.start()
-        log.info("running up to %d jobs at once, leases of %g s", config.concurrency, config.lease_seconds)
-        yield
-        await runner.stop()
-        for client in clients.values():
-            await client.close()
-        await redis.close()
-
-    return context
-
-
-def runner_health(app: web.Application) -> Any:
-    async def check(_: web.Application) -> dict[str, Any]:
-        runner = app.get(RUNNER_KEY)
-        return {"jobsRunning": len(runner.running) if runner else 0}
-
-    return check
+from job_service.state import runner_health, state_context
 
 
 def create_app(config: JobConfig) -> web.Application:
     app = base_app(config, with_redis=False)
-    app.cleanup_ctx.append(jobs_context(config))
+    app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(runner_health(app))
     for operation in OPERATIONS:
         app.router.add_post(operation.path, submit)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from aiohttp import web
 
 from job_service.model import FINISHED, QUEUED, RUNNING, SUCCEEDED, Job
 
@@ -60,3 +61,8 @@ def job_body(job: Job, result_ttl_seconds: int, result: bytes | None = None) -> 
 
 def jobs_body(jobs: list[Job], result_ttl_seconds: int) -> bytes:
     return orjson.dumps({"jobs": [job_fields(job, result_ttl_seconds) for job in jobs]})
+
+
+def answer(body: bytes, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """A job answer already serialized (job_body, jobs_body)."""
+    return web.Response(body=body, status=status, content_type="application/json", headers=headers)

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from common.admission import Admission, Caller, caller_of
+from common.admission import Caller, caller_of
 from common.service import json_response, read_json
 from common.waiting import unless_gone
 from optimize_service.fleet.formatter import fleet_body
 from optimize_service.fleet.model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
-from optimize_service.optimizer import Optimizer
+from optimize_service.state import STATE_KEY
 from optimize_service.stops.formatter import plan_body
-
-OPTIMIZER_KEY: web.AppKey[Optimizer] = web.AppKey("optimizer", Optimizer)
-ADMISSION_KEY: web.AppKey[Admission] = web.AppKey("admission", Admission)
 
 
 def account_of(caller: Caller | None) -> str:
@@ -28,16 +25,18 @@ def account_of(caller: Caller | None) -> str:
 
 
 async def optimize_stops(request: web.Request) -> web.Response:
-    optimizer, caller = request.app[OPTIMIZER_KEY], caller_of(request.headers)
+    state, caller = request.app[STATE_KEY], caller_of(request.headers)
+    optimizer = state.optimizer
     parsed = await optimizer.parse(await read_json(request), request.query, optimizer.allowance(caller))
-    async with request.app[ADMISSION_KEY].admit(caller, optimizer.price(parsed)) as admitted:
+    async with state.admission.admit(caller, optimizer.price(parsed)) as admitted:
         plan = await unless_gone(request, optimizer.plan(parsed, account_of(caller)))
     return json_response(plan_body(plan), headers=admitted.headers)
 
 
 async def optimize_routes(request: web.Request) -> web.Response:
-    optimizer, caller = request.app[OPTIMIZER_KEY], caller_of(request.headers)
+    state, caller = request.app[STATE_KEY], caller_of(request.headers)
+    optimizer = state.optimizer
     fleet = optimizer.parse_fleet(await read_json(request), optimizer.allowance(caller, FLEET_MAX_TIME_LIMIT_S))
-    async with request.app[ADMISSION_KEY].admit(caller, optimizer.price_fleet(fleet)) as admitted:
+    async with state.admission.admit(caller, optimizer.price_fleet(fleet)) as admitted:
         plan = await unless_gone(request, optimizer.plan_fleet(fleet, account_of(caller)))
     return json_response(fleet_body(plan), headers=admitted.headers)

@@ -14,11 +14,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from auth_service.account_validation import MAX_API_KEY_DAYS
 from auth_service.accounts import AccountStore, User, hash_api_key, open_store
 from auth_service.app import create_app
 from auth_service.config import AuthConfig
 from auth_service.database import SqliteDatabase
+from auth_service.parsing import MAX_API_KEY_DAYS
 from gateway.docs import openapi_spec
 from tests.auth_service.helpers import Client, ClientFactory, add_user, login, make_config
 from tests.auth_service.test_account_console import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from auth_service.app import STORE_KEY
+from auth_service.state import STATE_KEY
 from tests.auth_service.helpers import Client
 
 
@@ -20,7 +20,7 @@ async def test_health_reports_the_accounts_database(client: Client) -> None:
 
 async def test_health_is_503_when_the_database_is_unreadable(client: Client) -> None:
     app: web.Application = client.app
-    app[STORE_KEY].close()
+    app[STATE_KEY].store.close()
     response = await client.get("/health")
     assert response.status == 503
     assert (await response.json())["checks"]["accounts_db"] == "down"

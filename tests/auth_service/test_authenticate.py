@@ -10,7 +10,7 @@ import pytest
 
 from auth_service.accounts import AccountStore
 from auth_service.config import AuthConfig
-from auth_service.handlers import AUTHENTICATOR_KEY
+from auth_service.state import STATE_KEY
 from tests.auth_service.helpers import PASSWORD, Client, add_user, jwks_keys, login, verify
 
 EMAIL = "alice@example.com"
@@ -149,7 +149,7 @@ async def test_unknown_method_is_405_in_our_format(client: Client) -> None:
 
 @pytest.mark.usefixtures("alice")
 async def test_unknown_user_pays_for_a_password_check(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    passwords = client.app[AUTHENTICATOR_KEY].passwords
+    passwords = client.app[STATE_KEY].authenticator.passwords
     checked: list[str | None] = []
     real_verify = passwords.verify
 

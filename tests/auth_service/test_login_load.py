@@ -17,8 +17,9 @@ from aiohttp.test_utils import make_mocked_request
 
 from auth_service.app import create_app
 from auth_service.config import AuthConfig
-from auth_service.handlers import AUTHENTICATOR_KEY, requester_of
+from auth_service.handlers import requester_of
 from auth_service.passwords import Argon2Params, CallerGone, HashingGate, Passwords, Requester
+from auth_service.state import STATE_KEY
 from common.errors import LoginBusy
 from tests.auth_service.helpers import PASSWORD, add_user, make_config
 
@@ -68,7 +69,7 @@ class Service:
 
     @property
     def gate(self) -> HashingGate:
-        return self.app[AUTHENTICATOR_KEY].passwords.gate
+        return self.app[STATE_KEY].authenticator.passwords.gate
 
     async def login(self, *, accept: str = PROBLEM, give_up_s: float = 10) -> tuple[int, dict[str, str], Any]:
         async with self.session.post(
@@ -90,8 +91,8 @@ async def one_slot(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[Ser
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
-    passwords = app[AUTHENTICATOR_KEY].passwords
-    add_user(config, app[AUTHENTICATOR_KEY].store, EMAIL)
+    passwords = app[STATE_KEY].authenticator.passwords
+    add_user(config, app[STATE_KEY].authenticator.store, EMAIL)
     hasher = BlockedHasher(passwords.verify)
     passwords.verify = hasher  # type: ignore[method-assign]
     async with aiohttp.ClientSession() as session:

@@ -13,7 +13,7 @@ import pytest
 from auth_service.accounts import AccountStore
 from auth_service.app import create_app
 from auth_service.config import AuthConfig
-from auth_service.handlers import AUTHENTICATOR_KEY
+from auth_service.state import STATE_KEY
 from auth_service.throttle import LoginThrottle, account_key
 from common.redis import ResilientRedis
 from tests.auth_service.helpers import PASSWORD, UNREACHABLE_REDIS, Client, ClientFactory, add_user, login
@@ -145,7 +145,7 @@ async def test_failed_logins_of_one_account_are_429_before_any_hash(
 ) -> None:
     email = fresh_email()
     add_user(config, store, email)
-    passwords = throttled.app[AUTHENTICATOR_KEY].passwords
+    passwords = throttled.app[STATE_KEY].authenticator.passwords
     statuses = [(await login(throttled, {"user": email, "password": "wrong password"})).status for _ in range(3)]
     assert statuses == [401, 401, 401]
     hashed = passwords.gate.started

@@ -8,7 +8,7 @@ import pytest
 
 from common.errors import ParameterErrors
 from common.params import json_kind, number_or_nan, parse_decimal, parse_latlon_text
-from geo_service.validation import parse_coordinate
+from geo_service.parsing import parse_coordinate
 from route_service.detour.csvfile import number
 
 # Arabic-Indic, Extended Arabic-Indic and Devanagari "10", which float() reads as 10.0.

@@ -10,7 +10,7 @@ import pytest
 from common.areas import MAX_AREA_KM2, MAX_POLYGONS, MAX_VERTICES
 from gateway.docs import openapi_spec
 from gateway.routes import PUBLIC_ROUTES
-from geo_service import validation
+from geo_service import parsing as geo_parsing
 from route_service import parsing
 from route_service.traces import DEFAULT_GPS_ACCURACY_M, GPS_ACCURACY_RANGE_M, MAX_TRACE_POINTS
 
@@ -28,13 +28,13 @@ def parameter(path: str, method: str, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "name", "default", "maximum"),
     [
-        ("/v1/geocoder", "limit", validation.DEFAULT_LIMIT, validation.MAX_LIMIT),
-        ("/v1/geocoder/reverse", "limit", validation.REVERSE_DEFAULT_LIMIT, validation.MAX_LIMIT),
+        ("/v1/geocoder", "limit", geo_parsing.DEFAULT_LIMIT, geo_parsing.MAX_LIMIT),
+        ("/v1/geocoder/reverse", "limit", geo_parsing.REVERSE_DEFAULT_LIMIT, geo_parsing.MAX_LIMIT),
         (
             "/v1/geocoder/autocomplete",
             "limit",
-            validation.AUTOCOMPLETE_DEFAULT_LIMIT,
-            validation.AUTOCOMPLETE_MAX_LIMIT,
+            geo_parsing.AUTOCOMPLETE_DEFAULT_LIMIT,
+            geo_parsing.AUTOCOMPLETE_MAX_LIMIT,
         ),
         ("/v1/match", "gpsAccuracy", DEFAULT_GPS_ACCURACY_M, GPS_ACCURACY_RANGE_M[1]),
     ],

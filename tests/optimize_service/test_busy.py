@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 from aiohttp.test_utils import TestClient
 
-from optimize_service.handlers import OPTIMIZER_KEY
 from optimize_service.scheduler import estimate_s
+from optimize_service.state import STATE_KEY
 from tests.optimize_service.test_app import LEGACY, PROBLEM, URL, stops
 
 Client = TestClient[Any, Any]
@@ -23,7 +23,7 @@ async def post(client: Client, body: Any, query: str, headers: dict[str, str]) -
 
 
 async def test_a_full_large_lane_answers_503_with_retry_after(client: Client) -> None:
-    large = client.app[OPTIMIZER_KEY].scheduler.large
+    large = client.app[STATE_KEY].optimizer.scheduler.large
     assert large.queue_size is not None
     # The lane's own admissions: one request solving for 6 s, the queue full behind it (1000
     # stops asking for 6 s each: at the default 8 s, four already fill OPTIMIZE_QUEUE_SECONDS).

@@ -18,8 +18,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from optimize_service.app import create_app
 from optimize_service.config import OptimizeConfig
-from optimize_service.handlers import OPTIMIZER_KEY
 from optimize_service.scheduler import Lane
+from optimize_service.state import STATE_KEY
 from tests.optimize_service.test_app import PROBLEM, URL, stops
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
@@ -54,7 +54,7 @@ def wait_solving(lane: Lane) -> None:
 
 
 async def test_a_killed_solver_fails_its_request_with_503_and_the_next_is_solved(client: Client) -> None:
-    small = client.app[OPTIMIZER_KEY].scheduler.small
+    small = client.app[STATE_KEY].optimizer.scheduler.small
     solver = await small.pool.run(os.getpid)
     os.kill(solver, signal.SIGSTOP)  # holds the request in the solver until it is killed
     in_flight = asyncio.ensure_future(post_stops(client, 6))  # exact: the small lane

@@ -18,8 +18,8 @@ from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.pools import RestartingPool
 from common.tiers import DEFAULT_MATRIX_CELLS, DEFAULT_OPTIMIZE_SECONDS, parse_tier_limits
 from optimize_service.costs import TierRules, cost_of_stops
-from optimize_service.handlers import OPTIMIZER_KEY
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
+from optimize_service.state import STATE_KEY
 from tests.optimize_service.conftest import ClientFactory, optimize_client
 from tests.optimize_service.test_app import PROBLEM, URL, Client, stops
 from tests.optimize_service.test_fleet_app import URL as FLEET_URL
@@ -78,7 +78,7 @@ async def test_the_optimizers_matrix_counts_against_the_tiers_cells(client: Clie
 async def test_a_jobs_replay_is_bounded_by_its_cost_not_by_the_cells(client: Client) -> None:
     """A job's replay may be larger than the synchronous cells (the campaign's rule: larger
     ones as jobs); its price is still charged and its time limit still capped."""
-    optimizer = client.app[OPTIMIZER_KEY]
+    optimizer = client.app[STATE_KEY].optimizer
     job = optimizer.allowance(Caller("acct-job", "demo", job=True))
     parsed = await optimizer.parse(many_stops(200), {}, job)
     assert len(parsed.stops) == 200
@@ -90,7 +90,7 @@ async def test_a_jobs_replay_is_bounded_by_its_cost_not_by_the_cells(client: Cli
 async def test_the_answer_says_what_the_request_cost(client: Client) -> None:
     status, headers, body = await post(client, URL, stops(14), who("standard", "payer"))
     assert status == 200, body
-    lane = client.app[OPTIMIZER_KEY].scheduler.lane_for(14, None)
+    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for(14, None)
     expected = cost_of_stops(14, estimate_s(14, None), lane.parallel)
     assert int(headers["RateLimit-Cost"]) == expected.units and expected.units >= 500  # a 0.5 s search
     assert int(headers["RateLimit-Cost-Remaining"]) <= 60_000 - expected.units

@@ -24,15 +24,16 @@ MAX_LIMIT = 50
 
 
 @dataclass(frozen=True)
-class GeocodeRequest:
+class ProviderRequest[Q]:
+    """One operation's typed query and the provider that answers it."""
+
     provider: GeocodeProvider
-    query: GeocodeQuery
+    query: Q
 
 
-@dataclass(frozen=True)
-class ReverseRequest:
-    provider: GeocodeProvider
-    query: ReverseQuery
+GeocodeRequest = ProviderRequest[GeocodeQuery]
+ReverseRequest = ProviderRequest[ReverseQuery]
+AutocompleteRequest = ProviderRequest[AutocompleteQuery]
 
 
 def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors: ParameterErrors) -> GeocodeProvider:
@@ -160,12 +161,6 @@ def reverse_request(params: Mapping[str, str], registry: ProviderRegistry) -> Re
 
 AUTOCOMPLETE_DEFAULT_LIMIT = 5
 AUTOCOMPLETE_MAX_LIMIT = 20  # a list of suggestions under a text field, not a search result page
-
-
-@dataclass(frozen=True)
-class AutocompleteRequest:
-    provider: GeocodeProvider
-    query: AutocompleteQuery
 
 
 def parse_text(params: Mapping[str, str], errors: ParameterErrors) -> str:
