@@ -109,6 +109,18 @@ def check_sizes(body: dict[str, Any]) -> None:
         )
 
 
+def open_object(item: Any, where: str, allowed: set[str], shape: str, errors: ParameterErrors) -> int | None:
+    """Before an object's fields are read: its unknown keys refused, and the count of violations
+    so far (more after its fields: the object is refused); None when `item` is no object (`shape`
+    says what it must be, added as a violation)."""
+    if not isinstance(item, dict):
+        errors.add(where, shape)
+        return None
+    before = len(errors.violations)
+    check_keys(item, allowed, where, errors)
+    return before
+
+
 def check_keys(item: dict[str, Any], allowed: set[str], where: str | None, errors: ParameterErrors) -> None:
     for key in item:
         if key not in allowed:
@@ -142,11 +154,9 @@ def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, requ
 
 
 def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?}")
+    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?}", ctx.errors)
+    if before is None:
         return None
-    before = len(ctx.errors.violations)
-    check_keys(item, VEHICLE_FIELDS, where, ctx.errors)
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     kind = parse_kind(item.get("kind"), f"{where}.kind", ctx.errors)
     start = parse_coordinate(item.get("start"), f"{where}.start", ctx.errors)
@@ -202,11 +212,9 @@ def check_breaks_fit(breaks: list[tuple[int, Break]], shift: Window, where: str,
 
 
 def parse_break(item: Any, where: str, ctx: Context) -> Break | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "must be an object {id, timeWindows, duration}")
+    before = open_object(item, where, BREAK_FIELDS, "must be an object {id, timeWindows, duration}", ctx.errors)
+    if before is None:
         return None
-    before = len(ctx.errors.violations)
-    check_keys(item, BREAK_FIELDS, where, ctx.errors)
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=True)
     duration = parse_int(item.get("duration"), f"{where}.duration", 0, MAX_SERVICE_TIME_S, ctx.errors, default=None)
@@ -235,11 +243,9 @@ def parse_costs(value: Any, where: str, errors: ParameterErrors) -> Costs:
 
 
 def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "must be an object {id, location, serviceTime?, timeWindows?, demand?, skills?, priority?}")
+    before = open_object(item, where, JOB_FIELDS, "must be an object {id, location, serviceTime?, timeWindows?, demand?, skills?, priority?}", ctx.errors)
+    if before is None:
         return None
-    before = len(ctx.errors.violations)
-    check_keys(item, JOB_FIELDS, where, ctx.errors)
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     place = parse_place(item, where, ctx)
     demand = parse_amount(item.get("demand"), f"{where}.demand", ctx, default=0)
@@ -251,11 +257,9 @@ def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
 
 
 def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "must be an object {id, pickup, delivery, amount?, skills?, priority?}")
+    before = open_object(item, where, SHIPMENT_FIELDS, "must be an object {id, pickup, delivery, amount?, skills?, priority?}", ctx.errors)
+    if before is None:
         return None
-    before = len(ctx.errors.violations)
-    check_keys(item, SHIPMENT_FIELDS, where, ctx.errors)
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     ends = [parse_shipment_end(item.get(key), f"{where}.{key}", ctx) for key in ("pickup", "delivery")]
     amount = parse_amount(item.get("amount"), f"{where}.amount", ctx, default=0)
@@ -268,10 +272,8 @@ def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
 
 
 def parse_shipment_end(item: Any, where: str, ctx: Context) -> Place | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "is required: an object {location, serviceTime?, timeWindows?}")
+    if open_object(item, where, PLACE_FIELDS, "is required: an object {location, serviceTime?, timeWindows?}", ctx.errors) is None:
         return None
-    check_keys(item, PLACE_FIELDS, where, ctx.errors)
     return parse_place(item, where, ctx)
 
 
@@ -359,10 +361,8 @@ def merged(windows: list[Window]) -> tuple[Window, ...]:
 
 
 def parse_window(item: Any, where: str, ctx: Context) -> Window | None:
-    if not isinstance(item, dict):
-        ctx.errors.add(where, "must be an object {start?, end?} of ISO 8601 date-times with a UTC offset")
+    if open_object(item, where, WINDOW_FIELDS, "must be an object {start?, end?} of ISO 8601 date-times with a UTC offset", ctx.errors) is None:
         return None
-    check_keys(item, WINDOW_FIELDS, where, ctx.errors)
     opens = parse_moment(item.get("start"), f"{where}.start", ctx, default=0)
     closes = parse_moment(item.get("end"), f"{where}.end", ctx, default=MAX_HORIZON_S)
     if opens is None or closes is None:
