@@ -113,3 +113,18 @@ def number_or_nan(value: Any) -> float:
         return float(value)
     except OverflowError:  # an integer too large for a float
         return math.nan
+
+
+BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: bool) -> bool:
+    """A query flag: true/false, 1/0, yes/no (any case); anything else a violation."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    value = BOOLEANS.get(raw.strip().lower())
+    if value is None:
+        errors.add(name, f"must be true or false, got {raw[:40]!r}")
+        return default
+    return value

@@ -13,7 +13,7 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
-from common.params import json_kind, number_or_nan, parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.params import json_kind, number_or_nan, parse_bool, parse_choice, parse_int, parse_latlon, parse_latlon_text
 from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
@@ -34,20 +34,6 @@ from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
 
 MAX_MATRIX_SIDE = 1000
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: bool) -> bool:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    value = _BOOLEANS.get(raw.strip().lower())
-    if value is None:
-        errors.add(name, f"must be true or false, got {raw[:40]!r}")
-        return default
-    return value
-
-
 def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteRequest:
     """GET /v1/route's parameters; raises one InvalidParameter listing every violation."""
     errors = ParameterErrors()

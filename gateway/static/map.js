@@ -461,11 +461,19 @@
         item.append(element("span", `arrives ${clockTime(visit.arrival)}; ${leg}`, "detail"));
         return item;
       });
+      // Stops no road joins with the start: listed, and ringed in red on the map.
+      for (const left of answer.unassigned || []) {
+        items.push(element("li", `${left.name}: left out, ${left.message}`, "unassigned"));
+        L.circleMarker([left.coordinate.lat, left.coordinate.lon], {
+          radius: 11, color: "#c62828", weight: 3, fill: false, className: "unassigned-stop", interactive: false,
+        }).addTo(layers.tour);
+      }
       $("tour").replaceChildren(...items);
       drawStops();
+      const leftOut = (answer.unassigned || []).length;
       status(`Tour: ${metres(answer.distance)}, ${seconds(answer.duration)} (${answer.solver.method}${
         answer.solver.optimal ? ", optimal" : ""
-      }).`);
+      }).${leftOut ? ` ${leftOut} stop(s) left out: no road joins them with the start.` : ""}`, leftOut ? "notice" : undefined);
     } catch (error) {
       fail(error);
     }

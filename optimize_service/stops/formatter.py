@@ -7,6 +7,7 @@ from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
 from optimize_service.stops.model import Plan, Visit
+from optimize_service.stops.reachability import UNREACHABLE, unassigned_message
 
 
 def iso(moment: datetime) -> str:
@@ -43,6 +44,17 @@ def leg_body(plan: Plan, position: int) -> dict[str, Any]:
     }
 
 
+def unassigned_body(plan: Plan, index: int) -> dict[str, Any]:
+    stop, start = plan.request.stops[index], plan.request.stops[plan.request.ends.start]
+    return {
+        "index": index,
+        "name": stop.name,
+        "coordinate": {"lat": stop.coordinate.lat, "lon": stop.coordinate.lon},
+        "reason": UNREACHABLE,
+        "message": unassigned_message(stop, start),
+    }
+
+
 def plan_body(plan: Plan) -> dict[str, Any]:
     request, route = plan.request, plan.route
     options, ends = request.options, request.ends
@@ -50,6 +62,7 @@ def plan_body(plan: Plan) -> dict[str, Any]:
     return {
         "stops": [visit_body(plan, visit, position) for position, visit in enumerate(plan.visits)],
         "legs": [leg_body(plan, position) for position in range(len(plan.visits) - 1)],
+        "unassigned": [unassigned_body(plan, index) for index in plan.unassigned],
         "distance": round(route.distance_m, 1),
         "duration": round(route.duration_s, 1),
         "serviceTime": round(sum((v.departure - v.arrival).total_seconds() for v in plan.visits), 1),

@@ -49,6 +49,10 @@ class Options:
     provider: str | None = None  # None: the route service's default
     time_limit_s: float | None = None  # None: chosen from the number of stops
     avoid: AvoidArea | None = None  # roads inside it are not used (the route service: graph matrices, Valhalla routes)
+    # True: a stop no road joins with the others fails the request (400 naming every one);
+    # False (the default): the tour visits the stops the start shares a road network with, and
+    # the others are answered as unassigned (optimize_service.stops.reachability).
+    strict: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,3 +96,4 @@ class Plan:
     visits: list[Visit]
     route: TourRoute
     solver: dict[str, Any] = field(default_factory=dict)
+    unassigned: list[int] = field(default_factory=list)  # stops left out: no road joins them with the start

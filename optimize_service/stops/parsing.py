@@ -17,7 +17,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
 from common.geo import LatLon
-from common.params import number_or_nan, parse_choice
+from common.params import number_or_nan, parse_bool, parse_choice
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.costs import Allowance, check_cells
@@ -193,6 +193,7 @@ def parse_options(
         time_limit_s=parse_time_limit(query.get("timeLimit"), errors, allowance),
         # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
         avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
+        strict=parse_bool(query, "strict", errors, default=False),
     )
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+import numpy as np
+
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import SolverRunner
-from optimize_service.stops.model import OptimizeRequest, Plan, TourRoute
-from optimize_service.stops.reachability import reject_unreachable
+from optimize_service.stops.model import OptimizeRequest, Plan, TourEnds, TourRoute
+from optimize_service.stops.reachability import stops_to_visit
 from optimize_service.stops.schedule import schedule
 from optimize_service.stops.solver import Tour, TourProblem
 
@@ -30,12 +32,21 @@ async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solv
     # The solver's place first: a busy optimizer refuses at once, before any routing.
     async with solvers.admit(len(stops), options.time_limit_s, account) as run_solver:
         matrix = await routes.matrix(stops, options)
-        reject_unreachable(matrix.durations_s, stops, ends.start)
-        tour = await run_solver(TourProblem(matrix.durations_s, ends.start, ends.end, options.time_limit_s))
-    visiting_order = [*tour.order, ends.start] if ends.round_trip else tour.order
+        visited = stops_to_visit(matrix.durations_s, stops, ends, options.strict)
+        tour = await run_solver(tour_problem(matrix.durations_s, visited, ends, options.time_limit_s))
+    order = [visited[position] for position in tour.order]
+    visiting_order = [*order, ends.start] if ends.round_trip else order
     route = await routes.tour(stops, visiting_order, options)
     visits = schedule(stops, visiting_order, route.legs, options.start_time)
-    return Plan(request, visits, route, solver_summary(tour))
+    unassigned = sorted(set(range(len(stops))) - set(visited))
+    return Plan(request, visits, route, solver_summary(tour), unassigned)
+
+
+def tour_problem(durations_s: np.ndarray, visited: list[int], ends: TourEnds, time_limit_s: float | None) -> TourProblem:
+    """The problem over the stops visited alone (`visited`: their indexes among all stops)."""
+    position = {stop: index for index, stop in enumerate(visited)}
+    end = None if ends.end is None else position[ends.end]
+    return TourProblem(durations_s[np.ix_(visited, visited)], position[ends.start], end, time_limit_s)
 
 
 def single_stop_plan(request: OptimizeRequest) -> Plan:

@@ -173,20 +173,47 @@ async def test_a_stop_far_from_roads_is_named(client: Client) -> None:
     assert problem["detail"].startswith("stops[3]: stop 'At sea': no road usable by car")
 
 
-async def test_stops_that_no_road_connects_are_named(islands_client: Client, tiny_islands: tuple[TinyMap, Any]) -> None:
-    tiny = tiny_islands[0]
-    body = [
-        {"name": "West 1", "coordinate": {"lat": tiny.west[0].lat, "lon": tiny.west[0].lon}},
-        {"name": "West 2", "coordinate": {"lat": tiny.west[1].lat, "lon": tiny.west[1].lon}},
-        {"name": "East", "coordinate": {"lat": tiny.east[0].lat, "lon": tiny.east[0].lon}},
-    ]
-    status, legacy = await optimize(islands_client, body, "", LEGACY)
+def island_stops(tiny: TinyMap, **roles: dict[str, bool]) -> list[dict[str, Any]]:
+    """Two stops on the west street, one on the east street that no road joins with it."""
+    points = {"West 1": tiny.west[0], "West 2": tiny.west[1], "East": tiny.east[0]}
+    return [{"name": name, "coordinate": {"lat": p.lat, "lon": p.lon}, **roles.get(name.replace(" ", ""), {})}
+            for name, p in points.items()]  # fmt: skip
+
+
+async def test_a_stop_no_road_joins_is_left_out_and_the_tour_goes_on(
+    islands_client: Client, tiny_islands: tuple[TinyMap, Any]
+) -> None:
+    status, body = await optimize(islands_client, island_stops(tiny_islands[0]))
+    assert status == 200, body
+    assert [v["index"] for v in body["stops"]] == [0, 1] and len(body["legs"]) == 1
+    assert [(u["index"], u["name"], u["reason"]) for u in body["unassigned"]] == [(2, "East", "unreachable")]
+    assert "'East'" in body["unassigned"][0]["message"] and "'West 1'" in body["unassigned"][0]["message"]
+    status, whole = await optimize(islands_client, island_stops(tiny_islands[0])[:2])
+    assert status == 200 and whole["unassigned"] == []
+
+
+async def test_strict_fails_naming_every_stop_no_road_joins(islands_client: Client, tiny_islands: tuple[TinyMap, Any]) -> None:
+    status, legacy = await optimize(islands_client, island_stops(tiny_islands[0]), "?strict=true", LEGACY)
     assert status == 400, legacy
     assert legacy["details"] == [
         {"code": "ROUTE_ERROR_NO_ROUTE", "message": "stops[2]: stop 'East' cannot be reached by road from the other stops, or they not from it"}
     ]
-    status, ok = await optimize(islands_client, body[:2])
-    assert status == 200 and [v["index"] for v in ok["stops"]] == [0, 1]
+
+
+async def test_a_cut_off_start_is_blamed_not_the_others(islands_client: Client, tiny_islands: tuple[TinyMap, Any]) -> None:
+    body = island_stops(tiny_islands[0], East={"start": True})
+    status, problem = await optimize(islands_client, body, "", PROBLEM)
+    assert status == 400, problem
+    assert problem["detail"].startswith("stops[2]: the start 'East' is cut off: no road joins it both ways with 2 of")
+
+
+async def test_a_destination_the_start_cannot_reach_is_named(
+    islands_client: Client, tiny_islands: tuple[TinyMap, Any]
+) -> None:
+    body = island_stops(tiny_islands[0], West1={"start": True}, East={"destination": True})
+    status, problem = await optimize(islands_client, body, "", PROBLEM)
+    assert status == 400, problem
+    assert problem["detail"].startswith("stops[2]: the destination 'East' cannot be reached by road from the start 'West 1'")
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
