@@ -10,6 +10,7 @@ detour tracks); OSRM's own figures come from its own radius (6 372 797.56 m), in
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,3 +76,43 @@ class Bounds:
 
     def describe(self) -> str:
         return f"latitude {self.min_lat:.4f} to {self.max_lat:.4f}, longitude {self.min_lon:.4f} to {self.max_lon:.4f}"
+
+    def distance_m(self, point: LatLon) -> float:
+        """How far the point lies from the box (0 inside it)."""
+        lat = min(max(point.lat, self.min_lat), self.max_lat)
+        lon = min(max(point.lon, self.min_lon), self.max_lon)
+        return haversine_m(point, LatLon(lat, lon))
+
+    def joined(self, other: Bounds) -> Bounds:
+        return Bounds(min(self.min_lon, other.min_lon), min(self.min_lat, other.min_lat),
+                      max(self.max_lon, other.max_lon), max(self.max_lat, other.max_lat))  # fmt: skip
+
+    def area_deg2(self) -> float:
+        return (self.max_lon - self.min_lon) * (self.max_lat - self.min_lat)
+
+
+# Parts of a map's road outline nearer than this to each other are one area: a city's outline
+# breaks at rivers and parks, separate extracts lie tens or hundreds of kilometres apart.
+AREA_GAP_M = 10_000.0
+
+
+def coverage_areas(boxes: Sequence[Bounds], gap_m: float = AREA_GAP_M) -> list[Bounds]:
+    """The areas a map covers: boxes nearer than `gap_m` to each other (directly or through
+    others) joined into one, largest first."""
+    if not boxes:
+        return []
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import connected_components
+
+    box = np.array([b.as_list() for b in boxes])  # min_lon, min_lat, max_lon, max_lat
+    lat_gap = np.maximum(0, np.maximum(box[None, :, 1] - box[:, None, 3], box[:, None, 1] - box[None, :, 3]))
+    lon_gap = np.maximum(0, np.maximum(box[None, :, 0] - box[:, None, 2], box[:, None, 0] - box[None, :, 2]))
+    scale = np.cos(np.radians((box[:, 1] + box[:, 3]) / 2))[:, None]
+    near = np.hypot(lat_gap, lon_gap * scale) * METRES_PER_DEGREE < gap_m
+    _, labels = connected_components(csr_array(near), directed=False)
+    areas = []
+    for label in np.unique(labels):
+        members = box[labels == label]
+        corners = [*members[:, 0:2].min(axis=0), *members[:, 2:4].max(axis=0)]
+        areas.append(Bounds(*(float(v) for v in corners)))
+    return sorted(areas, key=Bounds.area_deg2, reverse=True)

@@ -143,7 +143,7 @@ def open_dataset(
     _child_graph_cache = graph_cache
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
     _child_dataset = Dataset(dataset_dir.name, dataset_dir, manifest)
-    _child_diagnostics = SnapDiagnostics(_child_provider, _child_dataset.bounds, _child_dataset.sample_points)
+    _child_diagnostics = SnapDiagnostics(_child_provider, _child_dataset.areas, _child_dataset.sample_points)
     _child_plugins = resolve(_child_provider, _child_diagnostics)
 
 

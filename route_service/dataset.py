@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from common.datasets import CURRENT, read_current
 from common.errors import DatasetNotReady
-from common.geo import Bounds, LatLon
+from common.geo import Bounds, LatLon, coverage_areas
 from common.vocabulary import VEHICLES
 
 MANIFEST = "manifest.json"  # written last: its presence with "complete" marks the dataset usable
@@ -43,6 +46,20 @@ class Dataset:
         """Where the map has roads (a GeoJSON MultiPolygon from the graph build), if recorded."""
         outline = self._graph_facts().get("outline")
         return outline if isinstance(outline, dict) else None
+
+    @cached_property
+    def areas(self) -> list[Bounds]:
+        """The separate areas the map's roads cover (common.geo.coverage_areas of the outline's
+        parts), largest first; the whole map's box for a dataset without an outline."""
+        polygons = (self.outline or {}).get("coordinates") or []
+        boxes = []
+        for polygon in polygons:
+            ring = np.asarray(polygon[0], dtype=float) if polygon and polygon[0] else None
+            if ring is not None and ring.ndim == 2:
+                boxes.append(Bounds(*(float(v) for v in (*ring.min(axis=0), *ring.max(axis=0)))))
+        if boxes:
+            return coverage_areas(boxes)
+        return [self.bounds] if self.bounds is not None else []
 
     @property
     def vehicles(self) -> tuple[str, ...]:

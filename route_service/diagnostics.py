@@ -62,9 +62,9 @@ def distance_text(metres: float) -> str:
 
 
 class SnapDiagnostics:
-    def __init__(self, roads: RoadNetwork, bounds: Bounds | None, samples: Sequence[LatLon] = ()) -> None:
+    def __init__(self, roads: RoadNetwork, areas: Sequence[Bounds], samples: Sequence[LatLon] = ()) -> None:
         self.roads = roads
-        self.bounds = bounds
+        self.coverage = list(areas)  # the separate areas the map's roads cover (Dataset.areas)
         self.samples = list(samples)
         self._areas: dict[tuple[str, str], list[list[LatLon]]] = {}
         self._lock = threading.Lock()
@@ -108,20 +108,38 @@ class SnapDiagnostics:
         sentences = [
             f"no road usable by {vehicle} within {radius:.0f} m of {point.lat:.6f},{point.lon:.6f} ({nearest_text})"
         ]
-        if self.bounds is not None and not self.bounds.contains(point, margin_m=radius):
-            sentences.append(f"The point lies outside the loaded map, which covers {self.bounds.describe()}")
+        outside = self.outside_message(point, radius)
+        if outside:
+            sentences.append(outside)
         swapped = self.swapped_hint(point, vehicle, route_type)
         if swapped:
             sentences.append(swapped)
         # Sentences, never "; ": that separates one violation from the next in `detail`.
         return ". ".join(sentences)
 
+    def area_of(self, point: LatLon, margin_m: float = 0.0) -> Bounds | None:
+        return next((area for area in self.coverage if area.contains(point, margin_m=margin_m)), None)
+
+    def outside_message(self, point: LatLon, margin_m: float) -> str | None:
+        """Where the map's roads are, for a point outside every area (None inside one): the
+        nearest area, and how many there are (never one box around areas far apart)."""
+        if not self.coverage or self.area_of(point, margin_m) is not None:
+            return None
+        nearest = min(self.coverage, key=lambda area: area.distance_m(point))
+        away = distance_text(nearest.distance_m(point))
+        if len(self.coverage) == 1:
+            return f"The point lies outside the loaded map, which covers {nearest.describe()} ({away} away)"
+        return (
+            f"The point lies outside the loaded map's {len(self.coverage)} areas. The nearest, {away} away, "
+            f"covers {nearest.describe()} (GET /v1/providers lists them all)"
+        )
+
     def swapped_hint(self, point: LatLon, vehicle: str, route_type: str) -> str | None:
         """A hint when latitude and longitude exchanged lands on a road."""
         if abs(point.lon) > 90 or abs(point.lat - point.lon) < 1e-9:
             return None
         exchanged = LatLon(point.lon, point.lat)
-        if self.bounds is not None and not self.bounds.contains(exchanged, margin_m=VEHICLE_TABLE[vehicle].snap_radius_m):
+        if self.outside_message(exchanged, VEHICLE_TABLE[vehicle].snap_radius_m):
             return None
         nearest = self.roads.nearest_road(vehicle, route_type, exchanged)
         if nearest is None or nearest.distance_m > VEHICLE_TABLE[vehicle].snap_radius_m:
@@ -171,17 +189,21 @@ class SnapDiagnostics:
         reached = [{i for i, part in enumerate(np.split(row, ends)) if part.any()} for row in leaving]
         if not reached[0]:
             return []
-        first = points[0][0]
+        first, first_point = points[0]
         return [
-            Violation(
-                name,
-                f"this point lies in another area of the map than {first}, and no {vehicle} road joins the two",
-                NoRouteFound.code,
-                NoRouteFound.type,
-            )
-            for (name, _), its_areas in zip(points, reached, strict=True)
+            Violation(name, self.areas_apart_message(first, first_point, point, vehicle), NoRouteFound.code, NoRouteFound.type)
+            for (name, point), its_areas in zip(points, reached, strict=True)
             if not reached[0] & its_areas
         ]
+
+    def areas_apart_message(self, first: str, first_point: LatLon, point: LatLon, vehicle: str) -> str:
+        """Says that the two points lie in separate areas, and names both areas where known."""
+        message = f"this point lies in another area of the map than {first}, and no {vehicle} road joins the two"
+        margin = VEHICLE_TABLE[vehicle].snap_radius_m
+        here, there = self.area_of(point, margin), self.area_of(first_point, margin)
+        if here is None or there is None or here == there:
+            return message
+        return f"{message}: it lies in the area covering {here.describe()}, {first} in the one covering {there.describe()}"
 
     def references(self, vehicle: str, route_type: str) -> list[LatLon]:
         """Points of the map's largest main network for one profile, found once (one table

@@ -197,6 +197,8 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
         "dataset": dataset.hash,
         "bounds": bounds.as_list() if bounds is not None else None,
         "outline": dataset.outline,
+        # The separate areas the roads cover, largest first: [min_lon, min_lat, max_lon, max_lat].
+        "areas": [area.as_list() for area in dataset.areas],
         "importedAt": manifest.get("created"),
         "sources": [str(i.get("name")) for i in manifest.get("inputs", []) if isinstance(i, dict)],
         "attribution": manifest.get("attribution"),

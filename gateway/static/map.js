@@ -179,10 +179,33 @@
       map.fitBounds(state.coverageBounds, { padding: [20, 20] });
     }
     if (coverage.attribution) map.attributionControl.addAttribution(escapeHtml(coverage.attribution));
-    const sources = (coverage.sources || []).join(", ");
-    $("coverage-text").textContent = `Routing map: ${sources || "loaded"}${
-      coverage.importedAt ? `, imported ${coverage.importedAt}` : ""
-    } (the dashed outline).`;
+    const areas = coverage.areas || [];
+    const describe = (names) => {
+      $("coverage-text").textContent = `Routing map: ${names.length ? `${names.length} area(s): ${names.join(", ")}` : "loaded"}${
+        coverage.importedAt ? `, imported ${coverage.importedAt}` : ""
+      } (the dashed outline).`;
+    };
+    describe(areas.map((_, n) => `area ${n + 1}`));
+    nameAreas(areas).then(describe);
+  }
+
+  // Each area named by the place the geocoder finds at its centre (its city, else its label);
+  // an area the geocoder cannot name keeps its number. The six largest only: a demo token's
+  // burst is 10 requests (RATE_LIMITS), and the page's own calls need the rest.
+  const NAMED_AREAS = 6;
+  async function nameAreas(areas) {
+    return Promise.all(areas.map(async ([west, south, east, north], n) => {
+      if (n >= NAMED_AREAS) return `area ${n + 1}`;
+      try {
+        const answer = await api("GET", "/v1/geocoder/reverse", { query: { lat: (south + north) / 2, lon: (west + east) / 2 } });
+        // Only a place inside the area names it (a geocoder on another map answers its own nearest).
+        const found = (answer.results || []).find(({ coordinate: { lat, lon } }) =>
+          lat >= south && lat <= north && lon >= west && lon <= east);
+        return (found && (found.address.city || found.label)) || `area ${n + 1}`;
+      } catch (error) {
+        return `area ${n + 1}`;
+      }
+    }));
   }
 
   $("fit-coverage").addEventListener("click", () => {

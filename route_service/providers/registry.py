@@ -239,7 +239,7 @@ class ProviderRegistry:
         for optional in (graph, load_valhalla_provider(dataset)):
             if optional is not None:
                 providers[optional.name] = optional
-        diagnostics = SnapDiagnostics(osrm, dataset.bounds, dataset.sample_points)
+        diagnostics = SnapDiagnostics(osrm, dataset.areas, dataset.sample_points)
         return cls(providers, osrm.name, diagnostics, dataset.vehicles)
 
     def preload(self) -> None:

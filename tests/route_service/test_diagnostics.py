@@ -77,7 +77,17 @@ def test_a_point_outside_the_map_is_named_with_the_maps_bounds(loaded: Loaded) -
     message = error.violations[0].message
     assert "no road usable by car within 1000 m" in message
     assert "(the nearest is" in message and "km away)" in message
-    assert f"The point lies outside the loaded map, which covers {loaded.bounds.describe()}" in message
+    areas = loaded.dataset.areas
+    # The five extracts as one map are five areas at least (Heidelberg's extract holds a second
+    # cluster of roads 13 km west of the city's), never one box around them all.
+    assert len(areas) >= (5 if loaded.name == "all" else 1), [a.describe() for a in areas]
+    nearest = min(areas, key=lambda area: area.distance_m(outside(loaded.bounds)))
+    if len(areas) == 1:
+        assert f"The point lies outside the loaded map, which covers {nearest.describe()} (" in message
+    else:
+        assert f"The point lies outside the loaded map's {len(areas)} areas. The nearest, " in message, message
+        assert f"covers {nearest.describe()} (GET /v1/providers lists them all)" in message
+        assert loaded.bounds.describe() not in message
 
 
 def test_exchanged_latitude_and_longitude_get_a_hint(loaded: Loaded) -> None:
@@ -198,7 +208,7 @@ def test_a_dataset_without_samples_keeps_the_engines_error() -> None:
             return ProviderInfo("none", "no roads", EVERY_PROFILE)
 
     original = NoRouteFound("no car route connects the points", parameter="to")
-    explained = SnapDiagnostics(NoRoads(), None).explain(original, [("from", LatLon(1, 1))], "car", "fastest")
+    explained = SnapDiagnostics(NoRoads(), []).explain(original, [("from", LatLon(1, 1))], "car", "fastest")
     assert explained is original
 
 
@@ -218,6 +228,11 @@ def test_a_route_between_two_areas_of_a_merged_map_blames_the_other_area(
     assert isinstance(error, NoRouteFound), error
     assert [v.parameter for v in error.violations] == ["to"], error.detail
     assert "another area of the map than from" in error.detail and "cut off" not in error.detail
+    # Both areas named: Heidelberg's (this point's) and Helsinki's (`from`'s).
+    here = merged.diagnostics.area_of(destination)
+    there = merged.diagnostics.area_of(origin)
+    assert here is not None and there is not None and here != there
+    assert f"it lies in the area covering {here.describe()}, from in the one covering {there.describe()}" in error.detail
     within = merged.providers["osrm"].route(
         RouteQuery(origin, helsinki.diagnostics.references("car", "fastest")[-1], steps=False)
     )
@@ -244,7 +259,7 @@ class TwoAreas:
 
 def test_areas_are_the_main_networks_that_several_samples_lie_on() -> None:
     samples = [LatLon(float(i), 0.0) for i in range(6)]
-    areas = SnapDiagnostics(TwoAreas(), None, samples).areas("car", "fastest")
+    areas = SnapDiagnostics(TwoAreas(), [], samples).areas("car", "fastest")
     assert [[int(p.lat) for p in area] for area in areas] == [[0, 1, 2], [3, 4]]
 
 
