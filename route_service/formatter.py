@@ -264,9 +264,10 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
     """GET /v1/isochrone: a GeoJSON FeatureCollection, one feature per limit, ascending; each
     larger area contains the smaller ones."""
     unit = "s" if query.metric == "time" else "m"
+    ends = result.map_end_reached or [False] * len(result.areas)
     features = [
-        {"type": "Feature", "geometry": area, "properties": {query.metric: plain(value), "unit": unit}}
-        for value, area in zip(query.limits, result.areas, strict=True)
+        {"type": "Feature", "geometry": area, "properties": isochrone_properties(query, value, unit, end)}
+        for value, area, end in zip(query.limits, result.areas, ends, strict=True)
     ]
     return {
         "type": "FeatureCollection",
@@ -279,6 +280,13 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
         "dataset": dataset,
         "attribution": ATTRIBUTION,
     }
+
+
+def isochrone_properties(query: IsochroneQuery, limit: float, unit: str, map_end: bool) -> dict[str, Any]:
+    properties: dict[str, Any] = {query.metric: plain(limit), "unit": unit, "mapEndReached": map_end}
+    if map_end:
+        properties["note"] = "every road reachable from the point lies within this limit: the loaded map ends before it"
+    return properties
 
 
 def plain(value: float) -> int | float:

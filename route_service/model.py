@@ -346,3 +346,6 @@ class IsochroneResult:
 
     origin: Snapped
     areas: list[dict[str, object]]  # GeoJSON geometry objects
+    # Per limit: every road reachable from the point is reached within it, so the loaded map's
+    # roads end before the limit and a larger one gives the same area (empty: not known).
+    map_end_reached: list[bool] = field(default_factory=list)

@@ -529,10 +529,12 @@
   });
 
   // ---- isochrones ---------------------------------------------------------------------------
+  const MAX_ISOCHRONE_MINUTES = 60;
   async function isochrone(point) {
-    const minutes = $("isochrone-minutes").value.split(",").map((x) => Number(x.trim())).filter((x) => x > 0);
-    if (!minutes.length || minutes.length > 4) {
-      notice("Give 1 to 4 numbers of minutes, comma-separated.");
+    // Checked here in minutes, the field's unit (the API's limit is 3600 seconds: 60 minutes).
+    const minutes = $("isochrone-minutes").value.split(",").map((x) => Number(x.trim()));
+    if (!minutes.length || minutes.length > 4 || minutes.some((m) => !(m > 0 && m <= MAX_ISOCHRONE_MINUTES))) {
+      notice(`Give 1 to 4 numbers of minutes above 0 and at most ${MAX_ISOCHRONE_MINUTES}, comma-separated.`);
       return;
     }
     busy("Computing the reachable area…");
@@ -552,8 +554,12 @@
       });
       L.circleMarker([point.lat, point.lon], { radius: 6, color: "#000", className: "isochrone-centre", interactive: false })
         .addTo(layers.isochrone);
-      $("isochrone-text").textContent = `Within ${minutes.join(", ")} min of ${shown(point)} (${answer.provider}).`;
-      status("Reachable areas drawn.");
+      const ended = answer.features.filter((feature) => feature.properties.mapEndReached);
+      const endNote = ended.length
+        ? ` The loaded map's roads end within ${ended[0].properties.time / 60} min: larger areas are the same.`
+        : "";
+      $("isochrone-text").textContent = `Within ${minutes.join(", ")} min of ${shown(point)} (${answer.provider}).${endNote}`;
+      status(`Reachable areas drawn.${endNote}`, ended.length ? "notice" : undefined);
     } catch (error) {
       fail(error);
     }

@@ -44,6 +44,13 @@ class Reach:
     points: np.ndarray
     cost: np.ndarray
 
+    def exhausted_within(self, limits: list[float]) -> list[bool]:
+        """Per limit, whether the search ran out of roads before it: no point reached, however
+        far along a piece leaving the reached part, costs that much."""
+        finite = self.cost[np.isfinite(self.cost)]
+        highest = float(finite.max()) if len(finite) else 0.0
+        return [highest < limit for limit in limits]
+
     def cost_of(self, points: np.ndarray) -> np.ndarray:
         """The cost of any geometry points; inf for those of pieces the search did not reach."""
         return sorted_lookup(self.points, self.cost, points)
@@ -145,6 +152,8 @@ def polygons(road: RoadGraph, snapper: Snapper, vehicle: str, reached: Reach, li
     # half the cell's diagonal (the 15-minute areas missed 2-4 % of the points OSRM reaches
     # that lie in the last cell width of the snapping radius; bench/isochrone.py)
     cost = cell_costs(road, snapper, vehicle, reached, centre_lat, centre_lon, snap_radius_m + cell_m * HALF_DIAGONAL)
+    # Never past the loaded data: over the sea or beyond the extract's edge (graph_engine.data_mask).
+    cost[~road.data_mask.contains(centre_lat, centre_lon)] = np.inf
     shapes: list[shapely.Geometry] = []
     for limit in limits:
         chosen = cost <= limit

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.spatial import cKDTree
 
 from common.vocabulary import VEHICLES
+from route_service.graph_engine.data_mask import DataMask
 from route_service.graph_engine.tiles import EdgeTiles, edge_tiles, node_tiles, to_xyz
 from route_service.graph_format import MODE_YES
 
@@ -58,6 +60,11 @@ class RoadGraph:
         self.limited_pieces = self.a.get("limited_pieces", np.empty(0, dtype=np.int32)).astype(np.int64)
         self.piece_limits = self.a.get("piece_limits", np.empty((0, 5), dtype=np.float32))
         self.vehicles = {vehicle: self._vehicle_graph(vehicle) for vehicle in VEHICLES}
+
+    @cached_property
+    def data_mask(self) -> DataMask:
+        """Where the map has data (graph_engine.data_mask), built on the first isochrone."""
+        return DataMask.of_points(self.a["geom_lat"], self.a["geom_lon"])
 
     def piece_name(self, piece: int) -> str:
         return self.names[int(self.a["piece_name"][piece])]

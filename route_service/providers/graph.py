@@ -134,7 +134,8 @@ class GraphProvider:
         shapes = isochrone.polygons(
             road, self.engine.snapper, query.vehicle, reached, list(query.limits), VEHICLE_TABLE[query.vehicle].snap_radius_m
         )
-        return IsochroneResult(to_snapped(origin, self.engine), [shapely.geometry.mapping(s) for s in shapes])
+        areas = [shapely.geometry.mapping(s) for s in shapes]
+        return IsochroneResult(to_snapped(origin, self.engine), areas, reached.exhausted_within(list(query.limits)))
 
     # ------------------------------------------------------------ matrix
 

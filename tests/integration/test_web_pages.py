@@ -224,8 +224,19 @@ def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platfo
     wait_for(browser, lambda d: count(d, "#matrix tr") == len(stops) + 1, "the matrix")
     assert browser.find_element(By.ID, "mode-isochrone").is_displayed()
     click(browser, "input[name=mode][value=isochrone]")
+    # Minutes are checked as minutes (the API's 3600 s is 60 min), before any request.
+    minutes = browser.find_element(By.ID, "isochrone-minutes")
+    minutes.clear()
+    minutes.send_keys("5,90")
+    click_map_at(browser, *MONACO[6][1:])
+    wait_for(browser, lambda d: "at most 60" in d.find_element(By.ID, "status").text, "the minutes refused")
+    assert count(browser, "path.isochrone") == 0
+    # An hour covers every road of Monaco: the page says the map ends there.
+    minutes.clear()
+    minutes.send_keys("2,60")
     click_map_at(browser, *MONACO[6][1:])
     wait_for(browser, lambda d: count(d, "path.isochrone") > 0, "the isochrones")
+    assert "roads end within 60 min" in browser.find_element(By.ID, "isochrone-text").text
     browser.save_screenshot(str(artifacts / "map-final.png"))
     assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
     assert console_errors(browser) == []

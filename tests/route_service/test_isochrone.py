@@ -104,7 +104,9 @@ async def test_isochrone_over_http(client: Client) -> None:
     body = await response.json()
     assert response.status == 200, body
     assert body["type"] == "FeatureCollection" and body["provider"] == "graph" and body["vehicle"] == "bicycle"
-    assert [f["properties"] for f in body["features"]] == [{"time": 300, "unit": "s"}, {"time": 600, "unit": "s"}]
+    assert [f["properties"] for f in body["features"]] == [
+        {"time": 300, "unit": "s", "mapEndReached": False}, {"time": 600, "unit": "s", "mapEndReached": False}
+    ]
     assert all(f["geometry"]["type"] in ("Polygon", "MultiPolygon") for f in body["features"])
     response = await client.get("/v1/isochrone?point=49.4095,8.6936", headers=PROBLEM)
     assert response.status == 400 and (await response.json())["detail"].startswith("time: ")
@@ -139,3 +141,36 @@ def test_the_search_on_the_area_s_region_reaches_what_the_whole_graph_s_does(
             assert np.allclose(cost, whole[expected])
             checked += len(expected)
     assert checked > 100 and regions, f"{name}: the region search never ran"
+
+
+@pytest.mark.parametrize("name", ["monaco", "helsinki"])
+def test_areas_never_reach_past_the_loaded_data(name: str, city_maps: Callable[[str], ImportResult]) -> None:
+    """Coastal maps: the snapping radius (1 km) no longer pads the area over the sea or past the
+    extract's edge; every point of it lies near some road of the map (the data mask: about two
+    220 m cells, and the area's own cell)."""
+    from scipy.spatial import cKDTree
+
+    from route_service.graph_format import read_graph
+
+    bench = loaded(name, city_maps)
+    road = read_graph(bench.dataset.path / "graph")
+    scale = np.cos(np.radians(road["geom_lat"].mean()))
+    tree = cKDTree(np.column_stack([road["geom_lat"], road["geom_lon"] * scale]))
+    assert bench.registry.diagnostics is not None
+    centre = bench.registry.diagnostics.references("car", "fastest")[0]
+    request = parse_isochrone({"point": f"{centre.lat},{centre.lon}", "time": "900"}, bench.registry)
+    area = shapely.geometry.shape(request.plugin(request.query).areas[0])
+    inside = shapely.points(np.random.default_rng(3).uniform(area.bounds[:2], area.bounds[2:], size=(4000, 2)))
+    points = np.array([(p.y, p.x) for p in inside[shapely.contains(area, inside)]])
+    assert len(points) > 100
+    distance_m, _ = tree.query(np.column_stack([points[:, 0], points[:, 1] * scale]))
+    assert distance_m.max() * 111_195 < 800, "a point of the area lies far from every road of the map"
+
+
+def test_a_limit_past_the_maps_end_says_so(city_maps: Callable[[str], ImportResult]) -> None:
+    """Monaco's roads are all within an hour's drive of the Casino: the hour's area is the whole
+    reachable map, and the answer says so; the 2-minute one does not."""
+    bench = loaded("monaco", city_maps)
+    request = parse_isochrone({"point": "43.7394,7.4276", "time": "120,3600"}, bench.registry)
+    result = request.plugin(request.query)
+    assert result.map_end_reached == [False, True]
