@@ -97,13 +97,23 @@
     }
   });
 
+  // The account console's API keys: a UUID (auth_service.accounts.new_api_key).
+  const API_KEY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
   $("token-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const pasted = $("token-input").value.trim().replace(/^Bearer\s+/i, "");
     $("token-input").value = "";
-    busy("Checking the token…");
     try {
-      await startSession(pasted, null);
+      if (API_KEY.test(pasted)) {
+        // An API key is not a token: exchanged for one (POST /v1/authenticate/apikey).
+        busy("Exchanging the API key for a token…");
+        const answer = await api("POST", "/v1/authenticate/apikey", { body: { apikey: pasted } });
+        await startSession(answer.token, answer.expiresAt);
+      } else {
+        busy("Checking the token…");
+        await startSession(pasted, null);
+      }
     } catch (error) {
       fail(error);
     }
@@ -135,8 +145,8 @@
     $("signin").hidden = true;
     $("session").hidden = $("tools").hidden = false;
     $("session-text").textContent = expiresAt ? `Signed in until ${expiresAt}.` : "Signed in with the token.";
-    useProviders(providers);
-    status("Ready: search, or click on the map.");
+    // An outage stays said until it ends (useProviders), never overwritten by "Ready".
+    if (useProviders(providers)) status("Ready: search, or click on the map.");
   }
 
   function useProviders(answer) {
@@ -154,7 +164,28 @@
     $("mode-isochrone").hidden = !capabilities.isochrone;
     $("isochrone").hidden = !capabilities.isochrone;
     drawCoverage(routing.coverage);
-    if (!routing.available) notice(`Routing is not available: ${routing.reason || "unknown reason"}.`);
+    if (!routing.available) {
+      const missing = [!capabilities.matrix && "the matrix", !capabilities.isochrone && "reachable areas"].filter(Boolean);
+      status(`Routing is not available: ${routing.reason || "unknown reason"}. Routes, tours${
+        missing.length ? `, ${missing.join(" and ")}` : ""} are off until it is back; search still works.`, "error");
+      watchOutage();
+      return false;
+    }
+    return true;
+  }
+
+  // While routing is down, /v1/providers is asked again every 15 s: the page says when it is back.
+  let outageTimer = null;
+  function watchOutage() {
+    clearTimeout(outageTimer);
+    outageTimer = setTimeout(async () => {
+      if (!token) return;
+      try {
+        if (useProviders(await api("GET", "/v1/providers"))) status("Routing is back: search, or click on the map.");
+      } catch (error) {
+        watchOutage();
+      }
+    }, 15000);
   }
 
   function fillSelect(select, values) {
@@ -287,12 +318,18 @@
     if (searchInput.value.trim()) geocode(searchInput.value.trim());
   });
 
+  const COORDINATES = /^\s*(-?\d{1,2}(?:\.\d+)?)\s*,\s*(-?\d{1,3}(?:\.\d+)?)\s*$/;
+
   async function geocode(text) {
     busy("Searching…");
     layers.search.clearLayers();
     $("search-results").replaceChildren();
     try {
-      const answer = await api("GET", "/v1/geocoder", { query: { address: text.slice(0, 500), limit: 5 } });
+      // "lat,lon" typed is a point itself: keyboard entry without the geocoder.
+      const typed = COORDINATES.exec(text);
+      const answer = typed
+        ? { results: [{ coordinate: { lat: Number(typed[1]), lon: Number(typed[2]) }, label: text, type: "coordinates", score: 1 }] }
+        : await api("GET", "/v1/geocoder", { query: { address: text.slice(0, 500), limit: 5 } });
       const results = answer.results || [];
       const bounds = [];
       for (const result of results) {
@@ -376,11 +413,43 @@
       });
       state.routes = answer.routes || [];
       showRoute(0);
+      const moved = drawSnaps([[state.from, answer.snappedFrom, "start"], [state.to, answer.snappedTo, "end"]]);
       const found = state.routes.length;
-      status(`${found} route${found === 1 ? "" : "s"} (${answer.provider}).`);
+      status(`${found} route${found === 1 ? "" : "s"} (${answer.provider}).${moved}`, moved ? "notice" : undefined);
     } catch (error) {
       layers.routes.clearLayers();
-      fail(error);
+      failAt(error, { from: state.from, to: state.to });
+    }
+  }
+
+  // Dashed lines from each clicked point to where the route starts or ends on a road; a point
+  // moved more than MOVED_NOTE_M is said in the status line.
+  const MOVED_NOTE_M = 100;
+  function drawSnaps(pairs) {
+    const notes = [];
+    for (const [clicked, snapped, role] of pairs) {
+      if (!clicked || !snapped) continue;
+      if (snapped.distance > 1) {
+        L.polyline([[clicked.lat, clicked.lon], [snapped.lat, snapped.lon]], {
+          color: "#555", weight: 2, dashArray: "4 4", className: "snap-line", interactive: false,
+        }).addTo(layers.routes);
+      }
+      if (snapped.distance > MOVED_NOTE_M) {
+        notes.push(`the ${role} was moved ${metres(snapped.distance)} to the nearest road${snapped.name ? ` (${snapped.name})` : ""}`);
+      }
+    }
+    return notes.length ? ` Note: ${notes.join("; ")}.` : "";
+  }
+
+  // An error that names a point (`from: …`, `to: …`, `stops[2]: …`) rings that point in red.
+  function failAt(error, points) {
+    fail(error);
+    for (const [name, point] of Object.entries(points)) {
+      if (point && error.message && new RegExp(`(^|; )${name.replace(/[[\]]/g, "\\$&")}: `).test(error.message)) {
+        L.circleMarker([point.lat, point.lon], {
+          radius: 12, color: "#c62828", weight: 3, fill: false, className: "failed-point", interactive: false,
+        }).addTo(layers.routes);
+      }
     }
   }
 
@@ -498,7 +567,7 @@
         answer.solver.optimal ? ", optimal" : ""
       }).${leftOut ? ` ${leftOut} stop(s) left out: no road joins them with the start.` : ""}`, leftOut ? "notice" : undefined);
     } catch (error) {
-      fail(error);
+      failAt(error, Object.fromEntries(state.stops.map((stop, n) => [`stops[${n}]`, stop])));
     }
   });
 

@@ -240,3 +240,57 @@ def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platfo
     browser.save_screenshot(str(artifacts / "map-final.png"))
     assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
     assert console_errors(browser) == []
+
+
+def in_view(driver: Chrome, element_id: str) -> bool:
+    """Whether the element is displayed wholly inside the window."""
+    return bool(driver.execute_script(
+        "const r = document.getElementById(arguments[0]).getBoundingClientRect();"
+        "return r.height > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth;",
+        element_id,
+    ))  # fmt: skip
+
+
+def test_map_on_a_phone_exchanges_an_api_key_and_keeps_the_status_in_view(
+    browser: Chrome, full_platform: Stack, artifacts: Path
+) -> None:
+    """At 390 x 844: the map takes most of the screen, a tap sets a point, the status line is
+    in view after every step, a pasted API key is exchanged for a token, a moved point is drawn
+    and said, and an error rings the point it names."""
+    email = f"phone-{uuid.uuid4().hex[:10]}@example.com"
+    console_ok(full_platform, "add-user", email, "--password", uuid.uuid4().hex, "--tier", "standard")
+    api_key = console_ok(full_platform, "add-apikey", email)
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{full_platform.base_url}/map")
+        wait_for(browser, lambda d: d.execute_script("return Boolean(window.demoMap)"), "the map")
+        assert browser.find_element(By.ID, "map").size["height"] >= browser.execute_script("return innerHeight") / 2
+        browser.find_element(By.ID, "token-input").send_keys(api_key)
+        click(browser, "#token-button")
+        wait_for(browser, lambda d: "Ready" in d.find_element(By.ID, "status").text, "the API key exchanged")
+        assert in_view(browser, "status")
+
+        # A tap 300 m out at sea off Larvotto: the route starts on the nearest road, drawn and said.
+        (_, lat_a, lon_a), (_, lat_b, lon_b) = MONACO[4], MONACO[2]
+        click(browser, "#fit-coverage")
+        click_map_at(browser, lat_a - 0.0005, lon_a + 0.004)
+        wait_for(browser, lambda d: "end" in d.find_element(By.ID, "status").text, "the first point set")
+        assert in_view(browser, "status")
+        click_map_at(browser, lat_b, lon_b)
+        wait_for(browser, lambda d: count(d, "path.route-selected") == 1, "the route")
+        assert count(browser, "path.snap-line") >= 1
+        assert "the start was moved" in browser.find_element(By.ID, "status").text and in_view(browser, "status")
+        browser.save_screenshot(str(artifacts / "map-phone-route.png"))
+
+        assert console_errors(browser) == []
+        # A point far out at sea: the error names `to`, the status says it in view, the point is ringed.
+        click_map_at(browser, lat_a, lon_a)
+        click_map_at(browser, lat_a - 0.03, lon_a + 0.03)
+        wait_for(browser, lambda d: "error" in (d.find_element(By.ID, "status").get_attribute("class") or ""), "the error")
+        assert browser.find_element(By.ID, "status").text.startswith("to: ") and in_view(browser, "status")
+        assert count(browser, "path.failed-point") == 1
+        browser.save_screenshot(str(artifacts / "map-phone-error.png"))
+        errors = console_errors(browser)  # the browser logs the refused request itself, and nothing else
+        assert len(errors) == 1 and "/v1/route?" in errors[0] and "400" in errors[0], errors
+    finally:
+        browser.set_window_size(1400, 1000)
