@@ -97,3 +97,32 @@ def test_every_error_type_lives_in_the_shared_library() -> None:
                 importlib.import_module(module.name)
     outside = [cls.__qualname__ for cls in all_error_classes() if cls.__module__ != "common.errors"]
     assert outside == [], "define error types in common/errors.py"
+
+
+def test_every_operation_sits_in_its_group() -> None:
+    from gateway.docs import TAGS, openapi_spec
+
+    spec = openapi_spec()
+    assert [tag["name"] for tag in spec["tags"]] == [name for name, _, _ in TAGS]
+    untagged = [f"{method} {path}" for path, item in spec["paths"].items() for method, op in item.items() if not op.get("tags")]
+    assert untagged == []
+    assert spec["paths"]["/v1/optimize/stops"]["post"]["tags"] == ["optimization"]
+
+
+def test_optional_parameters_show_an_example_that_try_it_out_does_not_fill_in() -> None:
+    """A pre-filled optional value changes the request (an example avoid area sent a plain
+    route to another provider): examples stand in the words, never as `example`."""
+    from gateway.docs import openapi_spec, parameter
+
+    spec = openapi_spec()
+    checked = 0
+    for item in spec["paths"].values():
+        for operation in item.values():
+            for entry in operation.get("parameters", []):
+                found = parameter(spec, entry)
+                if found.get("in") != "query" or found.get("required"):
+                    continue
+                checked += 1
+                assert "example" not in found and "example" not in found.get("schema", {}), found["name"]
+                assert "Example: `" in found.get("description", ""), found["name"]
+    assert checked > 30

@@ -131,11 +131,22 @@ def test_docs_draw_every_operation_and_try_one_with_a_token(
     assert browser.find_element(By.ID, "error-OPTIMIZE_ERROR_DIAMETER_TOO_LARGE").is_displayed()
 
     # A parameter's type, allowed values, default and limits are on the page.
-    click(browser, "#operations-default-route .opblock-summary-control")
-    wait_for(browser, lambda d: count(d, "#operations-default-route tr[data-param-name]") > 0, "the route's parameters")
-    route_text = browser.find_element(By.ID, "operations-default-route").text
+    click(browser, "#operations-routing-route .opblock-summary-control")
+    wait_for(browser, lambda d: count(d, "#operations-routing-route tr[data-param-name]") > 0, "the route's parameters")
+    route_text = browser.find_element(By.ID, "operations-routing-route").text
     for fact in ("alternatives", "integer", "Default value : 0", "Available values : car", "maximum", "5000"):
         assert fact in route_text, fact
+    # Operations in groups; "Try it out" fills in the required points, never the optional avoid
+    # area (its example stands in the words).
+    assert count(browser, ".opblock-tag-section") == len(spec["tags"])
+    assert "Example: " in browser.find_element(By.CSS_SELECTOR, '#operations-routing-route tr[data-param-name="avoid"]').text
+    click(browser, "#operations-routing-route .try-out__btn")
+    wait_for(browser, lambda d: count(d, '#operations-routing-route tr[data-param-name="avoid"] input') == 1, "the inputs")
+    def value(name: str) -> str:
+        selector = f'#operations-routing-route tr[data-param-name="{name}"] input'
+        return browser.find_element(By.CSS_SELECTOR, selector).get_attribute("value") or ""
+
+    assert value("avoid") == "" and value("from") != ""
 
     # Token entry, then "Try it out" on one operation.
     click(browser, ".auth-wrapper .authorize")
@@ -143,21 +154,21 @@ def test_docs_draw_every_operation_and_try_one_with_a_token(
     browser.find_element(By.CSS_SELECTOR, ".modal-ux input").send_keys(api_token)
     click(browser, ".modal-ux .auth-btn-wrapper .authorize")
     click(browser, ".modal-ux .btn-done")
-    click(browser, "#operations-default-providers .opblock-summary-control")
-    wait_for(browser, lambda d: count(d, "#operations-default-providers .try-out__btn") > 0, "Try it out")
-    click(browser, "#operations-default-providers .try-out__btn")
-    click(browser, "#operations-default-providers .execute")
+    click(browser, "#operations-routing-providers .opblock-summary-control")
+    wait_for(browser, lambda d: count(d, "#operations-routing-providers .try-out__btn") > 0, "Try it out")
+    click(browser, "#operations-routing-providers .try-out__btn")
+    click(browser, "#operations-routing-providers .execute")
     status = wait_for(
         browser,
         lambda d: d.find_elements(
-            By.CSS_SELECTOR, "#operations-default-providers .live-responses-table tbody .response-col_status"
+            By.CSS_SELECTOR, "#operations-routing-providers .live-responses-table tbody .response-col_status"
         ),
         "the answer",
     )[0].text
-    answer = browser.find_element(By.CSS_SELECTOR, "#operations-default-providers .live-responses-table").text
+    answer = browser.find_element(By.CSS_SELECTOR, "#operations-routing-providers .live-responses-table").text
     browser.save_screenshot(str(artifacts / "docs.png"))
     assert status.startswith("200"), answer
-    assert "coverage" in answer and "Bearer" in browser.find_element(By.ID, "operations-default-providers").text
+    assert "coverage" in answer and "Bearer" in browser.find_element(By.ID, "operations-routing-providers").text
     assert console_errors(browser) == []
 
 
@@ -292,5 +303,18 @@ def test_map_on_a_phone_exchanges_an_api_key_and_keeps_the_status_in_view(
         browser.save_screenshot(str(artifacts / "map-phone-error.png"))
         errors = console_errors(browser)  # the browser logs the refused request itself, and nothing else
         assert len(errors) == 1 and "/v1/route?" in errors[0] and "400" in errors[0], errors
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_docs_errors_table_fits_a_phone(browser: Chrome, full_platform: Stack) -> None:
+    browser.set_window_size(390, 844)
+    try:
+        browser.get(f"{full_platform.base_url}/docs")
+        wait_for(browser, lambda d: count(d, "#errors tbody tr") > 10, "the errors table")
+        overflow = browser.execute_script(
+            "const t = document.querySelector('#errors table'); return t.scrollWidth - document.documentElement.clientWidth;"
+        )
+        assert overflow <= 0, f"the errors table is {overflow} px wider than the screen"
     finally:
         browser.set_window_size(1400, 1000)
