@@ -21,7 +21,8 @@ install: $(STAMP) $(VENDOR_STAMP)
 $(STAMP): requirements.txt requirements-dev.txt
 	@python_cmd="$$(scripts/find-python.sh)" || exit 1; \
 	  if [ ! -x $(PY) ]; then echo "creating $(VENV) with $$python_cmd"; $$python_cmd -m venv $(VENV); fi
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@echo "installing the pinned packages into $(VENV) (a minute or two on a fresh machine; pip names each one)"
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -r requirements-dev.txt
 	@touch $(STAMP)
 
 # Swagger UI (/docs) and Leaflet (/map): pinned npm tarballs fetched with Python's urllib from

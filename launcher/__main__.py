@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from common.config import REPO_ROOT, data_dir
@@ -98,6 +100,30 @@ def demo_credentials() -> tuple[str, str | None]:
     return email, password or (stored[1] if stored else None)
 
 
+def example_route(stack: Stack, token: str, tries: int = 8) -> tuple[str, str] | None:
+    """Two points of the loaded map that the platform routes between, 0.5 to 5 km apart, for
+    the welcome's example (a fixed Helsinki pair failed on any other map): the map's sampled
+    road nodes in its largest area, each pair asked once (within a demo token's burst)."""
+    from common.geo import haversine_m
+    from route_service.dataset import current_dataset
+
+    try:
+        dataset = current_dataset(stack.data_dir / IMPORTERS["route_service"])
+    except Exception:  # no example rather than no welcome
+        return None
+    area = dataset.areas[0] if dataset.areas else None
+    points = [p for p in dataset.sample_points if area is None or area.contains(p)]
+    pairs = [(a, b) for a, b in itertools.pairwise(points) if 500 <= haversine_m(a, b) <= 5000]
+    for a, b in pairs[:tries]:
+        text = f"{a.lat:.5f},{a.lon:.5f}", f"{b.lat:.5f},{b.lon:.5f}"
+        url = f"{stack.base_url}/v1/route?from={text[0]}&to={text[1]}"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})  # noqa: S310 - loopback
+        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310
+            if answer.status == 200:
+                return text
+    return None
+
+
 def print_welcome(stack: Stack) -> None:
     base = stack.base_url
     print(f"\nThe platform is up: {base}  (docs: {base}/docs, map: {base}/map, spec: {base}/v1/openapi.json)")
@@ -109,9 +135,9 @@ def print_welcome(stack: Stack) -> None:
         print(f"  curl -s -X POST {base}/v1/authenticate -H 'Content-Type: application/json' \\")
         print(f'       -d \'{{"user": "{email}", "password": "{password or "..."}"}}\'')
         print(f"\nA demo token (1 day, demo rate limits):\n  {token}")
-        print(
-            f"  curl -s '{base}/v1/route?from=60.1699,24.9384&to=60.1640,24.9460' -H 'Authorization: Bearer {token[:16]}...'"
-        )
+        pair = example_route(stack, token) if "route_service" in stack.services else None
+        if pair is not None:
+            print(f"  curl -s '{base}/v1/route?from={pair[0]}&to={pair[1]}' -H 'Authorization: Bearer {token[:16]}...'")
         print("\nMore accounts: .venv/bin/python -m auth_service.console --help")
     print("\nCtrl-C stops everything.", flush=True)
 

@@ -238,15 +238,16 @@ class Stack:
             if port and port in owners:
                 raise StartupError(f"{owners[port]} and {name} are both given port {port}: choose another port ({port_variable(name)})")
             owners[port] = name
+        taken = []
         for name, host, port in self.listeners():
             if name in self.processes:
                 continue  # started by this stack already
             reason = bind_error(host, port)
             if reason:
-                raise StartupError(
-                    f"{name} cannot listen on {host}:{port}: {reason}. Stop what holds port {port}, or choose "
-                    f"another port ({port_variable(name)})"
-                )
+                taken.append(f"{name} cannot listen on {host}:{port}: {reason} (choose another: {port_variable(name)})")
+        if taken:
+            # Every taken port at once: beside another copy, one at a time took eight retries (issue 32).
+            raise StartupError(f"{len(taken)} port(s) taken; stop what holds them, or choose others:\n  " + "\n  ".join(taken))
 
     def restart(self, name: str) -> None:
         """Starts a process that ended again, without waiting for it (launcher.supervisor)."""

@@ -115,10 +115,25 @@ def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: s
         "alternativesRequested": query.alternatives,
         "alternativesFound": max(0, len(result.routes) - 1),
         "emergencyRoutingRadius": query.emergency_radius_m,
-        "notes": result.notes,
+        "notes": [*result.notes, *moved_notes([("from", result.origin), ("to", result.destination)], query.vehicle)],
         "dataset": dataset,
         "attribution": ATTRIBUTION,
     }
+
+
+# A point farther than this from the road it was snapped to is told so in the answer's notes:
+# 100 m is more than a building's depth (a doorstep to its street), less than a block.
+MOVED_NOTE_M = 100.0
+
+
+def moved_notes(points: list[tuple[str, Snapped]], vehicle: str) -> list[str]:
+    """A note per point moved more than MOVED_NOTE_M to reach a road the vehicle may use."""
+    return [
+        f"{name}: the point lies {point.distance_m:.0f} m from the nearest road usable by {vehicle}"
+        f"{f' ({point.name})' if point.name else ''}, where the route {'starts' if name == 'from' else 'ends'}"
+        for name, point in points
+        if point.distance_m > MOVED_NOTE_M
+    ]
 
 
 def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, Any]:

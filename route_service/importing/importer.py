@@ -456,7 +456,9 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
                 f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
             )
         graph = m.get("graph")
-        lines.append(f"  graph: {graph}" if graph else "  graph: not built")
+        # The graph's counts; its sample points and outline are for the service, not for people.
+        shown = {k: v for k, v in (graph or {}).items() if k not in ("sample_points", "outline")}
+        lines.append(f"  graph: {shown}" if graph else "  graph: not built")
         lines.append(ATTRIBUTION)
         return "\n".join(lines)
 

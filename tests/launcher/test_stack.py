@@ -145,3 +145,19 @@ def test_free_ports_are_distinct_and_outside_the_ephemeral_range() -> None:
     ports = [free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
     assert all(20000 <= port < 32768 for port in ports)
+
+
+def test_every_taken_port_is_named_at_once(tmp_path: Path) -> None:
+    with socket.socket() as first, socket.socket() as second:
+        for sock in (first, second):
+            sock.bind(("127.0.0.1", 0))
+            sock.listen()
+        ports = first.getsockname()[1], second.getsockname()[1]
+        stack = Stack(tmp_path, ports={"auth_service": ports[0], "gateway": ports[1]}, services=["auth_service"])
+        stack.redis_port, stack.redis_cache_port = free_port(), free_port()
+        with pytest.raises(StartupError) as refused:
+            stack.start()
+    text = str(refused.value)
+    assert text.startswith("2 port(s) taken")
+    assert f"auth_service cannot listen on 127.0.0.1:{ports[0]}" in text and f"gateway cannot listen on 127.0.0.1:{ports[1]}" in text
+    assert "GATEWAY_PORT" in text and stack.processes == {}
