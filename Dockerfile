@@ -11,7 +11,7 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY common ./common
 COPY gateway ./gateway
 # The /docs and /map pages' browser code: pinned npm tarballs, checked (gateway/vendor.py).
-RUN python -m gateway.vendor
+RUN python -m gateway.vendor --pages-only
 COPY auth_service ./auth_service
 COPY geo_service ./geo_service
 COPY route_service ./route_service

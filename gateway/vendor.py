@@ -39,12 +39,14 @@ class NpmPackage:
     name: str
     version: str
     integrity: str  # "sha512-<base64>", as the registry's `dist.integrity`
-    # Paths inside the tarball (under `package/`) -> where they go under VENDOR_DIR/<name>/.
+    # Paths inside the tarball (under `package/`) -> where they go under <root>/<name>/.
     files: dict[str, str]
+    # Where it goes: the pages' code under the served static folder; test tools elsewhere.
+    root: Path = VENDOR_DIR
 
     @property
     def directory(self) -> Path:
-        return VENDOR_DIR / self.name
+        return self.root / self.name
 
     def tarball_url(self, registry: str) -> str:
         return f"{registry.rstrip('/')}/{self.name}/-/{self.name}-{self.version}.tgz"
@@ -79,7 +81,17 @@ LEAFLET = NpmPackage(
         "LICENSE": "LICENSE",
     },
 )
-PACKAGES = (SWAGGER_UI, LEAFLET)
+# The accessibility checks of the browser tests (tests/integration/test_accessibility.py): never
+# served, so vendored beside the tests (git-ignored).
+AXE_CORE = NpmPackage(
+    name="axe-core",
+    version="4.14.1",
+    integrity="sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==",
+    files={"axe.min.js": "axe.min.js", "LICENSE": "LICENSE"},
+    root=STATIC_DIR.parents[1] / "tests" / "vendor",
+)
+PAGE_PACKAGES = (SWAGGER_UI, LEAFLET)  # what the image needs (`--pages-only`, the Dockerfile)
+PACKAGES = (*PAGE_PACKAGES, AXE_CORE)
 
 
 class VendorError(RuntimeError):
@@ -184,16 +196,17 @@ def machine_registry(environ: dict[str, str] | None = None, files: tuple[Path, .
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    wanted = PAGE_PACKAGES if "--pages-only" in (sys.argv[1:] if argv is None else argv) else PACKAGES
     registry = machine_registry()
-    if not registry and not all(package.installed() for package in PACKAGES):
+    if not registry and not all(package.installed() for package in wanted):
         print(
             "gateway.vendor: no npm registry is configured on this machine: set NPM_REGISTRY, "
             "npm_config_registry or a `registry=` line in ~/.npmrc, then run `make install` again",
             file=sys.stderr,
         )
         return 1
-    for package in PACKAGES:
+    for package in wanted:
         try:
             if vendor(package, registry):
                 print(

@@ -30,4 +30,22 @@
     presets: [window.SwaggerUIBundle.presets.apis],
     layout: "BaseLayout",
   });
+
+  // Accessibility fixes to Swagger UI's own markup, as it draws (axe-core, issue 32): the
+  // servers select and the token input get names, and the deep link inside each operation's
+  // summary button (a link nested in a button) is unwrapped; the button keeps the URL's hash.
+  function mend(node) {
+    const servers = node.querySelector && node.querySelector("#servers");
+    if (servers && !servers.getAttribute("aria-label")) servers.setAttribute("aria-label", "Server");
+    for (const input of node.querySelectorAll ? node.querySelectorAll(".modal-ux input:not([aria-label])") : []) {
+      input.setAttribute("aria-label", "Bearer token");
+    }
+    for (const link of node.querySelectorAll ? node.querySelectorAll(".opblock-summary-control a.nostyle") : []) {
+      link.replaceWith(...link.childNodes);
+    }
+  }
+  new MutationObserver((changes) => {
+    for (const change of changes) for (const node of change.addedNodes) if (node.nodeType === 1) mend(node);
+  }).observe(root, { childList: true, subtree: true });
+  mend(root);
 })();
