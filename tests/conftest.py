@@ -16,6 +16,7 @@ from common.vocabulary import VEHICLES
 from launcher.redis_server import free_port, redis_url, start_redis
 from route_service.importing.importer import ImportResult, Progress, import_maps
 from tests.postgres_server import PostgresServer, PostgresUnavailable
+from tests.route_service.osm_samples import write_cut_off_map
 
 SHARED_OSM = REPO_ROOT.parent / "shared" / "osm"
 # Under CI=true a skip is a failure, unless the data lacks the case (tests/ci_skips.py).
@@ -71,11 +72,13 @@ def shared_osm() -> Path:
 # features are tested on each (the importer's car-fastest profile and the road graph).
 CITIES = ("heidelberg", "munich", "helsinki", "monaco", "andorra")
 EVERY_MAP = (*CITIES, "all")
+# A synthetic map that holds the cases the diagnostics explain (tests.route_service.osm_samples).
+CUT_OFF_MAP = "cut-off"
 
 
 @pytest.fixture(scope="session")
 def city_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Callable[[str], ImportResult]:
-    """`city_maps(name)`: the dataset of one shared extract (or "all") serving every vehicle,
+    """`city_maps(name)`: the dataset of one shared extract (or "all", or CUT_OFF_MAP) serving every vehicle,
     OSRM's car-fastest only (the others from Valhalla and the graph), imported on first use and
     kept for the session."""
     made: dict[str, ImportResult] = {}
@@ -83,6 +86,8 @@ def city_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Cal
     def maps(name: str) -> ImportResult:
         if name not in made:
             inputs = [shared_osm / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
+            if name == CUT_OFF_MAP:
+                inputs = [write_cut_off_map(tmp_path_factory.mktemp("cut-off-osm"))]
             out = tmp_path_factory.mktemp(f"maps-{name}")
             made[name] = import_maps(inputs, out, profiles=["car-fastest"], vehicles=",".join(VEHICLES),
                                      progress=Progress(emit=lambda _line: None))  # fmt: skip

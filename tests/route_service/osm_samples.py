@@ -42,6 +42,45 @@ def write_tiny_map(directory: Path, name: str = "tiny.osm.pbf", lon_offset: floa
     return TinyMap(path, streets[0], streets[1])
 
 
+def write_cut_off_map(directory: Path, name: str = "cut-off.osm.pbf") -> Path:
+    """A map made to hold what the diagnostics explain (the shared extracts may lack them): a
+    main network (a 30 x 30 grid of residential streets, about 100 m apart), a short street
+    2.2 km east of it that no road joins (cut off: no route leaves or reaches it; two nodes, too
+    few for the diagnosis to take it for an area of its own), and a short street 2.2 km north
+    joined to the grid by one one-way link out of it (routes leave it, none reaches it)."""
+    path = directory / name
+    writer = osmium.SimpleWriter(str(path))
+    next_id = iter(range(1, 1_000_000))
+    step = 0.0009  # ~100 m of latitude (~66 m of longitude at 49°N)
+    size = 30
+
+    def node(lat: float, lon: float) -> int:
+        ident = next(next_id)
+        writer.add_node(Node(id=ident, location=(lon, lat)))
+        return ident
+
+    def way(nodes: list[int], **tags: str) -> None:
+        writer.add_way(Way(id=next(next_id), nodes=nodes, tags={"highway": "residential", **tags}))
+
+    try:
+        grid = [[node(49.0 + r * step, 8.0 + c * step) for c in range(size)] for r in range(size)]
+        for r in range(size):
+            way(grid[r], name=f"Row {r}")
+        for c in range(size):
+            way([grid[r][c] for r in range(size)], name=f"Column {c}")
+        # Beyond the 1 km snapping radius: OSRM would snap a point of a tiny piece nearer than
+        # that onto the main network and route it from there.
+        east = 8.0 + (size - 1) * step + 0.03  # ~2.2 km east of the grid
+        way([node(49.0, east), node(49.0 + step, east)], name="Island Street")
+        north = 49.0 + (size - 1) * step + 0.02  # ~2.2 km north of the grid
+        exit_street = [node(north, 8.0), node(north, 8.0 + step)]
+        way(exit_street, name="Exit Street")
+        way([exit_street[0], grid[size - 1][0]], name="Exit Link", oneway="yes")  # out of the piece only
+    finally:
+        writer.close()
+    return path
+
+
 @dataclass(frozen=True)
 class RealWay:
     id: int

@@ -21,7 +21,7 @@ from route_service.importing.importer import ImportResult
 from route_service.model import EVERY_PROFILE, CostQuery, MatrixQuery, ProviderInfo, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.ci_skips import skip_for_data
-from tests.conftest import EVERY_MAP
+from tests.conftest import CUT_OFF_MAP, EVERY_MAP
 
 
 @dataclass(frozen=True)
@@ -154,11 +154,30 @@ def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
     return None
 
 
+@pytest.fixture(scope="module")
+def made_map(city_maps: Callable[[str], ImportResult]) -> Loaded:
+    """A map made to hold every case below, so that they are tested whatever the extracts hold."""
+    result = city_maps(CUT_OFF_MAP)
+    dataset = Dataset(result.hash, result.path, result.record)
+    return Loaded(CUT_OFF_MAP, dataset, ProviderRegistry.load(dataset))
+
+
 @pytest.mark.parametrize("provider", ["osrm", "graph", "valhalla"])
 def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Loaded, provider: str) -> None:
     cut = cut_off_point(loaded, leaves=False, reached=False)
     if cut is None:
         skip_for_data(f"no car road of {loaded.name} is cut off from its main network among 3000 sampled nodes")
+    check_cut_off_blamed(loaded, cut, provider)
+
+
+@pytest.mark.parametrize("provider", ["osrm", "graph", "valhalla"])
+def test_the_cut_off_street_of_the_made_map_is_blamed(made_map: Loaded, provider: str) -> None:
+    cut = cut_off_point(made_map, leaves=False, reached=False)
+    assert cut is not None, "the made map's Island Street is cut off"
+    check_cut_off_blamed(made_map, cut, provider)
+
+
+def check_cut_off_blamed(loaded: Loaded, cut: LatLon, provider: str) -> None:
     start = loaded.main_network()[0]
     plugin = loaded.registry.providers[provider].route
     for origin, destination, blamed in ((cut, start, "from"), (start, cut, "to")):
@@ -177,6 +196,16 @@ def test_a_piece_that_can_be_left_but_not_reached_is_told_so(loaded: Loaded) -> 
     cut = cut_off_point(loaded, leaves=True, reached=False)
     if cut is None:
         skip_for_data(f"no car road of {loaded.name} can be left but not reached among 3000 sampled nodes")
+    check_left_not_reached(loaded, cut)
+
+
+def test_the_exit_street_of_the_made_map_is_told_it_cannot_be_reached(made_map: Loaded) -> None:
+    cut = cut_off_point(made_map, leaves=True, reached=False)
+    assert cut is not None, "the made map's Exit Street is left by a one-way link only"
+    check_left_not_reached(made_map, cut)
+
+
+def check_left_not_reached(loaded: Loaded, cut: LatLon) -> None:
     start = loaded.main_network()[0]
     assert loaded.registry.providers["osrm"].route(RouteQuery(cut, start, steps=False)).routes
     error = route(loaded, start, cut)

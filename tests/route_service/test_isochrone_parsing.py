@@ -182,8 +182,16 @@ def test_the_body_is_a_feature_collection_with_values_and_units() -> None:
         body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), limits, metric), "graph", "d1")
         assert body["type"] == "FeatureCollection" and body["metric"] == metric
         properties = [f["properties"] for f in body["features"]]
-        assert properties == [{metric: limits[0], "unit": unit}, {metric: limits[1], "unit": unit}]
+        assert properties == [
+            {metric: limits[0], "unit": unit, "mapEndReached": False},
+            {metric: limits[1], "unit": unit, "mapEndReached": False},
+        ]
         assert all(f["type"] == "Feature" and f["geometry"] is square for f in body["features"])
+    ended = IsochroneResult(Snapped(LatLon(60.1699, 24.9384), 3.2), [square, square], [False, True])
+    body = isochrone_body(ended, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 3600.0), "time"), "graph", "d1")
+    last = body["features"][1]["properties"]
+    assert last["mapEndReached"] is True and "the loaded map ends before it" in last["note"]
+    assert "note" not in body["features"][0]["properties"]
     body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 600.0)), "graph", "d1")
     assert [type(f["properties"]["time"]) for f in body["features"]] == [int, int], "300, not 300.0"
 
