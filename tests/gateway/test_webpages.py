@@ -101,7 +101,7 @@ def test_static_path_refuses_hidden_files_and_escapes() -> None:
         assert static_path(relative) is None, relative
 
 
-def package_with(files: dict[str, bytes]) -> tuple[vendor.NpmPackage, bytes]:
+def package_with(files: dict[str, bytes], root: Path) -> tuple[vendor.NpmPackage, bytes]:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in files.items():
@@ -110,14 +110,13 @@ def package_with(files: dict[str, bytes]) -> tuple[vendor.NpmPackage, bytes]:
             archive.addfile(info, io.BytesIO(data))
     tarball = buffer.getvalue()
     integrity = "sha512-" + base64.b64encode(hashlib.sha512(tarball).digest()).decode()
-    return vendor.NpmPackage("demo", "1.0.0", integrity, {"dist/a.js": "a.js"}), tarball
+    return vendor.NpmPackage("demo", "1.0.0", integrity, {"dist/a.js": "a.js"}, root=root), tarball
 
 
 def test_vendoring_checks_integrity_and_unpacks_only_the_listed_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vendor, "VENDOR_DIR", tmp_path)
-    package, tarball = package_with({"dist/a.js": b"a()", "dist/other.js": b"b()"})
+    package, tarball = package_with({"dist/a.js": b"a()", "dist/other.js": b"b()"}, tmp_path)
     with pytest.raises(vendor.VendorError, match="integrity mismatch"):
         vendor.check_integrity(tarball + b"x", package.integrity)
     monkeypatch.setattr(vendor, "download", lambda url: tarball)
