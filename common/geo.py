@@ -83,10 +83,6 @@ class Bounds:
         lon = min(max(point.lon, self.min_lon), self.max_lon)
         return haversine_m(point, LatLon(lat, lon))
 
-    def joined(self, other: Bounds) -> Bounds:
-        return Bounds(min(self.min_lon, other.min_lon), min(self.min_lat, other.min_lat),
-                      max(self.max_lon, other.max_lon), max(self.max_lat, other.max_lat))  # fmt: skip
-
     def area_deg2(self) -> float:
         return (self.max_lon - self.min_lon) * (self.max_lat - self.min_lat)
 

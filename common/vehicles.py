@@ -44,8 +44,3 @@ VEHICLE_TABLE: dict[str, Vehicle] = {
     )
 }  # fmt: skip
 MOTORIZED = tuple(name for name, vehicle in VEHICLE_TABLE.items() if vehicle.motorized)
-
-
-def vehicle(name: str) -> Vehicle:
-    """The row of a vehicle the API accepted (a KeyError for any other is a bug, not a 400)."""
-    return VEHICLE_TABLE[name]
