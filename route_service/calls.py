@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from common.geo import LatLon
 from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
 from common.processes import start_pool_process
@@ -67,6 +68,7 @@ from route_service.providers.base import (
 )
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.providers.registry import load_graph_provider, load_valhalla_provider, resolve
+from route_service.providers.surface import SurfaceSnapper
 
 T = TypeVar("T")
 
@@ -144,7 +146,22 @@ def open_dataset(
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
     _child_dataset = Dataset(dataset_dir.name, dataset_dir, manifest)
     _child_diagnostics = SnapDiagnostics(_child_provider, _child_dataset.areas, _child_dataset.sample_points)
-    _child_plugins = resolve(_child_provider, _child_diagnostics)
+    _child_plugins = resolve(_child_provider, _child_diagnostics, ChildSurface())
+
+
+class ChildSurface:
+    """The surface road a point means (providers.surface), from the child's graph provider,
+    loaded on the first point that asks (as the worker's registry does it)."""
+
+    provider: RouteProvider | None = None
+    loaded = False
+
+    def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
+        if not ChildSurface.loaded and _child_dataset is not None:
+            ChildSurface.provider = load_graph_provider(_child_dataset, cache_dir=_child_graph_cache)
+            ChildSurface.loaded = True
+        graph = ChildSurface.provider
+        return graph.surface_point(vehicle, point, max_distance_m) if isinstance(graph, SurfaceSnapper) else None
 
 
 def _plugins() -> tuple[OsrmProvider, Capabilities]:
@@ -163,7 +180,7 @@ def _capabilities(provider: str) -> Capabilities:
     loader = OPTIONAL_PROVIDERS.get(provider)
     if provider not in _child_optional and loader is not None and _child_dataset is not None:
         loaded = loader(_child_dataset)
-        _child_optional[provider] = resolve(loaded, _child_diagnostics) if loaded is not None else None
+        _child_optional[provider] = resolve(loaded, _child_diagnostics, ChildSurface()) if loaded is not None else None
     found = _child_optional.get(provider)
     if found is None:
         raise RuntimeError(f"the large-call process has no {provider} provider")

@@ -17,6 +17,8 @@ Flat numpy arrays, no networkx and no pickles:
     limited_pieces, piece_limits   the pieces with a physical or legal limit (sorted) and, per
                                    row, height m, width m, length m, weight t, axle load t
                                    (inf: none), checked against a truck per request
+    underground_pieces             the pieces below the ground (tunnels, negative layers; sorted):
+                                   snapping prefers a surface road near a point to them
 
 Lengths are metres on the sphere of `common.geo.EARTH_RADIUS_M`, the one the engine snaps on.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 GRAPH_FILE = "graph.npz"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 MODE_NO = 0
 MODE_YES = 1

@@ -225,6 +225,20 @@ def _quantity(text: str, units: Mapping[str, float]) -> float | None:
     return round(number, 3) if number > 0 else None
 
 
+# A way below the ground: snapping prefers a surface road near a point to it (graph_engine.snap).
+UNDERGROUND_TUNNELS = frozenset({"yes", "culvert"})
+
+
+def is_underground(tags: Mapping[str, str]) -> bool:
+    """A tunnel, a negative layer or `location=underground` (a building passage is at ground
+    level and stays a surface road)."""
+    return (
+        tags.get("tunnel") in UNDERGROUND_TUNNELS
+        or tags.get("location") == "underground"
+        or bool(re.fullmatch(r"\s*-\s*[1-9][0-9]*\s*", tags.get("layer", "")))
+    )
+
+
 def way_limits(tags: Mapping[str, str]) -> tuple[float, ...] | None:
     """(height m, width m, length m, weight t, axle load t) of a way, inf where none; None when
     the way has no limit at all (most ways)."""

@@ -42,6 +42,11 @@ class GraphEngine:
         """Nearest point on a road `vehicle` may use (see `Snapper.snap`)."""
         return self.snapper.snap(vehicle, lat, lon, max_distance_m=max_distance_m, radius_m=radius_m)
 
+    def surface_instead(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float) -> SnapPoint | None:
+        """The surface road a point means where its nearest road lies below the ground (see
+        `Snapper.surface_instead`)."""
+        return self.snapper.surface_instead(vehicle, lat, lon, max_distance_m=max_distance_m)
+
     def shortest_path(self, vehicle: str, route_type: str, origin: SnapPoint, dest: SnapPoint,
                       radius_m: float = 0.0, closed_pieces: np.ndarray | None = None) -> PathResult | None:  # fmt: skip
         """The best path between two snapped points, never through `closed_pieces`; None when none exists."""

@@ -59,6 +59,9 @@ class RoadGraph:
         # pieces with a height, width, length, weight or axle-load limit (graph_format), few
         self.limited_pieces = self.a.get("limited_pieces", np.empty(0, dtype=np.int32)).astype(np.int64)
         self.piece_limits = self.a.get("piece_limits", np.empty((0, 5), dtype=np.float32))
+        # per piece: below the ground (graph_format underground_pieces); snapping prefers the surface
+        self.underground = np.zeros(self.n_pieces, dtype=bool)
+        self.underground[self.a.get("underground_pieces", np.empty(0, dtype=np.int32))] = True
         self.vehicles = {vehicle: self._vehicle_graph(vehicle) for vehicle in VEHICLES}
 
     @cached_property

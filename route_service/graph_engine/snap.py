@@ -16,6 +16,11 @@ from route_service.graph_format import MODE_YES
 
 SAMPLE_SPACING_M = 20.0  # snapping samples along long segments, so the nearest sample is near the nearest segment
 SNAP_CANDIDATES = 8
+# A point has no height: when its nearest road is a tunnel (or another way below the ground) and
+# a surface road lies at most this much farther, the point means the surface road. The README's
+# truck example, 7.5 m from a service tunnel 3 levels down and 11.6 m from Yliopistonkatu above
+# it, ended in the tunnel (issue 32); 25 m is a GPS fix's and a geocoded address's usual error.
+SURFACE_PREFERENCE_M = 25.0
 SMALL_COMPONENT_NODES = 100  # junctions; smaller strongly connected parts are not snapped to
 # OSRM's "large" component (osrm-extract's --small-component-size): where OSRM snaps a point
 # whose nearest road lies on a smaller part. Isochrones mirror /v1/route's default provider.
@@ -60,12 +65,28 @@ class Snapper:
         """Nearest point on a road `vehicle` may use; with a radius also on emergency-only roads
         that lie entirely within it. None when nothing lies within `max_distance_m`."""
         point = to_xyz(np.array([lat]), np.array([lon]))[0]
-        best = self._snap_tree(vehicle, False, point, max_distance_m, 0.0)
+        best, _ = self._snap_tree(vehicle, False, point, max_distance_m, 0.0)
         if radius_m > 0:
-            relaxed = self._snap_tree(vehicle, True, point, max_distance_m, radius_m)
-            if relaxed is not None and (best is None or relaxed.distance_m < best.distance_m):
+            relaxed, _ = self._snap_tree(vehicle, True, point, max_distance_m, radius_m)
+            if relaxed is not None and (best is None or self._nearer(relaxed, best)):
                 best = relaxed
         return best
+
+    def surface_instead(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float) -> SnapPoint | None:
+        """The surface road a point means when its nearest road is below the ground (None when
+        the nearest road is meant): what other engines are handed instead (providers.surface)."""
+        point = to_xyz(np.array([lat]), np.array([lon]))[0]
+        chosen, nearest = self._snap_tree(vehicle, False, point, max_distance_m, 0.0)
+        return chosen if chosen is not nearest else None
+
+    def _nearer(self, a: SnapPoint, b: SnapPoint) -> bool:
+        """Whether `a` is the better snap: by distance, a road below the ground counted
+        SURFACE_PREFERENCE_M farther."""
+        underground = self.road.underground
+        return bool(
+            a.distance_m + SURFACE_PREFERENCE_M * underground[a.piece]
+            < b.distance_m + SURFACE_PREFERENCE_M * underground[b.piece]
+        )
 
     def tree(self, vehicle: str, emergency: bool, parts: str = "main") -> SampleTree | None:
         """KD-tree of samples along the pieces `vehicle` can use normally (or only in
@@ -104,21 +125,33 @@ class Snapper:
         return cKDTree(samples), owner
 
     def _snap_tree(self, vehicle: str, emergency: bool, point: np.ndarray, max_distance_m: float,
-                   radius_m: float) -> SnapPoint | None:  # fmt: skip
+                   radius_m: float) -> tuple[SnapPoint | None, SnapPoint | None]:  # fmt: skip
+        """The snap chosen (a surface road over a nearer one below the ground) and the nearest."""
         tree = self.tree(vehicle, emergency)
         if tree is None:
-            return None
+            return None, None
         kd, owner = tree
         dist, idx = kd.query(point, k=SNAP_CANDIDATES, distance_upper_bound=max_distance_m + SAMPLE_SPACING_M)
-        segs = np.unique(owner[idx[np.isfinite(dist)]])
-        if emergency:
-            road = self.road
-            pieces = road.point_piece[segs]
-            inside = np.linalg.norm(road.piece_center[pieces] - point, axis=1) + road.piece_radius[pieces] <= radius_m
-            segs = segs[inside]
-        if len(segs) == 0:
-            return None
-        return self._project(segs, point, max_distance_m)
+        segs = self._admitted(np.unique(owner[idx[np.isfinite(dist)]]), point, emergency, radius_m)
+        best = self._project(segs, point, max_distance_m) if len(segs) else None
+        if best is None or not self.road.underground[best.piece]:
+            return best, best
+        # the nearest road is below the ground: a surface road a little farther is meant
+        reach = min(best.distance_m + SURFACE_PREFERENCE_M, max_distance_m)
+        near = self._admitted(np.unique(owner[kd.query_ball_point(point, reach + SAMPLE_SPACING_M)]), point,
+                              emergency, radius_m)  # fmt: skip
+        surface = near[~self.road.underground[self.road.point_piece[near]]]
+        return (self._project(surface, point, reach) if len(surface) else None) or best, best
+
+    def _admitted(self, segs: np.ndarray, point: np.ndarray, emergency: bool, radius_m: float) -> np.ndarray:
+        """The segments a snap may use: in emergencies only those of pieces entirely within
+        the radius."""
+        if not emergency:
+            return segs
+        road = self.road
+        pieces = road.point_piece[segs]
+        inside = np.linalg.norm(road.piece_center[pieces] - point, axis=1) + road.piece_radius[pieces] <= radius_m
+        return segs[inside]
 
     def _project(self, segs: np.ndarray, point: np.ndarray, max_distance_m: float) -> SnapPoint | None:
         road = self.road

@@ -31,7 +31,15 @@ import shapely
 from common.geo import haversine_m_arrays
 from common.vocabulary import VEHICLES
 from route_service.graph_format import FORMAT_VERSION, MODE_NO, MODE_YES, write_graph
-from route_service.graph_tags import LIMIT_TAGS, DirectionModes, barrier_passers, classify, oneway_of, way_limits
+from route_service.graph_tags import (
+    LIMIT_TAGS,
+    DirectionModes,
+    barrier_passers,
+    classify,
+    is_underground,
+    oneway_of,
+    way_limits,
+)
 
 
 @dataclass
@@ -47,6 +55,7 @@ class WayRecord:
     oneway: int  # 1 forward only, -1 backward only, 0 both
     modes: dict[str, DirectionModes]
     limits: tuple[float, ...] | None = None  # graph_tags.way_limits: checked against a truck per request
+    underground: bool = False  # graph_tags.is_underground: snapping prefers a surface road near it
 
 
 class WayColumns:
@@ -62,6 +71,7 @@ class WayColumns:
         self.backward = {v: array("b") for v in VEHICLES}
         self.speed = {v: array("d") for v in VEHICLES}
         self.limits: dict[int, tuple[float, ...]] = {}  # way index -> its limits (few ways have any)
+        self.underground: list[int] = []  # indexes of the ways below the ground (few)
         self.texts: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -73,6 +83,8 @@ class WayColumns:
     def add(self, way: WayRecord) -> None:
         if way.limits is not None:
             self.limits[len(self)] = way.limits
+        if way.underground:
+            self.underground.append(len(self))
         self.refs.extend(way.refs)
         self.lats.extend(way.lats)
         self.lons.extend(way.lons)
@@ -90,6 +102,7 @@ class WayColumns:
     def records(self) -> Iterator[WayRecord]:
         """The ways as records again (the networkx model reads them so)."""
         texts = list(self.texts)
+        underground = set(self.underground)
         for w in range(len(self)):
             start, end = self.ref_ptr[w], self.ref_ptr[w + 1]
             modes = {
@@ -100,6 +113,7 @@ class WayColumns:
             yield WayRecord(
                 self.osm_id[w], list(self.refs[start:end]), list(self.lats[start:end]), list(self.lons[start:end]),
                 texts[self.highway[w]], texts[self.name[w]], self.oneway[w], modes, self.limits.get(w),
+                w in underground,
             )  # fmt: skip
 
 
@@ -156,6 +170,7 @@ def way_record(way: osmium.osm.Way) -> WayRecord | None:
         oneway_of(tags, "car"),
         modes,
         way_limits(tags),
+        is_underground(tags),
     )
 
 
@@ -199,6 +214,7 @@ def assemble(ways: WayColumns, barriers: Mapping[int, frozenset[str]]) -> dict[s
         **geometry,
         **piece_texts(ways, piece_way, edges),
         **piece_limits(ways, piece_way),
+        "underground_pieces": np.flatnonzero(np.isin(piece_way, ways.underground)).astype(np.int32),
     }
     return arrays
 

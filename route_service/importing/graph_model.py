@@ -34,7 +34,7 @@ def build_networkx(pbf: Path) -> nx.MultiDiGraph:
     {vehicle: km/h}. Piece geometry: graph attribute `geometry` {piece: (lats, lons)}.
     """
     read = read_pbf(pbf)
-    graph = nx.MultiDiGraph(geometry={}, limits={})
+    graph = nx.MultiDiGraph(geometry={}, limits={}, underground=set())
     ways = list(read.ways.records())
     splits = split_points(ways, read.barriers)
     piece = 0
@@ -67,6 +67,8 @@ def add_piece(
     graph.graph["geometry"][piece] = (lats, lons)
     if way.limits is not None:
         graph.graph["limits"][piece] = way.limits
+    if way.underground:
+        graph.graph["underground"].add(piece)
     common = {"piece": piece, "length_m": length, "highway": way.highway, "name": way.name,
               "oneway": way.oneway, "way_id": way.osm_id}  # fmt: skip
     speeds = {vehicle: m.speed_kmh for vehicle, m in way.modes.items()}
@@ -115,6 +117,7 @@ def export_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
     arrays.update(edge_arrays(graph, index))
     arrays.update(piece_arrays(graph))
     arrays.update(limit_arrays(graph))
+    arrays["underground_pieces"] = np.array(sorted(graph.graph["underground"]), dtype=np.int32)
     return arrays
 
 

@@ -113,6 +113,15 @@ class GraphProvider:
             notes=notes,
         )
 
+    def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
+        """Where another engine should snap `point`: the surface road it means when its nearest
+        road lies below the ground (providers.surface). Only once the graph is open: during a
+        map switch's first seconds (the old graph released first) points go on as given."""
+        if self._engine is None:
+            return None
+        meant = self.engine.surface_instead(vehicle, point.lat, point.lon, max_distance_m=max_distance_m)
+        return None if meant is None else LatLon(meant.lat, meant.lon)
+
     def _snap(self, point: LatLon, vehicle: str, parameter: str, radius_m: float = 0.0) -> SnapPoint:
         limit = VEHICLE_TABLE[vehicle].snap_radius_m
         snapped = self.engine.snap(vehicle, point.lat, point.lon, max_distance_m=limit, radius_m=radius_m)

@@ -30,6 +30,7 @@ from route_service.providers.base import Capabilities, Plugins, RouteProvider
 from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
+from route_service.providers.surface import SurfaceSnapper, surface_first
 
 log = logging.getLogger("route_service.registry")
 # Answers what the default provider cannot, when it can (see the module's docstring). Chosen by
@@ -49,11 +50,23 @@ FALLBACK_FIRST = "valhalla"
 FIRST_FOR = {"isochrone": "graph"}
 
 
-def resolve(provider: RouteProvider, diagnostics: SnapDiagnostics | None = None) -> Capabilities:
-    """A provider's plugins as the service uses them: with `diagnostics`, their snapping errors
-    say which point is at fault and why; the waypoints and cost it lacks are served leg by leg
-    through its route plugin."""
+def resolve(
+    provider: RouteProvider, diagnostics: SnapDiagnostics | None = None, surface: SurfaceSnapper | None = None
+) -> Capabilities:
+    """A provider's plugins as the service uses them: with `surface`, handed the surface road a
+    point means where its nearest road lies below the ground (providers.surface); with
+    `diagnostics`, their snapping errors say which point is at fault and why; the waypoints and
+    cost it lacks are served leg by leg through its route plugin."""
     plugins = provider.plugins()
+    if surface is not None and surface is not provider:  # the graph snaps so itself
+        plugins = dataclasses.replace(
+            plugins,
+            route=surface_first(plugins.route, surface),
+            matrix=plugins.matrix and surface_first(plugins.matrix, surface),
+            waypoints=plugins.waypoints and surface_first(plugins.waypoints, surface),
+            cost=plugins.cost and surface_first(plugins.cost, surface),
+            detour=plugins.detour and surface_first(plugins.detour, surface),
+        )
     if diagnostics is not None:
         plugins = Plugins(
             route=diagnosing(plugins.route, diagnostics),
@@ -95,7 +108,8 @@ class ProviderRegistry:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
         self.sources = dict(providers)  # the providers themselves (`preload`)
-        self.providers = {name: resolve(provider, diagnostics) for name, provider in providers.items()}
+        surface = next((p for p in providers.values() if isinstance(p, SurfaceSnapper)), None)
+        self.providers = {name: resolve(provider, diagnostics, surface) for name, provider in providers.items()}
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics

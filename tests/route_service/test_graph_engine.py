@@ -38,6 +38,10 @@ NODES = {
     32: (49.030, 8.005),
     33: (49.030, 8.010),
     34: (49.034, 8.005),
+    41: (49.040, 8.000),  # cluster 4: a surface street 41 - 42, a tunnel 43 - 44 north of it
+    42: (49.040, 8.010),
+    43: (49.0405, 8.000),  # ~56 m north
+    44: (49.0405, 8.010),
 }
 NODE_TAGS = {32: {"barrier": "bollard"}}
 WAYS = [
@@ -52,6 +56,8 @@ WAYS = [
     (204, [14, 12], {"highway": "residential", "name": "Rechts"}),
     (301, [31, 32, 33], {"highway": "residential", "name": "Pollerweg"}),
     (302, [31, 34, 33], {"highway": "residential", "name": "Umweg"}),
+    (401, [41, 42], {"highway": "residential", "name": "Oberflaeche"}),
+    (402, [43, 44], {"highway": "service", "name": "Tunnel", "tunnel": "yes", "layer": "-2"}),
 ]
 
 
@@ -184,6 +190,18 @@ def test_start_on_the_middle_of_a_road(provider: GraphProvider) -> None:
     assert provider.route(RouteQuery(start, ll(4))).origin.distance_m == pytest.approx(20, abs=1)
     relaxed = provider.route(RouteQuery(start, ll(4), emergency_radius_m=1000)).routes[0]
     assert relaxed.distance_m == pytest.approx(dist(1, 4) + dist(1, 2) / 2, abs=2)
+
+
+def test_a_point_nearest_a_tunnel_snaps_to_the_surface_road_a_little_farther(provider: GraphProvider) -> None:
+    """A point has no height: 40 m from the street and 16 m from the tunnel above it, it means
+    the street (graph_engine.snap.SURFACE_PREFERENCE_M)."""
+    origin = provider.route(RouteQuery(LatLon(49.04036, 8.005), ll(42))).origin
+    assert origin.name == "Oberflaeche" and origin.distance_m == pytest.approx(40, abs=1)
+
+
+def test_a_point_by_a_tunnel_far_from_any_surface_road_snaps_to_the_tunnel(provider: GraphProvider) -> None:
+    origin = provider.route(RouteQuery(LatLon(49.04045, 8.005), ll(44))).origin
+    assert origin.name == "Tunnel" and origin.distance_m == pytest.approx(5.6, abs=1)
 
 
 def test_same_road_both_points(provider: GraphProvider) -> None:

@@ -62,12 +62,15 @@ def node_point(provider: GraphProvider, node: int) -> LatLon:
 
 
 def snappable_nodes(provider: GraphProvider) -> np.ndarray:
-    """Graph nodes at the ends of pieces a car may snap to (in the main network)."""
+    """Graph nodes at the ends of pieces a car may snap to (in the main network), on the
+    surface: a point by a tunnel means the surface road above (graph_engine.snap), which other
+    engines, asked directly, do not know."""
     engine = provider.engine
     tree = engine.snapper.tree("car", False)
     assert tree is not None
     owner = tree[1]
     pieces = np.unique(engine.road.point_piece[owner])
+    pieces = pieces[~engine.road.underground[pieces]]
     return np.unique(np.concatenate([engine.road.piece_u[pieces], engine.road.piece_v[pieces]]))
 
 

@@ -5,17 +5,23 @@ a car may use, so no answer moves one silently (issue 32, item 6), and the examp
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable
 
+import orjson
 import pytest
 
 from common.config import REPO_ROOT
+from common.errors import ParameterErrors
 from common.geo import LatLon
 from route_service.dataset import Dataset
 from route_service.formatter import MOVED_NOTE_M
+from route_service.graph_engine.snap import SURFACE_PREFERENCE_M
 from route_service.importing.importer import ImportResult
 from route_service.model import RouteQuery
+from route_service.parsing import parse_match, parse_route
 from route_service.providers.registry import ProviderRegistry
+from route_service.traces import Trace
 
 POINT = re.compile(
     r"(?P<a>\d{2}\.\d{3,})%2C(?P<b>\d{2}\.\d{3,})"  # from=, to=, point=, focus=
@@ -65,3 +71,60 @@ def test_the_example_routes_route(helsinki: ProviderRegistry) -> None:
     for lat_a, lon_a, lat_b, lon_b in pairs:
         result = helsinki.providers["osrm"].route(RouteQuery(LatLon(lat_a, lon_a), LatLon(lat_b, lon_b), steps=False))
         assert result.routes and not any("the point lies" in note for note in result.notes)
+
+
+ROUTE_URL = re.compile(r'"\$BASE(/v1/route\?[^"]+)"')
+AVOID_JSON = re.compile(r'u\.quote\("(.+?)"\)\)')
+
+
+def example_route_params() -> list[dict[str, str]]:
+    """Every /v1/route example's parameters, $AVOID written out."""
+    block = usage_block()
+    avoid = AVOID_JSON.search(block)
+    assert avoid is not None
+    polygon = avoid.group(1).replace('\\"', '"')
+    found = []
+    for url in ROUTE_URL.findall(block):
+        query = url.split("?", 1)[1].replace("$AVOID", urllib.parse.quote(polygon))
+        found.append(dict(urllib.parse.parse_qsl(query)))
+    return found
+
+
+def test_the_example_routes_go_from_mannerheimintie_to_yliopistonkatu_on_the_surface(
+    helsinki: ProviderRegistry,
+) -> None:
+    """The README's comment: "Mannerheimintie → Yliopistonkatu: 0.9 km, right into Kaivokatu, right
+    into Mikonkatu"; the truck and emergency examples once ended in a service tunnel 3 levels
+    below Yliopistonkatu (issue 32, graph_engine.snap.SURFACE_PREFERENCE_M)."""
+    examples = example_route_params()
+    assert len(examples) >= 4
+    answers = {}
+    for params in examples:
+        parsed = parse_route(params, helsinki)
+        kind = (
+            "emergency"
+            if "emergencyRoutingRadius" in params
+            else "avoid"
+            if "avoid" in params
+            else parsed.query.vehicle
+        )
+        answers[kind] = parsed.plugin(parsed.query)
+    for kind, result in answers.items():
+        assert result.destination.name == "Yliopistonkatu", kind
+        assert result.origin.distance_m <= SURFACE_PREFERENCE_M and result.destination.distance_m <= 15, kind
+    car = answers["car"].routes[0]
+    assert round(car.distance_m / 1000, 1) == 0.9
+    streets = [step.name for leg in car.legs for step in leg.steps]
+    assert "Kaivokatu" in streets and "Mikonkatu" in streets
+    assert answers["emergency"].routes[0].duration_s <= car.duration_s
+
+
+def test_the_example_trace_is_matched_at_every_point(helsinki: ProviderRegistry) -> None:
+    """The /v1/match example once began on Aleksanterinkatu, closed to cars: two points unmatched."""
+    body = re.search(r"/v1/match.*?-d '(.+?)'", usage_block(), re.S)
+    assert body is not None
+    points = [LatLon(p["lat"], p["lon"]) for p in orjson.loads(body.group(1))["points"]]
+    errors = ParameterErrors()
+    parsed = parse_match(Trace(points, None, {}), helsinki, errors)
+    result = parsed.plugin(parsed.query)
+    assert all(result.matched), result.matched
