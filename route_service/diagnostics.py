@@ -39,22 +39,10 @@ MAX_REFERENCES = 8
 # area). On all five shared extracts merged, the 64 samples put 4 on central Helsinki, whose
 # points were otherwise all "cut off" from Heidelberg's network (2026-11-26).
 MIN_AREA_SAMPLES = 2
-
-
-class RoadNetwork(Protocol):
-    """What the diagnosis asks the routing engine."""
-
-    def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> Snapped | None:
-        """The nearest point of a road the vehicle may use, however far (None: no such road)."""
-        ...
-
-    def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
-        """Whether a route exists from each source to each destination (a boolean matrix)."""
-        ...
-
-    def info(self) -> ProviderInfo:
-        """Which vehicles and route types it has loaded (the others it cannot diagnose)."""
-        ...
+# A track point farther than this (or 3 GPS accuracies) from every usable road is off the roads:
+# Valhalla's search radius for a trace point (providers.valhalla.MATCH_SEARCH_RADIUS_M).
+MATCH_REACH_M = 50.0
+MAX_UNMATCHED_DIAGNOSED = 1000
 
 
 def distance_text(metres: float) -> str:
@@ -147,6 +135,30 @@ class SnapDiagnostics:
         return (
             f"With latitude and longitude exchanged ({exchanged.lat:.6f},{exchanged.lon:.6f}) it lies "
             f"{distance_text(nearest.distance_m)} from a road: were they given in the wrong order?"
+        )
+
+    # ------------------------------------------------------------ track points left unmatched
+
+    def unmatched(self, points: Sequence[LatLon], matched: Sequence[bool], vehicle: str, route_type: str,
+                  accuracy_m: float) -> dict[int, str]:  # fmt: skip
+        """Why each unmatched point of a track was left out, for the first MAX_UNMATCHED_DIAGNOSED
+        of them (a nearest-road lookup each, tens of microseconds)."""
+        if not self.roads.info().serves(vehicle, route_type):
+            return {}
+        left_out = [i for i, ok in enumerate(matched) if not ok][:MAX_UNMATCHED_DIAGNOSED]
+        return {i: self.unmatched_reason(points[i], vehicle, route_type, accuracy_m) for i in left_out}
+
+    def unmatched_reason(self, point: LatLon, vehicle: str, route_type: str, accuracy_m: float) -> str:
+        reach = max(MATCH_REACH_M, 3 * accuracy_m)
+        nearest = self.roads.nearest_road(vehicle, route_type, point)
+        if nearest is None or nearest.distance_m > reach:
+            far = "the map has none" if nearest is None else f"the nearest is {distance_text(nearest.distance_m)} away"
+            sentences = [f"no road usable by {vehicle} within {reach:.0f} m ({far})"]
+            outside = self.outside_message(point, reach)
+            return ". ".join([*sentences, outside] if outside else sentences)
+        return (
+            f"{nearest.name or 'a road'} usable by {vehicle} lies {distance_text(nearest.distance_m)} away, but the "
+            "track here joins no road before and after it (a jump, a long gap in time, or turns the roads do not allow)"
         )
 
     # ------------------------------------------------------------ on a piece of road cut off

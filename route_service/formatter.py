@@ -8,7 +8,7 @@ number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -221,10 +221,12 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
     }
 
 
-def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: str) -> dict[str, Any]:
+def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: str,
+               reasons: Mapping[int, str] | None = None) -> dict[str, Any]:  # fmt: skip
     """POST /v1/match: the roads driven (one line per matched stretch), every input point's
-    place on them (a point left out by thinning shares the kept point's before it), and the
-    totals over the matched stretches."""
+    place on them (a point left out by thinning shares the kept point's before it; an unmatched
+    one says why, from `reasons`), and the totals over the matched stretches."""
+    reasons = reasons or {}
     matchings = result.matchings
     thinned = result.thinned or [False] * len(result.snapped)
     weights = [m.last_index - m.first_index + 1 for m in matchings]
@@ -233,7 +235,8 @@ def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: s
     return {
         "geometry": {"type": "MultiLineString", "coordinates": lines},
         "points": [
-            {**match_point(s, index_of(matchings, i)), "thinned": thinned[i]} for i, s in enumerate(result.snapped)
+            {**match_point(s, index_of(matchings, i), reasons.get(i)), "thinned": thinned[i]}
+            for i, s in enumerate(result.snapped)
         ],
         "matchedPoints": sum(result.matched),
         "thinnedPoints": sum(thinned),
@@ -259,9 +262,10 @@ def matching_item(m: Matching) -> dict[str, Any]:
     }
 
 
-def match_point(snapped_point: Snapped | None, matching: int | None) -> dict[str, Any]:
+def match_point(snapped_point: Snapped | None, matching: int | None, reason: str | None = None) -> dict[str, Any]:
     if snapped_point is None:
-        return {"matched": False, "location": None, "road": None, "distance": None, "matching": None}
+        point = {"matched": False, "location": None, "road": None, "distance": None, "matching": None}
+        return {**point, "reason": reason} if reason else point
     return {
         "matched": True,
         "location": {"lat": snapped_point.location.lat, "lon": snapped_point.location.lon},

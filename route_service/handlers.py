@@ -25,6 +25,7 @@ from route_service.formatter import (
     waypoints_body,
 )
 from route_service.matching import Thinned, spacing_m, thinned
+from route_service.model import MatchResult
 from route_service.parsing import (
     parse_isochrone,
     parse_match,
@@ -36,7 +37,7 @@ from route_service.parsing import (
 from route_service.providers.base import MatchRequest
 from route_service.providers.registry import ProviderRegistry
 from route_service.state import STATE_KEY
-from route_service.traces import GPX_MEDIA_TYPES, trace_from_gpx, trace_from_json
+from route_service.traces import DEFAULT_GPS_ACCURACY_M, GPX_MEDIA_TYPES, trace_from_gpx, trace_from_json
 
 
 async def route(request: web.Request) -> web.Response:
@@ -100,8 +101,19 @@ async def match(request: web.Request) -> web.Response:
     parsed, thin, price = await asyncio.to_thread(read_match, raw, request.content_type, query, registry)
     async with state.admission.admit(caller_of(request.headers), price) as admitted:
         result = await unless_gone(request, state.calls.match(parsed, thin))
-    body = await asyncio.to_thread(lambda: dump_json(match_body(result, parsed.query, parsed.provider, dataset.hash)))
+    body = await asyncio.to_thread(
+        lambda: dump_json(match_body(result, parsed.query, parsed.provider, dataset.hash, unmatched(registry, parsed, result)))
+    )
     return web.Response(body=body, content_type="application/json", headers=admitted.headers)
+
+
+def unmatched(registry: ProviderRegistry, parsed: MatchRequest, result: MatchResult) -> dict[int, str]:
+    """Why each unmatched point was left out (route_service.diagnostics)."""
+    query = parsed.query
+    if registry.diagnostics is None or all(result.matched):
+        return {}
+    accuracy = query.gps_accuracy_m or DEFAULT_GPS_ACCURACY_M
+    return registry.diagnostics.unmatched(query.points, result.matched, query.vehicle, query.route_type, accuracy)
 
 
 def read_match(

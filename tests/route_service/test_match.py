@@ -169,3 +169,24 @@ async def test_match_through_valhalla_over_http(client: Client) -> None:
     assert answer["provider"] == "valhalla" and answer["geometry"]["type"] == "MultiLineString"
     assert answer["matchedPoints"] == 3 and len(answer["geometry"]["coordinates"]) == 1
     assert len(answer["geometry"]["coordinates"][0]) >= 2
+
+
+async def test_an_unmatched_point_says_why(client: Client) -> None:
+    """Fixes 270 km south of the map are told their distance to the nearest road and that they
+    lie outside the map; the others, on the roads but unmatched (the jump leaves OSRM no
+    matching), are told so; matched points carry no reason (issue 32: diagnostics on every
+    surface)."""
+    off_road = [{"lat": 47.0, "lon": 8.69330, "time": 1700000060 + i} for i in range(2)]
+    points = [*HEIDELBERG, *off_road]
+    response = await client.post(
+        "/v1/match", data=orjson.dumps({"points": points}), headers={"Content-Type": "application/json"}
+    )
+    body = await response.json()
+    assert response.status == 200, body
+    last = body["points"][-1]
+    assert last["matched"] is False and last["reason"].startswith("no road usable by car within 60 m (the nearest is")
+    assert "The point lies outside the loaded map" in last["reason"]
+    assert body["points"][-2]["reason"] == last["reason"]
+    for point in body["points"][:3]:
+        assert point["matched"] or "usable by car lies" in point["reason"]
+    assert all("reason" not in p for p in body["points"] if p["matched"])
