@@ -45,6 +45,22 @@ MATCH_REACH_M = 50.0
 MAX_UNMATCHED_DIAGNOSED = 1000
 
 
+class RoadNetwork(Protocol):
+    """What the diagnosis asks the routing engine."""
+
+    def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> Snapped | None:
+        """The nearest point of a road the vehicle may use, however far (None: no such road)."""
+        ...
+
+    def reachable(self, vehicle: str, route_type: str, sources: list[LatLon], destinations: list[LatLon]) -> np.ndarray:
+        """Whether a route exists from each source to each destination (a boolean matrix)."""
+        ...
+
+    def info(self) -> ProviderInfo:
+        """Which vehicles and route types it has loaded (the others it cannot diagnose)."""
+        ...
+
+
 def distance_text(metres: float) -> str:
     return f"{metres:.0f} m" if metres < 10_000 else f"{metres / 1000:.0f} km"
 
