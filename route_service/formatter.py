@@ -284,9 +284,10 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
     larger area contains the smaller ones."""
     unit = "s" if query.metric == "time" else "m"
     ends = result.map_end_reached or [False] * len(result.areas)
+    edges: list[bool | None] = list(result.map_edge_reached) or [None] * len(result.areas)
     features = [
-        {"type": "Feature", "geometry": area, "properties": isochrone_properties(query, value, unit, end)}
-        for value, area, end in zip(query.limits, result.areas, ends, strict=True)
+        {"type": "Feature", "geometry": area, "properties": isochrone_properties(query, value, unit, end, edge)}
+        for value, area, end, edge in zip(query.limits, result.areas, ends, edges, strict=True)
     ]
     return {
         "type": "FeatureCollection",
@@ -301,10 +302,17 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
     }
 
 
-def isochrone_properties(query: IsochroneQuery, limit: float, unit: str, map_end: bool) -> dict[str, Any]:
+def isochrone_properties(query: IsochroneQuery, limit: float, unit: str, map_end: bool,
+                         map_edge: bool | None = None) -> dict[str, Any]:  # fmt: skip
+    """A feature's limit and what cut its area: `mapEndReached` (no road left to reach) and,
+    where the provider knows it, `mapEdgeReached` (a road the loaded map cuts was reached)."""
     properties: dict[str, Any] = {query.metric: plain(limit), "unit": unit, "mapEndReached": map_end}
+    if map_edge is not None:
+        properties["mapEdgeReached"] = map_edge
     if map_end:
         properties["note"] = "every road reachable from the point lies within this limit: the loaded map ends before it"
+    elif map_edge:
+        properties["note"] = "the area reaches the edge of the loaded map, where roads go on beyond it: it is cut there"
     return properties
 
 

@@ -349,3 +349,5 @@ class IsochroneResult:
     # Per limit: every road reachable from the point is reached within it, so the loaded map's
     # roads end before the limit and a larger one gives the same area (empty: not known).
     map_end_reached: list[bool] = field(default_factory=list)
+    # Per limit: the area reaches a road the loaded map cuts, so it is cut there too (empty: not known).
+    map_edge_reached: list[bool] = field(default_factory=list)

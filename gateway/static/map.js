@@ -624,11 +624,14 @@
       L.circleMarker([point.lat, point.lon], { radius: 6, color: "#000", className: "isochrone-centre", interactive: false })
         .addTo(layers.isochrone);
       const ended = answer.features.filter((feature) => feature.properties.mapEndReached);
+      const cut = answer.features.filter((feature) => feature.properties.mapEdgeReached);
       const endNote = ended.length
         ? ` The loaded map's roads end within ${ended[0].properties.time / 60} min: larger areas are the same.`
-        : "";
+        : cut.length
+          ? ` From ${cut[0].properties.time / 60} min the area reaches the edge of the loaded map and is cut there.`
+          : "";
       $("isochrone-text").textContent = `Within ${minutes.join(", ")} min of ${shown(point)} (${answer.provider}).${endNote}`;
-      status(`Reachable areas drawn.${endNote}`, ended.length ? "notice" : undefined);
+      status(`Reachable areas drawn.${endNote}`, ended.length || cut.length ? "notice" : undefined);
     } catch (error) {
       fail(error);
     }

@@ -15,10 +15,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import binary_dilation
+from scipy.ndimage import binary_dilation, binary_erosion, binary_fill_holes
 
 MASK_CELL_DEG = 0.002
 MAX_MASK_CELLS = 16_000_000  # 16 MB of booleans: a country's box at a coarser cell
+# A point within this many cells of a cell without data lies at the data's edge (about 450 m).
+EDGE_CELLS = 2
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,11 @@ class DataMask:
         found = np.zeros(len(rows), dtype=bool)
         found[inside] = self.cells[rows[inside], cols[inside]]
         return found
+
+    def near_edge(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+        """Whether each point lies within EDGE_CELLS cells of the data's outer edge (the map's
+        border, a coast): its cell is not in the mask, its holes filled (fields and lakes between
+        roads are no edge: Heidelberg's Römerstraße ends by one), eroded that far."""
+        filled = binary_fill_holes(self.cells)
+        interior = binary_erosion(filled, structure=np.ones((3, 3), dtype=bool), iterations=EDGE_CELLS)
+        return self.contains(lat, lon) & ~DataMask(self.min_lat, self.min_lon, self.cell_deg, interior).contains(lat, lon)

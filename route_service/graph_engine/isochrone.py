@@ -51,6 +51,12 @@ class Reach:
         highest = float(finite.max()) if len(finite) else 0.0
         return [highest < limit for limit in limits]
 
+    def edge_within(self, limits: list[float], edge_points: np.ndarray) -> list[bool]:
+        """Per limit, whether the area reaches a point where the loaded map cuts a road."""
+        costs = self.cost_of(edge_points) if len(edge_points) else np.empty(0)
+        cheapest = float(costs.min()) if len(costs) else np.inf
+        return [cheapest <= limit for limit in limits]
+
     def cost_of(self, points: np.ndarray) -> np.ndarray:
         """The cost of any geometry points; inf for those of pieces the search did not reach."""
         return sorted_lookup(self.points, self.cost, points)

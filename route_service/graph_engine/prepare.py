@@ -45,6 +45,13 @@ class VehicleGraph:
     edge_tiles: EdgeTiles | None = None  # the edges by the tile of their source (region searches)
 
 
+# Roads that go somewhere: a dead end of one is where the loaded map cuts it (isochrones say so).
+MAP_EDGE_HIGHWAYS = frozenset(
+    {"motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary",
+     "secondary_link", "tertiary", "tertiary_link"}
+)  # fmt: skip
+
+
 class RoadGraph:
     """One dataset's road graph: the file's arrays (`a`), each piece's geometry and end nodes,
     and the vehicle graphs."""
@@ -68,6 +75,23 @@ class RoadGraph:
     def data_mask(self) -> DataMask:
         """Where the map has data (graph_engine.data_mask), built on the first isochrone."""
         return DataMask.of_points(self.a["geom_lat"], self.a["geom_lon"])
+
+    @cached_property
+    def edge_points(self) -> np.ndarray:
+        """Geometry points where the loaded map cuts a road: the dead ends of through roads
+        (MAP_EDGE_HIGHWAYS) at the data's edge (the shared extracts keep whole ways, so a road
+        leaving the area ends at its last node outside). Inside the data a through road may end
+        too, at a way left out (a construction site: Rohrbacher Straße in Heidelberg)."""
+        classes = np.array([str(h) in MAP_EDGE_HIGHWAYS for h in self.a["highways"]], dtype=bool)
+        # every piece has an edge each way out of its ends, a barrier's copies a connector to
+        # each other: one edge out of a node is a dead end
+        degree = np.bincount(self.a["edge_src"], minlength=self.n_nodes)
+        through = classes[self.a["piece_highway"]] if len(classes) else np.zeros(self.n_pieces, dtype=bool)
+        ptr = self.a["geom_ptr"]
+        first = np.flatnonzero(through & (degree[self.piece_u] == 1))
+        last = np.flatnonzero(through & (degree[self.piece_v] == 1))
+        ends = np.unique(np.concatenate([ptr[first], ptr[last + 1] - 1]))
+        return ends[self.data_mask.near_edge(self.a["geom_lat"][ends], self.a["geom_lon"][ends])]
 
     def piece_name(self, piece: int) -> str:
         return self.names[int(self.a["piece_name"][piece])]

@@ -144,7 +144,9 @@ class GraphProvider:
             road, self.engine.snapper, query.vehicle, reached, list(query.limits), VEHICLE_TABLE[query.vehicle].snap_radius_m
         )
         areas = [shapely.geometry.mapping(s) for s in shapes]
-        return IsochroneResult(to_snapped(origin, self.engine), areas, reached.exhausted_within(list(query.limits)))
+        limits = list(query.limits)
+        return IsochroneResult(to_snapped(origin, self.engine), areas, reached.exhausted_within(limits),
+                               reached.edge_within(limits, road.edge_points))  # fmt: skip
 
     # ------------------------------------------------------------ matrix
 

@@ -17,6 +17,7 @@ from bench.maps import BenchMap
 from common.errors import ApiError, InvalidParameter
 from route_service.app import create_app
 from route_service.dataset import Dataset
+from route_service.formatter import isochrone_body
 from route_service.graph_engine import isochrone
 from route_service.graph_engine.query_graph import QueryGraph
 from route_service.graph_engine.region import build_region
@@ -105,7 +106,8 @@ async def test_isochrone_over_http(client: Client) -> None:
     assert response.status == 200, body
     assert body["type"] == "FeatureCollection" and body["provider"] == "graph" and body["vehicle"] == "bicycle"
     assert [f["properties"] for f in body["features"]] == [
-        {"time": 300, "unit": "s", "mapEndReached": False}, {"time": 600, "unit": "s", "mapEndReached": False}
+        {"time": 300, "unit": "s", "mapEndReached": False, "mapEdgeReached": False},
+        {"time": 600, "unit": "s", "mapEndReached": False, "mapEdgeReached": False},
     ]
     assert all(f["geometry"]["type"] in ("Polygon", "MultiPolygon") for f in body["features"])
     response = await client.get("/v1/isochrone?point=49.4095,8.6936", headers=PROBLEM)
@@ -174,3 +176,17 @@ def test_a_limit_past_the_maps_end_says_so(city_maps: Callable[[str], ImportResu
     request = parse_isochrone({"point": "43.7394,7.4276", "time": "120,3600"}, bench.registry)
     result = request.plugin(request.query)
     assert result.map_end_reached == [False, True]
+
+
+@pytest.mark.parametrize("name", EVERY_MAP)
+def test_an_area_cut_by_the_maps_edge_says_so(name: str, city_maps: Callable[[str], ImportResult]) -> None:
+    """Every extract cuts its through roads at its edge: the hour's area from the map's centre
+    reaches such a cut and says so; the half-minute one does not (issue 32, item 4)."""
+    bench = loaded(name, city_maps)
+    assert bench.registry.diagnostics is not None
+    centre = bench.registry.diagnostics.references("car", "fastest")[0]
+    request = parse_isochrone({"point": f"{centre.lat},{centre.lon}", "time": "30,3600"}, bench.registry)
+    result = request.plugin(request.query)
+    assert result.map_edge_reached == [False, True]
+    properties = isochrone_body(result, request.query, "graph", "x")["features"][1]["properties"]
+    assert properties["mapEdgeReached"] is True and "note" in properties
