@@ -5,12 +5,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from common.errors import ParameterErrors
 from common.geo import LatLon
 
 MISSING = object()
+# An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
+_SPACE_FOR_PLUS = re.compile(r"^(\d{4}-?\d{2}-?\d{2}T[\d:.,]+) (\d{2}(:?\d{2})?)$")
+INSTANT_EXAMPLE = "2025-03-01T08:00:00+01:00"
+# The calendar ends at 9999-12-31: a start must leave room for the longest tour (1000 stops
+# with a day of service each and long legs: decades at worst) before its arrival times
+# overflow. Generous bounds on both sides, not a statement about useful dates.
+EARLIEST_INSTANT = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST_INSTANT = datetime(9000, 1, 1, tzinfo=UTC)
 _INTEGER = re.compile(r"[+-]?[0-9]{1,12}")
 # A decimal number in ASCII digits. float() alone also takes '1_0', 'nan', 'inf' and other
 # scripts' digits (Arabic-Indic '10' is 10.0), and so does a pattern built on \d, which matches them too.
@@ -127,4 +136,28 @@ def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *,
     if value is None:
         errors.add(name, f"must be true or false, got {raw[:40]!r}")
         return default
+    return value
+
+
+def short(value: Any) -> str:
+    """A bad value echoed in a message, at most 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_instant(raw: str, name: str, errors: ParameterErrors) -> datetime | None:
+    """An ISO 8601 date-time with a UTC offset (`startTime`, `departureTime` …); None, with the
+    violation added, when it is not one."""
+    text = _SPACE_FOR_PLUS.sub(r"\1+\2", raw.strip())
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        errors.add(name, f"must be an ISO 8601 date-time with a UTC offset (e.g. {INSTANT_EXAMPLE}), got {short(raw)}")
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        errors.add(name, f"needs a UTC offset (e.g. {INSTANT_EXAMPLE} or ...Z), got {short(raw)}")
+        return None
+    if not EARLIEST_INSTANT <= value < LATEST_INSTANT:
+        errors.add(name, f"must be from {EARLIEST_INSTANT:%Y-%m-%d} and before {LATEST_INSTANT:%Y-%m-%d}, got {short(raw)}")
+        return None
     return value

@@ -68,7 +68,8 @@ OPTIONAL_EXAMPLES: dict[str, object] = {
     "alternatives": 2, "emergencyRoutingRadius": 500, "height": 4.0, "width": 2.55, "length": 16.5,
     "weight": 40, "axleLoad": 11.5, "gpsAccuracy": 10, "async": "true", "timeLimit": 2, "strict": "true",
     "filename": "trips.csv", "avoid": '{"type":"Polygon","coordinates":[[[24.94,60.168],[24.946,60.168],[24.946,60.171],[24.94,60.171],[24.94,60.168]]]}',
-    "startTime": "2026-11-23T08:00:00+02:00",
+    "startTime": "2026-11-23T08:00:00+02:00", "departureTime": "2026-12-01T08:00:00+01:00",
+    "arrivalTime": "2026-12-01T08:30:00+01:00",
 }  # fmt: skip
 
 

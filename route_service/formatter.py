@@ -32,6 +32,7 @@ from route_service.model import (
     RouteResult,
     Snapped,
     Step,
+    TimeRuleMet,
     WaypointsResult,
 )
 from route_service.providers.base import Capabilities
@@ -116,9 +117,27 @@ def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: s
         "alternativesFound": max(0, len(result.routes) - 1),
         "emergencyRoutingRadius": query.emergency_radius_m,
         "notes": [*result.notes, *moved_notes([("from", result.origin), ("to", result.destination)], query.vehicle)],
+        **timing(result),
         "dataset": dataset,
         "attribution": ATTRIBUTION,
     }
+
+
+def timing(result: RouteResult) -> dict[str, Any]:
+    """With departureTime or arrivalTime (issue 33): when the route leaves and arrives, and the
+    rules by time it met (nothing without a time: the answer holds at any time)."""
+    if result.departure is None or result.arrival is None:
+        return {}
+    return {
+        "departureTime": result.departure.isoformat(timespec="seconds"),
+        "arrivalTime": result.arrival.isoformat(timespec="seconds"),
+        "timeRules": [time_rule(met) for met in result.time_rules],
+    }
+
+
+def time_rule(met: TimeRuleMet) -> dict[str, Any]:
+    return {"way": met.way_id, "road": met.road, "rule": met.rule, "effect": met.effect,
+            "at": met.at.isoformat(timespec="seconds")}  # fmt: skip
 
 
 # A point farther than this from the road it was snapped to is told so in the answer's notes:
@@ -192,6 +211,7 @@ def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
             "isochrone": provider.isochrone is not None,
             "avoidAreas": info.restrictions,
             "truckDimensions": info.restrictions,
+            "timeRules": info.time_rules,
         },
     }
 

@@ -19,6 +19,10 @@ Flat numpy arrays, no networkx and no pickles:
                                    (inf: none), checked against a truck per request
     underground_pieces             the pieces below the ground (tunnels, negative layers; sorted):
                                    snapping prefers a surface road near a point to them
+    timed_pieces, timed_way, timed_tags
+                                   the pieces of ways with rules by time (`<key>:conditional`,
+                                   sorted), per piece an index into timed_tags: each such way's
+                                   tags as JSON with its id as "@id" (route_service.time_rules)
 
 Lengths are metres on the sphere of `common.geo.EARTH_RADIUS_M`, the one the engine snaps on.
 
@@ -34,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 GRAPH_FILE = "graph.npz"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 MODE_NO = 0
 MODE_YES = 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, field
+from datetime import datetime
 from itertools import product
 
 import numpy as np
@@ -58,18 +59,33 @@ DEFAULT_TRUCK = TruckDimensions(height_m=3.5, width_m=2.5, length_m=10.0, weight
 
 
 @dataclass(frozen=True)
+class RouteTime:
+    """When a route is driven (issue 33): leaving at `at`, or arriving by it (`arrival`)."""
+
+    at: datetime
+    arrival: bool = False
+
+    @property
+    def parameter(self) -> str:
+        return "arrivalTime" if self.arrival else "departureTime"
+
+
+@dataclass(frozen=True)
 class Restrictions:
     """What a request adds to the precomputed costs: only providers whose ProviderInfo says
-    `restrictions` answer a request with any."""
+    `restrictions` answer a request with any (and `time_rules` one with a time)."""
 
     avoid: AvoidArea | None = None
     truck: TruckDimensions | None = None
+    time: RouteTime | None = None  # rules by time apply at the time each road is reached
 
     @property
     def parameter(self) -> str | None:
         """The parameter that makes the request need per-request costs (for error messages)."""
         if self.avoid is not None:
             return "avoid"
+        if self.time is not None:
+            return self.time.parameter
         if self.truck is None:
             return None
         given = [name for name, value in zip(TRUCK_PARAMETERS, astuple(self.truck), strict=True) if value is not None]
@@ -156,6 +172,17 @@ class Route:
     emergency_segments: list[EmergencySegment] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TimeRuleMet:
+    """A rule by time that held where a route reached its road (issue 33, item 4)."""
+
+    way_id: int
+    road: str
+    rule: str  # as OSM writes it: `motor_vehicle:conditional=destination @ (Mo-Sa 06:00-11:00)`
+    effect: str  # what it did to the route: "open for reaching a place inside", "closed", "30 km/h"
+    at: datetime  # when the route reached the road
+
+
 @dataclass
 class RouteResult:
     routes: list[Route]
@@ -163,6 +190,10 @@ class RouteResult:
     destination: Snapped
     alternatives_requested: int = 0
     notes: list[str] = field(default_factory=list)
+    # with a time (Restrictions.time): when the route leaves and arrives, and the rules it met
+    departure: datetime | None = None
+    arrival: datetime | None = None
+    time_rules: list[TimeRuleMet] = field(default_factory=list)
 
 
 MATRIX_ANNOTATIONS = ("duration", "distance")
@@ -211,10 +242,19 @@ class ProviderInfo:
     emergency_routing: bool = False
     alternatives: bool = False
     restrictions: bool = False  # avoid areas and truck dimensions (per-request costs)
+    time_rules: bool = False  # OSM's rules by time, at departureTime or arrivalTime (issue 33)
     one_alternative: frozenset[Profile] = frozenset()  # profiles whose routes find one alternative at most
 
     def serves(self, vehicle: str, route_type: str) -> bool:
         return (vehicle, route_type) in self.profiles
+
+    def unmet(self, restrictions: Restrictions) -> str | None:
+        """The parameter of `restrictions` this provider cannot answer (None: it answers all)."""
+        if restrictions.parameter is not None and not self.restrictions:
+            return restrictions.parameter
+        if restrictions.time is not None and not self.time_rules:
+            return restrictions.time.parameter
+        return None
 
     def most_alternatives(self, vehicle: str, route_type: str) -> int:
         if not self.alternatives:

@@ -13,7 +13,16 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
-from common.params import json_kind, number_or_nan, parse_bool, parse_choice, parse_int, parse_latlon, parse_latlon_text
+from common.params import (
+    json_kind,
+    number_or_nan,
+    parse_bool,
+    parse_choice,
+    parse_instant,
+    parse_int,
+    parse_latlon,
+    parse_latlon_text,
+)
 from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from route_service.model import (
@@ -26,6 +35,7 @@ from route_service.model import (
     MatrixQuery,
     Restrictions,
     RouteQuery,
+    RouteTime,
     TruckDimensions,
     WaypointsQuery,
 )
@@ -47,6 +57,7 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     restrictions = Restrictions(
         avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors),
         truck=parse_truck(params, vehicle, errors),
+        time=parse_route_time(params, errors),
     )
     provider = registry.choose(
         name,
@@ -60,6 +71,19 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
     return RouteRequest(query, provider.name, provider.route)
+
+
+def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> RouteTime | None:
+    """`departureTime` or `arrivalTime` (at most one; issue 33): rules by time apply when each
+    road is reached. Without either the route holds at any time, as before."""
+    given = [name for name in ("departureTime", "arrivalTime") if name in params]
+    if len(given) > 1:
+        errors.add("arrivalTime", "give departureTime or arrivalTime, not both")
+        return None
+    if not given:
+        return None
+    at = parse_instant(params[given[0]], given[0], errors)
+    return None if at is None else RouteTime(at, arrival=given[0] == "arrivalTime")
 
 
 # A truck's dimensions per request: name → (TruckDimensions field, largest accepted, unit).

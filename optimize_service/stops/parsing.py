@@ -9,15 +9,14 @@ tier's cap), then the region's diameter (413) — all before any routing.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
 from common.geo import LatLon
-from common.params import number_or_nan, parse_bool, parse_choice
+from common.params import number_or_nan, parse_bool, parse_choice, parse_instant, short
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.costs import Allowance, check_cells
@@ -33,15 +32,6 @@ from optimize_service.stops.model import (
     Stop,
     TourEnds,
 )
-
-# An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
-_SPACE_FOR_PLUS = re.compile(r"^(\d{4}-?\d{2}-?\d{2}T[\d:.,]+) (\d{2}(:?\d{2})?)$")
-START_TIME_EXAMPLE = "2025-03-01T08:00:00+01:00"
-# The calendar ends at 9999-12-31: a start must leave room for the longest tour (1000 stops
-# with a day of service each and long legs: decades at worst) before its arrival times
-# overflow. Generous bounds on both sides, not a statement about useful dates.
-EARLIEST_START_TIME = datetime(1900, 1, 1, tzinfo=UTC)
-LATEST_START_TIME = datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def parse_request(
@@ -147,11 +137,6 @@ def parse_seconds(value: Any, where: str, errors: ParameterErrors, *, default: f
     return float(value)
 
 
-def short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def tour_ends(stops: list[Stop], errors: ParameterErrors) -> TourEnds:
     """The API contract: at most one start and one destination; without a start the first stop starts;
     without a destination the tour is open; one stop both → round trip."""
@@ -200,20 +185,7 @@ def parse_options(
 def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) -> datetime:
     if raw is None:
         return now
-    text = _SPACE_FOR_PLUS.sub(r"\1+\2", raw.strip())
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        errors.add("startTime", f"must be an ISO 8601 date-time with a UTC offset (e.g. {START_TIME_EXAMPLE}), got {short(raw)}")
-        return now
-    if value.tzinfo is None or value.utcoffset() is None:
-        errors.add("startTime", f"needs a UTC offset (e.g. {START_TIME_EXAMPLE} or ...Z), got {short(raw)}")
-        return now
-    if not EARLIEST_START_TIME <= value < LATEST_START_TIME:
-        earliest, latest = f"{EARLIEST_START_TIME:%Y-%m-%d}", f"{LATEST_START_TIME:%Y-%m-%d}"
-        errors.add("startTime", f"must be from {earliest} and before {latest}, got {short(raw)}")
-        return now
-    return value
+    return parse_instant(raw, "startTime", errors) or now
 
 
 def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:

@@ -17,6 +17,7 @@ from route_service.graph_engine.path import PathResult, Stretch
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_engine.search import shortest_path
 from route_service.graph_engine.snap import Snapper, SnapPoint
+from route_service.graph_engine.timed import Overrides, TimedRoads
 from route_service.graph_format import read_graph
 
 __all__ = ["GraphEngine", "PathResult", "SnapPoint", "Stretch"]
@@ -48,10 +49,29 @@ class GraphEngine:
         return self.snapper.surface_instead(vehicle, lat, lon, max_distance_m=max_distance_m)
 
     def shortest_path(self, vehicle: str, route_type: str, origin: SnapPoint, dest: SnapPoint,
-                      radius_m: float = 0.0, closed_pieces: np.ndarray | None = None) -> PathResult | None:  # fmt: skip
-        """The best path between two snapped points, never through `closed_pieces`; None when none exists."""
+                      radius_m: float = 0.0, closed_pieces: np.ndarray | None = None,
+                      timed: Overrides | None = None) -> PathResult | None:  # fmt: skip
+        """The best path between two snapped points, never through `closed_pieces`, with the
+        edge weights of rules by time (`timed`); None when none exists."""
         return shortest_path(self.road, vehicle, route_type, origin, dest, radius_m, bounded=self.use_limit,
-                             closed_pieces=closed_pieces)  # fmt: skip
+                             closed_pieces=closed_pieces, timed=timed)  # fmt: skip
+
+    @property
+    def timed(self) -> TimedRoads:
+        """The roads with rules by time, read on first use in each process (never pickled:
+        their parsed expressions are the opening-hours library's objects)."""
+        found = self.__dict__.get("_timed")
+        if found is None:
+            found = self.__dict__.setdefault("_timed", TimedRoads(self.road))
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        return {key: value for key, value in self.__dict__.items() if key != "_timed"}
+
+    def snap_at(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
+                opened: np.ndarray, closed: np.ndarray) -> SnapPoint | None:  # fmt: skip
+        """Nearest point on a road `vehicle` may use at one time (see `Snapper.snap_at`)."""
+        return self.snapper.snap_at(vehicle, lat, lon, max_distance_m=max_distance_m, opened=opened, closed=closed)
 
     def one_to_many(self, vehicle: str, route_type: str, origin: SnapPoint,
                     dests: list[SnapPoint], closed_pieces: np.ndarray | None = None) -> list[Cell | None]:  # fmt: skip

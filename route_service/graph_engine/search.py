@@ -32,14 +32,19 @@ LIMIT_SPEED_MS = 30 / 3.6  # slow average speed, so the time limit is generous t
 
 def shortest_path(road: RoadGraph, vehicle: str, route_type: str, origin: SnapPoint, dest: SnapPoint,
                   radius_m: float = 0.0, *, bounded: bool = True,
-                  closed_pieces: np.ndarray | None = None) -> PathResult | None:  # fmt: skip
+                  closed_pieces: np.ndarray | None = None,
+                  timed: tuple[np.ndarray, np.ndarray] | None = None) -> PathResult | None:  # fmt: skip
     """The best path between two snapped points; None when none exists. `bounded`: the region
     search first, then the limited search on the whole graph (see the module doc); without it
     the unlimited search on the whole graph, the reference the tests and the benchmark compare
     with. `closed_pieces`: piece ids this query may not use in either direction (avoid areas, a
-    truck's size)."""
+    truck's size). `timed`: (edge positions, weights) of the rules by time at the query's time
+    (graph_engine.timed), under the closures."""
     graph = road.vehicles[vehicle]
-    weights = close_pieces(graph, query_weights(road, graph, route_type, origin, dest, radius_m), closed_pieces)
+    weights = query_weights(road, graph, route_type, origin, dest, radius_m)
+    if timed is not None:
+        weights = weights.with_values(*timed)
+    weights = close_pieces(graph, weights, closed_pieces)
     query = QueryGraph(road, graph, weights)
     found = search(query, origin, dest, route_type, bounded)
     return None if found is None else assemble_path(road, found)

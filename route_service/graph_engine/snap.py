@@ -72,6 +72,31 @@ class Snapper:
                 best = relaxed
         return best
 
+    def snap_at(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float,
+                opened: np.ndarray, closed: np.ndarray) -> SnapPoint | None:  # fmt: skip
+        """Nearest point on a road `vehicle` may use at one time: the normal network without
+        the `closed` pieces, with the `opened` ones (rules by time: graph_engine.timed)."""
+        point = to_xyz(np.array([lat]), np.array([lon]))[0]
+        segs = np.empty(0, dtype=np.int64)
+        tree = self.tree(vehicle, False)
+        if tree is not None:
+            kd, owner = tree
+            dist, idx = kd.query(point, k=4 * SNAP_CANDIDATES, distance_upper_bound=max_distance_m + SAMPLE_SPACING_M)
+            segs = np.unique(owner[idx[np.isfinite(dist)]])
+            segs = segs[~np.isin(self.road.point_piece[segs], closed)]
+        if len(opened):
+            ptr = self.road.a["geom_ptr"]
+            extra = [np.arange(ptr[p], ptr[p + 1] - 1) for p in opened.tolist()]
+            segs = np.concatenate([segs, *extra]).astype(np.int64)
+        if not len(segs):
+            return None
+        best = self._project(segs, point, max_distance_m)
+        if best is None or not self.road.underground[best.piece]:
+            return best
+        surface = segs[~self.road.underground[self.road.point_piece[segs]]]
+        reach = min(best.distance_m + SURFACE_PREFERENCE_M, max_distance_m)
+        return (self._project(surface, point, reach) if len(surface) else None) or best
+
     def surface_instead(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float) -> SnapPoint | None:
         """The surface road a point means when its nearest road is below the ground (None when
         the nearest road is meant): what other engines are handed instead (providers.surface)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import osmium
 import shapely
 
@@ -40,6 +41,7 @@ from route_service.graph_tags import (
     oneway_of,
     way_limits,
 )
+from route_service.time_rules import CONDITIONAL_KEYS, parse_rules
 
 
 @dataclass
@@ -56,6 +58,7 @@ class WayRecord:
     modes: dict[str, DirectionModes]
     limits: tuple[float, ...] | None = None  # graph_tags.way_limits: checked against a truck per request
     underground: bool = False  # graph_tags.is_underground: snapping prefers a surface road near it
+    timed: str | None = None  # tags (JSON, with "@id") of a way with rules by time (route_service.time_rules)
 
 
 class WayColumns:
@@ -72,6 +75,7 @@ class WayColumns:
         self.speed = {v: array("d") for v in VEHICLES}
         self.limits: dict[int, tuple[float, ...]] = {}  # way index -> its limits (few ways have any)
         self.underground: list[int] = []  # indexes of the ways below the ground (few)
+        self.timed: dict[int, str] = {}  # way index -> its tags, for ways with rules by time (few)
         self.texts: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -85,6 +89,8 @@ class WayColumns:
             self.limits[len(self)] = way.limits
         if way.underground:
             self.underground.append(len(self))
+        if way.timed is not None:
+            self.timed[len(self)] = way.timed
         self.refs.extend(way.refs)
         self.lats.extend(way.lats)
         self.lons.extend(way.lons)
@@ -113,7 +119,7 @@ class WayColumns:
             yield WayRecord(
                 self.osm_id[w], list(self.refs[start:end]), list(self.lats[start:end]), list(self.lons[start:end]),
                 texts[self.highway[w]], texts[self.name[w]], self.oneway[w], modes, self.limits.get(w),
-                w in underground,
+                w in underground, self.timed.get(w),
             )  # fmt: skip
 
 
@@ -171,7 +177,16 @@ def way_record(way: osmium.osm.Way) -> WayRecord | None:
         modes,
         way_limits(tags),
         is_underground(tags),
+        timed_tags(tags, way.id),
     )
+
+
+def timed_tags(tags: Mapping[str, str], way_id: int) -> str | None:
+    """A way's tags as JSON when it has rules by time (their keys: time_rules.CONDITIONAL_KEYS):
+    at a time, the rules that hold are written over them and the tag policy reads them again."""
+    if not any(key in tags for key in CONDITIONAL_KEYS):
+        return None
+    return orjson.dumps({**tags, "@id": way_id}).decode()
 
 
 # ---------------------------------------------------------------- the networkx model
@@ -215,6 +230,7 @@ def assemble(ways: WayColumns, barriers: Mapping[int, frozenset[str]]) -> dict[s
         **piece_texts(ways, piece_way, edges),
         **piece_limits(ways, piece_way),
         "underground_pieces": np.flatnonzero(np.isin(piece_way, ways.underground)).astype(np.int32),
+        **piece_timed(ways, piece_way),
     }
     return arrays
 
@@ -377,6 +393,29 @@ def piece_limits(ways: WayColumns, piece_way: np.ndarray) -> dict[str, np.ndarra
     }
 
 
+def piece_timed(ways: WayColumns, piece_way: np.ndarray) -> dict[str, np.ndarray]:
+    """The pieces of ways with rules by time, each with an index into their ways' tags."""
+    order = sorted(ways.timed)
+    pieces = np.flatnonzero(np.isin(piece_way, np.array(order, dtype=np.int64))).astype(np.int32)
+    index = {way: i for i, way in enumerate(order)}
+    return {
+        "timed_pieces": pieces,
+        "timed_way": np.array([index[int(w)] for w in piece_way[pieces]], dtype=np.int32),
+        "timed_tags": np.array([ways.timed[w] for w in order], dtype=str),
+    }
+
+
+def time_rule_counts(tags_table: np.ndarray) -> dict[str, int]:
+    """What the import found of rules by time: applied, not about time (`wet`), unreadable."""
+    counts = {"timed_ways": len(tags_table), "time_rules": 0, "rules_not_about_time": 0, "rules_unparseable": 0}
+    for text in tags_table.tolist():
+        parsed = parse_rules(orjson.loads(text))
+        counts["time_rules"] += len(parsed.rules)
+        counts["rules_not_about_time"] += len(parsed.not_about_time)
+        counts["rules_unparseable"] += len(parsed.unparseable)
+    return counts
+
+
 # ---------------------------------------------------------------- what the map covers
 
 SAMPLE_POINTS = 64
@@ -439,6 +478,7 @@ def build_graph(pbf: Path, out_dir: Path) -> dict[str, Any]:
         "nodes": len(arrays["node_lat"]),
         "edges": len(arrays["edge_src"]),
         "pieces": len(arrays["geom_ptr"]) - 1,
+        **time_rule_counts(arrays["timed_tags"]),
         "build_ms": math.ceil((time.perf_counter() - started) * 1000),
     }
 

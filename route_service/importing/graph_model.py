@@ -34,7 +34,7 @@ def build_networkx(pbf: Path) -> nx.MultiDiGraph:
     {vehicle: km/h}. Piece geometry: graph attribute `geometry` {piece: (lats, lons)}.
     """
     read = read_pbf(pbf)
-    graph = nx.MultiDiGraph(geometry={}, limits={}, underground=set())
+    graph = nx.MultiDiGraph(geometry={}, limits={}, underground=set(), timed={})
     ways = list(read.ways.records())
     splits = split_points(ways, read.barriers)
     piece = 0
@@ -69,6 +69,8 @@ def add_piece(
         graph.graph["limits"][piece] = way.limits
     if way.underground:
         graph.graph["underground"].add(piece)
+    if way.timed is not None:
+        graph.graph["timed"][piece] = way.timed
     common = {"piece": piece, "length_m": length, "highway": way.highway, "name": way.name,
               "oneway": way.oneway, "way_id": way.osm_id}  # fmt: skip
     speeds = {vehicle: m.speed_kmh for vehicle, m in way.modes.items()}
@@ -118,7 +120,19 @@ def export_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
     arrays.update(piece_arrays(graph))
     arrays.update(limit_arrays(graph))
     arrays["underground_pieces"] = np.array(sorted(graph.graph["underground"]), dtype=np.int32)
+    arrays.update(timed_arrays(graph))
     return arrays
+
+
+def timed_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:
+    timed: dict[int, str] = graph.graph["timed"]
+    pieces = sorted(timed)
+    table = list(dict.fromkeys(timed[p] for p in pieces))  # the ways' tags, in the ways' order
+    return {
+        "timed_pieces": np.array(pieces, dtype=np.int32),
+        "timed_way": np.array([table.index(timed[p]) for p in pieces], dtype=np.int32),
+        "timed_tags": np.array(table, dtype=str),
+    }
 
 
 def limit_arrays(graph: nx.MultiDiGraph) -> dict[str, np.ndarray]:

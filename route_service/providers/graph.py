@@ -10,6 +10,7 @@ in a thread pool. Queries arrive validated (`providers.base`).
 from __future__ import annotations
 
 import threading
+from datetime import datetime, tzinfo
 from itertools import groupby
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stret
 from route_service.graph_engine.closures import closed_pieces, exceeded_dimensions
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_engine.shared import shared_engine
+from route_service.graph_engine.timed import ClosedAtTime, RuleMet, TimedPath, keys_of, route_at
 from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
     EVERY_PROFILE,
@@ -38,10 +40,14 @@ from route_service.model import (
     Route,
     RouteQuery,
     RouteResult,
+    RouteTime,
     Snapped,
     Step,
+    TimeRuleMet,
+    TruckDimensions,
 )
 from route_service.providers.base import Plugins
+from route_service.time_rules import CAR_SIZE
 
 GRAPH_DIR = "graph"
 
@@ -87,6 +93,7 @@ class GraphProvider:
             profiles=EVERY_PROFILE,
             emergency_routing=True,
             restrictions=True,
+            time_rules=True,
         )
 
     def plugins(self) -> Plugins:
@@ -95,6 +102,8 @@ class GraphProvider:
     # ------------------------------------------------------------ route
 
     def route(self, query: RouteQuery) -> RouteResult:
+        if query.restrictions.time is not None:
+            return self.route_at(query, query.restrictions.time)
         radius = float(query.emergency_radius_m)
         origin = self._snap(query.origin, query.vehicle, "from", radius)
         dest = self._snap(query.destination, query.vehicle, "to", radius)
@@ -112,6 +121,58 @@ class GraphProvider:
             alternatives_requested=query.alternatives,
             notes=notes,
         )
+
+    def route_at(self, query: RouteQuery, when: RouteTime) -> RouteResult:
+        """The route at a time (issue 33): each road's rules by time as they are when the route
+        reaches it. For an arrival time, the departure is found by routing back from it: the
+        route's own duration, again from the departure that gives (two rounds; a third when the
+        rules changed the duration)."""
+        departure = when.at
+        found = self.timed_path(query, departure)
+        for _ in range(3 if when.arrival else 0):
+            if found.arrival == when.at:
+                break
+            departure = departure - (found.arrival - when.at)
+            found = self.timed_path(query, departure)
+        notes = [f"the {self.name} provider computes no alternative routes; only the best route is returned"] * (
+            query.alternatives > 0
+        )
+        zone = when.at.tzinfo
+        return RouteResult(
+            routes=[to_route(found.path, query.steps)],
+            origin=to_snapped(found.origin, self.engine),
+            destination=to_snapped(found.dest, self.engine),
+            alternatives_requested=query.alternatives,
+            notes=notes,
+            departure=found.departure.astimezone(zone),
+            arrival=found.arrival.astimezone(zone),
+            time_rules=[self.rule_met(m, zone) for m in found.met],
+        )
+
+    def rule_met(self, met: RuleMet, zone: tzinfo | None) -> TimeRuleMet:
+        rule = f"{met.rule.key}:conditional={met.rule.text}"
+        return TimeRuleMet(met.way_id, self.engine.piece_name(met.piece), rule, met.effect, met.at.astimezone(zone))
+
+    def timed_path(self, query: RouteQuery, departure: datetime) -> TimedPath:
+        limit = VEHICLE_TABLE[query.vehicle].snap_radius_m
+        closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
+        ends = (query.origin, query.destination)
+        try:
+            found = route_at(self.engine, query.vehicle, query.route_type, ends, departure,
+                             vehicle_size(query), closed, limit)  # fmt: skip
+        except LookupError as exc:
+            end = int(exc.args[0])
+            point, parameter = ends[end], ("from", "to")[end]
+            raise PointNotRoutable(
+                f"no road usable by {query.vehicle} within {limit:.0f} m of {point.lat:.6f},{point.lon:.6f} "
+                f"at {departure.isoformat(timespec='minutes')}",
+                parameter=parameter,
+            ) from exc
+        except ClosedAtTime as exc:
+            raise closed_at_time(self.engine, query, exc) from exc
+        if found is None:
+            raise no_route(query.vehicle, query.restrictions, self.engine.road)
+        return found
 
     def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
         """Where another engine should snap `point`: the surface road it means when its nearest
@@ -170,6 +231,35 @@ class GraphProvider:
 
 
 # ---------------------------------------------------------------- conversion
+
+
+def vehicle_size(query: RouteQuery) -> dict[str, float] | None:
+    """The size rules by time compare with (`weight>7.5`): a truck's (the request's, else the
+    default truck's), a large car's, none for a bicycle or a walker."""
+    if VEHICLE_TABLE[query.vehicle].takes_dimensions:
+        height, width, length, weight, axle = (query.restrictions.truck or TruckDimensions()).with_defaults()
+        return {"height": height, "width": width, "length": length, "weight": weight, "axleload": axle, "wheels": 4.0}
+    return dict(CAR_SIZE) if VEHICLE_TABLE[query.vehicle].motorized else None
+
+
+def closed_at_time(engine: GraphEngine, query: RouteQuery, closed: ClosedAtTime) -> NoRouteFound:
+    """An end on a road closed when the route reaches it: the road, its rules, the next opening."""
+    parameter = ("from", "to")[closed.end]
+    zone = query.restrictions.time.at.tzinfo if query.restrictions.time else None
+    way = engine.timed.way(closed.piece)
+    rules = ", ".join(f"{r.key}:conditional={r.text}" for r in way.rules if r.key in keys_of(query.vehicle))
+    when = "reached" if closed.end else "left"
+    opens = (
+        f"It next opens at {closed.opens.astimezone(zone).isoformat(timespec='minutes')}"
+        if closed.opens is not None
+        else "It does not open within a year"
+    )
+    return NoRouteFound(
+        f"the point lies on {engine.piece_name(closed.piece) or 'a road'} (way {way.way_id}), closed to "
+        f"{query.vehicle} by its rules by time ({rules}) when {when} at "
+        f"{closed.at.astimezone(zone).isoformat(timespec='minutes')}. {opens}",
+        parameter=parameter,
+    )
 
 
 def to_snapped(point: SnapPoint, engine: GraphEngine) -> Snapped:

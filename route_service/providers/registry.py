@@ -161,15 +161,16 @@ class ProviderRegistry:
             name = capable.name if capable is not None else None
         if name is not None:
             chosen: Capabilities | None = self._named(name, emergency, errors)
-            if restricted_by and chosen is not None and not chosen.info.restrictions:
-                capable = next((c for c in self._ordered(first) if c.info.restrictions), None)
+            unmet = chosen.info.unmet(restrictions) if chosen is not None else None
+            if unmet is not None:
+                capable = next((c for c in self._ordered(first) if c.info.unmet(restrictions) is None), None)
                 hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
-                errors.add(restricted_by, f"the {name} provider does not support {restricted_by}: {hint}")
+                errors.add(unmet, f"the {name} provider does not support {unmet}: {hint}")
         elif restricted_by:
-            chosen = self._serving(vehicle, route_type, serving, first, restricted_by, emergency, alternatives)
+            chosen = self._serving(vehicle, route_type, serving, first, restrictions, emergency, alternatives)
             if chosen is None:  # none serves all of it: the first that restricts says what is missing
                 order = self._ordered(first)
-                chosen = next((c for c in order if c.info.restrictions and self._helps(c, emergency)), None)
+                chosen = next((c for c in order if c.info.unmet(restrictions) is None and self._helps(c, emergency)), None)
         else:
             chosen = self._unnamed(emergency)
         errors.raise_if_any()
@@ -178,7 +179,7 @@ class ProviderRegistry:
             raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
         short = alternatives > chosen.info.most_alternatives(vehicle, route_type)
         if not named and (short or not chosen.info.serves(vehicle, route_type)):
-            chosen = self._serving(vehicle, route_type, serving, first, restricted_by, emergency, alternatives) or chosen
+            chosen = self._serving(vehicle, route_type, serving, first, restrictions, emergency, alternatives) or chosen
         if not chosen.info.serves(vehicle, route_type):
             loaded = ", ".join(f"{v}/{t}" for v, t in sorted(chosen.info.profiles)) or "none"
             others = [c.name for c in self.providers.values() if c.info.serves(vehicle, route_type)]
@@ -204,7 +205,7 @@ class ProviderRegistry:
         route_type: str,
         capability: str,
         first: str,
-        restricted_by: str | None,
+        restrictions: Restrictions,
         emergency: bool,
         alternatives: int = 0,
     ) -> Capabilities | None:
@@ -216,7 +217,7 @@ class ProviderRegistry:
                 for c in self._ordered(first)
                 if c.info.serves(vehicle, route_type)
                 and getattr(c, capability) is not None
-                and (not restricted_by or c.info.restrictions)
+                and c.info.unmet(restrictions) is None
                 and self._helps(c, emergency)
                 and alternatives <= c.info.most_alternatives(vehicle, route_type)
             ),

@@ -135,3 +135,30 @@ def weight_limited(ways: list[RealWay], below_t: float) -> list[RealWay]:
         if limit < below_t and two_way and w.length_m > 150 and haversine_m(w.points[1], w.points[-2]) > 60:
             out.append(w)
     return out
+
+
+@dataclass(frozen=True)
+class ZoneMap:
+    """A pedestrian street open to motor vehicles Mo-Sa 06:00-11:00 for reaching places on it
+    (`Shortcut`, 730 m from west to east) and a 5 km residential detour round it."""
+
+    pbf: Path
+    west: LatLon
+    east: LatLon
+    inside: LatLon  # on the pedestrian street, halfway
+
+
+def write_zone_map(directory: Path, name: str = "zone.osm.pbf") -> ZoneMap:
+    path = directory / name
+    writer = osmium.SimpleWriter(str(path))
+    points = {1: (49.0, 8.0), 2: (49.0, 8.005), 3: (49.0, 8.01), 4: (49.02, 8.0), 5: (49.02, 8.01)}
+    try:
+        for ident, (lat, lon) in points.items():
+            writer.add_node(Node(id=ident, location=(lon, lat)))
+        zone = {"highway": "pedestrian", "name": "Shortcut", "motor_vehicle:conditional": "destination @ (Mo-Sa 06:00-11:00)"}
+        writer.add_way(Way(id=10, nodes=[1, 2], tags=zone))
+        writer.add_way(Way(id=11, nodes=[2, 3], tags=zone))
+        writer.add_way(Way(id=12, nodes=[1, 4, 5, 3], tags={"highway": "residential", "name": "Detour"}))
+    finally:
+        writer.close()
+    return ZoneMap(path, LatLon(*points[1]), LatLon(*points[3]), LatLon(49.0, 8.0025))

@@ -101,13 +101,7 @@ def test_the_example_routes_go_from_mannerheimintie_to_yliopistonkatu_on_the_sur
     answers = {}
     for params in examples:
         parsed = parse_route(params, helsinki)
-        kind = (
-            "emergency"
-            if "emergencyRoutingRadius" in params
-            else "avoid"
-            if "avoid" in params
-            else parsed.query.vehicle
-        )
+        kind = next((k for k in ("emergencyRoutingRadius", "avoid", "departureTime") if k in params), parsed.query.vehicle)
         answers[kind] = parsed.plugin(parsed.query)
     for kind, result in answers.items():
         assert result.destination.name == "Yliopistonkatu", kind
@@ -116,7 +110,8 @@ def test_the_example_routes_go_from_mannerheimintie_to_yliopistonkatu_on_the_sur
     assert round(car.distance_m / 1000, 1) == 0.9
     streets = [step.name for leg in car.legs for step in leg.steps]
     assert "Kaivokatu" in streets and "Mikonkatu" in streets
-    assert answers["emergency"].routes[0].duration_s <= car.duration_s
+    assert answers["emergencyRoutingRadius"].routes[0].duration_s <= car.duration_s
+    assert answers["departureTime"].departure is not None
 
 
 def test_the_example_trace_is_matched_at_every_point(helsinki: ProviderRegistry) -> None:

@@ -1,0 +1,173 @@
+"""Routes that know the time (issue 33): Heidelberg's rules by time, honoured when each road is
+reached — the old town's pedestrian streets open to cars for deliveries Mo-Sa 06:00-11:00, the
+night speed limit on Neckarstaden, the night truck ban on Ludwig-Guttmann-Straße, Plöck closed
+to heavy trucks by day — and the answer lists the rules it met."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from common.errors import ApiError, InvalidParameter, NoRouteFound
+from common.geo import LatLon
+from route_service.app import create_app
+from route_service.dataset import Dataset
+from route_service.formatter import route_body
+from route_service.importing.graph_build import build_graph
+from route_service.importing.importer import ImportResult
+from route_service.model import Restrictions, RouteQuery, RouteTime
+from route_service.parsing import parse_route
+from route_service.providers.graph import GraphProvider
+from route_service.providers.registry import ProviderRegistry
+from tests.route_service.osm_samples import ZoneMap, write_zone_map
+from tests.route_service.test_route_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
+
+BISMARCKPLATZ = "49.4095,8.6936"
+HAUPTSTRASSE = "49.410531,8.698113"  # way 84908668, pedestrian: motor_vehicle destination Mo-Sa 06-11
+NECKARSTADEN = ("49.412499,8.700037", "49.413498,8.709124")  # maxspeed 30 @ 22:00-06:00
+GUTTMANN = "49.413805,8.653752"  # way 24968886: hgv no @ 19:00-6:00
+PLOECK = "49.408794,8.694167"  # way 42440422: access no @ 7:30-19:00 AND weight>7.5
+TUESDAY = "2026-12-01T{}:00+01:00"
+
+
+@pytest.fixture(scope="module")
+def heidelberg(city_maps: Callable[[str], ImportResult]) -> ProviderRegistry:
+    result = city_maps("heidelberg")
+    return ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
+
+
+def answer(registry: ProviderRegistry, **params: str) -> dict[str, Any]:
+    parsed = parse_route({k.replace("_", ""): v for k, v in params.items()}, registry)
+    return route_body(parsed.plugin(parsed.query), parsed.query, parsed.provider, "x")
+
+
+def refusal(registry: ProviderRegistry, **params: str) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        answer(registry, **params)
+    return caught.value
+
+
+def test_a_delivery_inside_the_old_town_in_its_window_ends_on_its_street(heidelberg: ProviderRegistry) -> None:
+    body = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": HAUPTSTRASSE, "departureTime": TUESDAY.format("08:00")})
+    assert body["provider"] == "graph" and body["snappedTo"]["name"] == "Hauptstraße"
+    assert body["snappedTo"]["distance"] < 1
+    assert body["departureTime"] == "2026-12-01T08:00:00+01:00" and body["arrivalTime"] > body["departureTime"]
+    met = {(rule["way"], rule["rule"]): rule["effect"] for rule in body["timeRules"]}
+    assert met[(84908668, "motor_vehicle:conditional=destination @ (Mo-Sa 06:00-11:00)")] == (
+        "open to car only to reach a place inside (destination)"
+    )
+    assert all("bicycle" not in rule for _, rule in met)  # rules for other vehicles are not listed
+
+
+def test_the_same_delivery_after_the_window_is_refused_with_the_next_opening(heidelberg: ProviderRegistry) -> None:
+    error = refusal(heidelberg, **{"from": BISMARCKPLATZ, "to": HAUPTSTRASSE, "departureTime": TUESDAY.format("14:00")})
+    assert isinstance(error, NoRouteFound)
+    violation = error.violations[0]
+    assert violation.parameter == "to" and "Hauptstraße (way 84908668)" in violation.message
+    assert "motor_vehicle:conditional=destination @ (Mo-Sa 06:00-11:00)" in violation.message
+    assert "It next opens at 2026-12-02T06:00+01:00" in violation.message
+
+
+def test_without_a_time_the_route_is_as_before(heidelberg: ProviderRegistry) -> None:
+    body = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": HAUPTSTRASSE})
+    assert body["provider"] == "osrm" and "timeRules" not in body and "departureTime" not in body
+
+
+def test_through_traffic_never_crosses_a_delivery_zone(heidelberg: ProviderRegistry) -> None:
+    """At 08:00 the old town's streets are open for deliveries inside it: a route across the
+    old town to Mönchgasse does not use them."""
+    body = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": "49.4128,8.7117", "departureTime": TUESDAY.format("08:00")})
+    assert not [rule for rule in body["timeRules"] if "only to reach" in rule["effect"]]
+
+
+def test_the_night_speed_limit_slows_the_night_route(heidelberg: ProviderRegistry) -> None:
+    night = answer(heidelberg, **{"from": NECKARSTADEN[0], "to": NECKARSTADEN[1], "departureTime": TUESDAY.format("23:00")})
+    noon = answer(heidelberg, **{"from": NECKARSTADEN[0], "to": NECKARSTADEN[1], "departureTime": TUESDAY.format("12:00")})
+    assert night["routes"][0]["duration"] > noon["routes"][0]["duration"]
+    assert any(rule["effect"] == "speed limit 30 km/h" and rule["road"] == "Neckarstaden" for rule in night["timeRules"])
+    assert not any(rule["effect"].startswith("speed limit") for rule in noon["timeRules"])
+
+
+def test_a_truck_ban_at_night_refuses_a_stop_on_its_street_until_the_morning(heidelberg: ProviderRegistry) -> None:
+    error = refusal(heidelberg, **{"from": BISMARCKPLATZ, "to": GUTTMANN, "vehicle": "truck",
+                                  "departureTime": TUESDAY.format("20:00")})  # fmt: skip
+    assert error.violations[0].parameter == "to" and "It next opens at 2026-12-02T06:00+01:00" in str(error)
+    day = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": GUTTMANN, "vehicle": "truck",
+                                "departureTime": TUESDAY.format("10:00")})  # fmt: skip
+    assert day["snappedTo"]["name"] == "Ludwig-Guttmann-Straße"
+
+
+def test_a_weight_and_time_rule_closes_a_street_to_heavy_trucks_by_day(heidelberg: ProviderRegistry) -> None:
+    """`no @ (7:30-19:00 AND weight>7.5)`: an 18 t truck is refused at 10:00 until 19:00; the
+    default 7.5 t truck reaches Plöck then."""
+    heavy = refusal(heidelberg, **{"from": BISMARCKPLATZ, "to": PLOECK, "vehicle": "truck", "weight": "18",
+                                   "departureTime": TUESDAY.format("10:00")})  # fmt: skip
+    assert "It next opens at 2026-12-01T19:00+01:00" in str(heavy)
+    light = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": PLOECK, "vehicle": "truck",
+                                  "departureTime": TUESDAY.format("10:00")})  # fmt: skip
+    assert light["snappedTo"]["name"] == "Plöck"
+
+
+def test_an_arrival_time_is_met_by_leaving_the_route_s_duration_before(heidelberg: ProviderRegistry) -> None:
+    body = answer(heidelberg, **{"from": BISMARCKPLATZ, "to": HAUPTSTRASSE, "arrivalTime": TUESDAY.format("08:30")})
+    assert body["arrivalTime"] == "2026-12-01T08:30:00+01:00"
+    assert body["departureTime"] < body["arrivalTime"] and body["snappedTo"]["name"] == "Hauptstraße"
+
+
+@pytest.mark.parametrize(
+    ("params", "parameter", "message"),
+    [
+        ({"departureTime": TUESDAY.format("08:00"), "arrivalTime": TUESDAY.format("09:00")}, "arrivalTime", "not both"),
+        ({"departureTime": "tomorrow"}, "departureTime", "ISO 8601"),
+        ({"arrivalTime": "2026-12-01T08:00:00"}, "arrivalTime", "UTC offset"),
+        ({"departureTime": TUESDAY.format("08:00"), "provider": "osrm"}, "departureTime", "use provider=graph"),
+    ],
+)
+def test_bad_times_are_named(heidelberg: ProviderRegistry, params: dict[str, str], parameter: str, message: str) -> None:
+    with pytest.raises(InvalidParameter) as caught:
+        parse_route({"from": BISMARCKPLATZ, "to": HAUPTSTRASSE, **params}, heidelberg)
+    assert caught.value.violations[0].parameter == parameter and message in caught.value.violations[0].message
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory, heidelberg_maps: ImportResult, redis_server: str) -> Client:
+    return await aiohttp_client(create_app(make_config(heidelberg_maps.path.parent, redis_server)))
+
+
+@pytest.mark.parametrize("accept", [PROBLEM, LEGACY])
+async def test_over_http_in_both_formats(client: Client, accept: dict[str, str]) -> None:
+    morning = f"/v1/route?from={BISMARCKPLATZ}&to={HAUPTSTRASSE}&departureTime=2026-12-01T08:00:00%2B01:00"
+    response = await client.get(morning, headers=accept)
+    body = await response.json()
+    assert response.status == 200 and body["timeRules"], body
+    response = await client.get(morning.replace("T08:00", "T14:00"), headers=accept)
+    text = await response.text()
+    assert response.status == 400 and "It next opens at 2026-12-02T06:00+01:00" in text
+
+
+@pytest.fixture(scope="module")
+def zone_map(tmp_path_factory: pytest.TempPathFactory) -> tuple[GraphProvider, ZoneMap]:
+    directory = tmp_path_factory.mktemp("zone")
+    zone = write_zone_map(directory)
+    build_graph(zone.pbf, directory / "dataset" / "graph")
+    return GraphProvider.load(directory / "dataset"), zone
+
+
+def timed_query(a: LatLon, b: LatLon, hour: str) -> RouteQuery:
+    return RouteQuery(a, b, restrictions=Restrictions(time=RouteTime(datetime.fromisoformat(TUESDAY.format(hour)))))
+
+
+def test_a_delivery_zone_is_no_shortcut_for_through_traffic(zone_map: tuple[GraphProvider, ZoneMap]) -> None:
+    """West to east, the zone's street is 730 m, the detour 5 km: at 08:00 a car passing
+    through takes the detour; a car delivering to the street's middle drives in."""
+    provider, zone = zone_map
+    through = provider.route(timed_query(zone.west, zone.east, "08:00"))
+    assert through.routes[0].distance_m > 4000
+    delivery = provider.route(timed_query(zone.west, zone.inside, "08:00"))
+    assert delivery.routes[0].distance_m < 400 and delivery.destination.name == "Shortcut"
+    assert [met.effect for met in delivery.time_rules] == ["open to car only to reach a place inside (destination)"]
+    with pytest.raises(NoRouteFound):
+        provider.route(timed_query(zone.west, zone.inside, "12:00"))
