@@ -27,6 +27,7 @@ SECTIONS = (
     "route_http",
     "matrix",
     "dynamic_costs",
+    "time_rules",
     "match",
     "isochrone",
     "engines",

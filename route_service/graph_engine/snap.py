@@ -84,9 +84,11 @@ class Snapper:
             dist, idx = kd.query(point, k=4 * SNAP_CANDIDATES, distance_upper_bound=max_distance_m + SAMPLE_SPACING_M)
             segs = np.unique(owner[idx[np.isfinite(dist)]])
             segs = segs[~np.isin(self.road.point_piece[segs], closed)]
-        if len(opened):
-            ptr = self.road.a["geom_ptr"]
-            extra = [np.arange(ptr[p], ptr[p + 1] - 1) for p in opened.tolist()]
+        if len(opened):  # only those whose bounding ball comes within reach
+            road = self.road
+            near = np.linalg.norm(road.piece_center[opened] - point, axis=1) - road.piece_radius[opened] <= max_distance_m
+            ptr = road.a["geom_ptr"]
+            extra = [np.arange(ptr[p], ptr[p + 1] - 1) for p in opened[near].tolist()]
             segs = np.concatenate([segs, *extra]).astype(np.int64)
         if not len(segs):
             return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +23,7 @@ import orjson
 
 from common.geo import LatLon
 from common.vehicles import VEHICLE_TABLE
-from route_service.graph_engine.path import PathResult, Stretch, assemble_path
+from route_service.graph_engine.path import PathResult, Stretch, emergency_runs
 from route_service.graph_engine.prepare import RoadGraph, VehicleGraph
 from route_service.graph_engine.snap import SnapPoint
 from route_service.graph_format import MODE_YES
@@ -78,21 +78,33 @@ class TimedRoads:
         self.way_of = dict(zip(self.pieces.tolist(), way_index.tolist(), strict=True))
         self.ways = [timed_way(str(text)) for text in road.a.get("timed_tags", np.empty(0, dtype=str))]
         self.table = TimeTable()
-        self._lock = threading.Lock()  # the table's parsed expressions are built on first use
+        self._lock = threading.Lock()  # the kept states
+        self._table_lock = threading.Lock()  # the table's parsed expressions are built on first use
+        self._states: dict[tuple[str, tuple[tuple[str, float], ...], datetime], TimedState] = {}
 
     def __len__(self) -> int:
         return len(self.pieces)
 
-    def state(self, vehicle: str, at: datetime, size: dict[str, float] | None,
-              pieces: np.ndarray | None = None) -> TimedState:  # fmt: skip
-        """How `vehicle` may use each timed piece (or those of `pieces`) at `at`."""
-        chosen = self.pieces if pieces is None else np.intersect1d(self.pieces, pieces)
-        return TimedState(at, {p: self.piece_at(vehicle, p, at, size) for p in chosen.tolist()})
+    def state(self, vehicle: str, at: datetime, size: dict[str, float] | None) -> TimedState:
+        """How `vehicle` may use each timed piece at `at`. Rules by time change on the minute:
+        the states of the last STATES_KEPT (vehicle, size, minute) are kept (3.6 ms for
+        Heidelberg's 243 timed pieces, bench/RESULTS.md `time_rules`)."""
+        minute = at.astimezone(UTC).replace(second=0, microsecond=0)
+        key = (vehicle, tuple(sorted((size or {}).items())), minute)
+        with self._lock:
+            found = self._states.get(key)
+        if found is None:
+            found = TimedState(at, {p: self.piece_at(vehicle, p, minute, size) for p in self.pieces.tolist()})
+            with self._lock:
+                self._states[key] = found
+                while len(self._states) > STATES_KEPT:
+                    self._states.pop(next(iter(self._states)))
+        return TimedState(at, found.pieces)
 
     def piece_at(self, vehicle: str, piece: int, at: datetime, size: dict[str, float] | None) -> PieceAtTime:
         way, where = self.way(piece), self.where(piece)
         rules = [rule for rule in way.rules if rule.key in keys_of(vehicle)]
-        with self._lock:
+        with self._table_lock:
             holds = [self.table.holds(rule.condition, at, where, size) for rule in rules]
         tags, applied = tags_at(way.tags, rules, holds)
         modes = classify(tags, vehicle)
@@ -178,6 +190,7 @@ def shut_zones(road: RoadGraph, state: TimedState, ends: list[int]) -> np.ndarra
 
 # ---------------------------------------------------------------- a route at a time
 
+STATES_KEPT = 64
 MAX_ROUNDS = 4  # re-routes when a road's rule changes between departure and its reaching
 MAX_CHANGES = 16  # of a road's rules, looking for its next opening
 ZONE_TIE_M = 0.5  # a point this much nearer a zone's street than any other road is inside the zone
@@ -218,6 +231,8 @@ def route_at(engine: GraphEngine, vehicle: str, route_type: str, ends: tuple[Lat
     no usable road near, ClosedAtTime for an end on a road closed when it is reached (a
     delivery zone out of its window)."""
     road, timed = engine.road, engine.timed
+    if not len(timed):  # a map without rules by time: the route holds at any time
+        return plain_route(engine, vehicle, route_type, ends, departure, closed, max_distance_m)
     meant = [snap_any_time(engine, vehicle, end, max_distance_m) for end in ends]
     state = timed.state(vehicle, departure, size)
     for _ in range(MAX_ROUNDS):
@@ -248,10 +263,22 @@ def route_at(engine: GraphEngine, vehicle: str, route_type: str, ends: tuple[Lat
     for index, (end, at) in enumerate(zip(meant, (departure, arrival), strict=True)):
         check_end(timed, vehicle, end, at, size, index)
     stretches = [retimed(s, state, road) for s in path.stretches]
-    path = assemble_path(road, stretches)
+    path = replace(path, stretches=stretches, duration_s=sum(s.duration_s for s in stretches),
+                   emergency=emergency_runs(stretches, path.spans))  # fmt: skip
     times = reaching_times(road, stretches, departure, state)
     met = rules_met(road, timed, vehicle, stretches, times, state)
     return TimedPath(path, origin, dest, departure, departure + timedelta(seconds=path.duration_s), met)
+
+
+def plain_route(engine: GraphEngine, vehicle: str, route_type: str, ends: tuple[LatLon, LatLon],
+                departure: datetime, closed: np.ndarray | None, max_distance_m: float) -> TimedPath | None:
+    snapped = [engine.snap(vehicle, end.lat, end.lon, max_distance_m=max_distance_m) for end in ends]
+    if snapped[0] is None or snapped[1] is None:
+        raise LookupError(0 if snapped[0] is None else 1)
+    path = engine.shortest_path(vehicle, route_type, snapped[0], snapped[1], 0.0, closed)
+    if path is None:
+        return None
+    return TimedPath(path, snapped[0], snapped[1], departure, departure + timedelta(seconds=path.duration_s), [])
 
 
 def snap_at_state(engine: GraphEngine, vehicle: str, point: LatLon, state: TimedState,
