@@ -314,6 +314,7 @@ def isochrone_body(result: IsochroneResult, query: IsochroneQuery, provider: str
         "features": features,
         "point": snapped(result.origin),
         "metric": query.metric,
+        **({"departureTime": query.departure.isoformat(timespec="seconds")} if query.departure else {}),
         "vehicle": query.vehicle,
         "routeType": query.route_type,
         "provider": provider,

@@ -378,6 +378,7 @@ class IsochroneQuery:
     metric: str = "time"
     vehicle: str = "car"
     route_type: str = "fastest"
+    departure: datetime | None = None  # rules by time as they are then (issue 33)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
@@ -30,6 +31,7 @@ from route_service.model import (
     MATRIX_ANNOTATIONS,
     MAX_ALTERNATIVES,
     MAX_EMERGENCY_RADIUS_M,
+    NO_RESTRICTIONS,
     IsochroneQuery,
     MatchQuery,
     MatrixQuery,
@@ -333,15 +335,28 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
     point = parse_latlon(params, "point", errors)
     vehicle, route_type = parse_vehicle_and_type(params, errors)
     metric, limits = parse_limits(params, errors)
+    departure = parse_departure(params, errors)
     name = params.get("provider")  # the registry reads it (common.providers: the one rule)
-    provider = registry.choose(name, vehicle, route_type, errors, needs="isochrone", serving="isochrone")
+    restrictions = Restrictions(time=RouteTime(departure)) if departure is not None else NO_RESTRICTIONS
+    provider = registry.choose(
+        name, vehicle, route_type, errors, needs="isochrone", serving="isochrone", restrictions=restrictions
+    )
     if provider.isochrone is None and name is None:  # no provider of this map has the capability
         raise DatasetNotReady("isochrones are unavailable: the road graph of this map is not loaded")
     if provider.isochrone is None:
         raise InvalidParameter(f"the {provider.name} provider computes no isochrones", parameter="provider")
     assert point is not None  # errors would have raised
-    query = IsochroneQuery(point, limits, metric, vehicle, route_type)
+    query = IsochroneQuery(point, limits, metric, vehicle, route_type, departure)
     return IsochroneRequest(query, provider.name, provider.isochrone)
+
+
+def parse_departure(params: Mapping[str, str], errors: ParameterErrors) -> datetime | None:
+    """An isochrone's `departureTime` (issue 33): the area leaves the point then. An area has
+    no single arrival, so `arrivalTime` is refused."""
+    if "arrivalTime" in params:
+        errors.add("arrivalTime", "an area is reached from its point at one time: give departureTime")
+    raw = params.get("departureTime")
+    return None if raw is None else parse_instant(raw, "departureTime", errors)
 
 
 def parse_limits(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, tuple[float, ...]]:

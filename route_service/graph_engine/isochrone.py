@@ -62,11 +62,16 @@ class Reach:
         return sorted_lookup(self.points, self.cost, points)
 
 
-def reach(road: RoadGraph, graph: VehicleGraph, route_type: str, origin: SnapPoint, limit: float) -> Reach:
+def reach(road: RoadGraph, graph: VehicleGraph, route_type: str, origin: SnapPoint, limit: float,
+          timed: tuple[np.ndarray, np.ndarray] | None = None) -> Reach:  # fmt: skip
     """The search from the start within `limit` on the region that holds every path that cheap
-    (`reached_nodes`), and the cost of each point of the pieces it reached."""
-    weights = graph.weights[route_type]
-    query = QueryGraph(road, graph, Weights(weights))
+    (`reached_nodes`), and the cost of each point of the pieces it reached. `timed`: the edge
+    weights of rules by time at the departure (graph_engine.timed)."""
+    query_weights = Weights(graph.weights[route_type])
+    if timed is not None:
+        query_weights = query_weights.with_values(*timed)
+    weights = query_weights.dense()
+    query = QueryGraph(road, graph, query_weights)
     nodes, node_cost = reached_nodes(query, origin, route_type, limit)
     # the pieces leaving a reached junction (along or against the way), and the start's own
     pos = spans(graph.indptr[nodes], graph.indptr[nodes + 1])

@@ -24,7 +24,17 @@ from route_service.graph_engine import GraphEngine, PathResult, SnapPoint, Stret
 from route_service.graph_engine.closures import closed_pieces, exceeded_dimensions
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_engine.shared import shared_engine
-from route_service.graph_engine.timed import ClosedAtTime, RuleMet, TimedPath, keys_of, route_at
+from route_service.graph_engine.timed import (
+    NO_PIECES,
+    ClosedAtTime,
+    Overrides,
+    RuleMet,
+    TimedPath,
+    keys_of,
+    overrides,
+    route_at,
+    snap_at_state,
+)
 from route_service.graph_format import GRAPH_FILE
 from route_service.model import (
     EVERY_PROFILE,
@@ -159,7 +169,7 @@ class GraphProvider:
         ends = (query.origin, query.destination)
         try:
             found = route_at(self.engine, query.vehicle, query.route_type, ends, departure,
-                             vehicle_size(query), closed, limit)  # fmt: skip
+                             vehicle_size(query.vehicle, query.restrictions.truck), closed, limit)  # fmt: skip
         except LookupError as exc:
             end = int(exc.args[0])
             point, parameter = ends[end], ("from", "to")[end]
@@ -196,11 +206,13 @@ class GraphProvider:
     # ------------------------------------------------------------ isochrone
 
     def isochrone(self, query: IsochroneQuery) -> IsochroneResult:
-        origin = self._snap(query.point, query.vehicle, "point")
         road = self.engine.road
         graph = road.vehicles[query.vehicle]
         cost = "fastest" if query.metric == "time" else "shortest"  # the weights a route type has
-        reached = isochrone.reach(road, graph, cost, origin, max(query.limits))
+        origin, timed = self._snap(query.point, query.vehicle, "point"), None
+        if query.departure is not None and len(self.engine.timed):
+            origin, timed = self.isochrone_at(query, cost)
+        reached = isochrone.reach(road, graph, cost, origin, max(query.limits), timed)
         shapes = isochrone.polygons(
             road, self.engine.snapper, query.vehicle, reached, list(query.limits), VEHICLE_TABLE[query.vehicle].snap_radius_m
         )
@@ -208,6 +220,23 @@ class GraphProvider:
         limits = list(query.limits)
         return IsochroneResult(to_snapped(origin, self.engine), areas, reached.exhausted_within(limits),
                                reached.edge_within(limits, road.edge_points))  # fmt: skip
+
+    def isochrone_at(self, query: IsochroneQuery, cost: str) -> tuple[SnapPoint, Overrides]:
+        """The start and the edge weights at the departure: each timed road as its rules are
+        then (the area's later roads too: an area has no single time of reaching), delivery
+        zones open (each holds places the area reaches)."""
+        assert query.departure is not None
+        road = self.engine.road
+        state = self.engine.timed.state(query.vehicle, query.departure, vehicle_size(query.vehicle, None))
+        limit = VEHICLE_TABLE[query.vehicle].snap_radius_m
+        origin = snap_at_state(self.engine, query.vehicle, query.point, state, limit)
+        if origin is None:
+            raise PointNotRoutable(
+                f"no road usable by {query.vehicle} within {limit:.0f} m of {query.point.lat:.6f},{query.point.lon:.6f} "
+                f"at {query.departure.isoformat(timespec='minutes')}",
+                parameter="point",
+            )
+        return origin, overrides(road, road.vehicles[query.vehicle], cost, state, NO_PIECES)
 
     # ------------------------------------------------------------ matrix
 
@@ -233,13 +262,13 @@ class GraphProvider:
 # ---------------------------------------------------------------- conversion
 
 
-def vehicle_size(query: RouteQuery) -> dict[str, float] | None:
+def vehicle_size(vehicle: str, truck: TruckDimensions | None) -> dict[str, float] | None:
     """The size rules by time compare with (`weight>7.5`): a truck's (the request's, else the
     default truck's), a large car's, none for a bicycle or a walker."""
-    if VEHICLE_TABLE[query.vehicle].takes_dimensions:
-        height, width, length, weight, axle = (query.restrictions.truck or TruckDimensions()).with_defaults()
+    if VEHICLE_TABLE[vehicle].takes_dimensions:
+        height, width, length, weight, axle = (truck or TruckDimensions()).with_defaults()
         return {"height": height, "width": width, "length": length, "weight": weight, "axleload": axle, "wheels": 4.0}
-    return dict(CAR_SIZE) if VEHICLE_TABLE[query.vehicle].motorized else None
+    return dict(CAR_SIZE) if VEHICLE_TABLE[vehicle].motorized else None
 
 
 def closed_at_time(engine: GraphEngine, query: RouteQuery, closed: ClosedAtTime) -> NoRouteFound:

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pytest
 
 from common.errors import ApiError, InvalidParameter, NoRouteFound
 from common.geo import LatLon
 from route_service.app import create_app
 from route_service.dataset import Dataset
-from route_service.formatter import route_body
+from route_service.formatter import isochrone_body, route_body
 from route_service.importing.graph_build import build_graph
 from route_service.importing.importer import ImportResult
 from route_service.model import Restrictions, RouteQuery, RouteTime
@@ -171,3 +172,42 @@ def test_a_delivery_zone_is_no_shortcut_for_through_traffic(zone_map: tuple[Grap
     assert [met.effect for met in delivery.time_rules] == ["open to car only to reach a place inside (destination)"]
     with pytest.raises(NoRouteFound):
         provider.route(timed_query(zone.west, zone.inside, "12:00"))
+
+
+def test_an_isochrone_at_a_time_reaches_the_old_town_only_in_its_window(heidelberg: ProviderRegistry) -> None:
+    """From Bismarckplatz, Hauptstraße (way 84908668) is driven to at 08:00 (deliveries) and not
+    at 14:00; the answer says when the area leaves."""
+    from route_service.graph_engine import isochrone
+    from route_service.parsing import parse_isochrone
+
+    provider = heidelberg.sources["graph"]
+    assert isinstance(provider, GraphProvider)
+    road = provider.engine.road
+    piece = int(provider.engine.timed.pieces[[provider.engine.timed.way(int(p)).way_id == 84908668
+                                              for p in provider.engine.timed.pieces.tolist()]][0])  # fmt: skip
+    points = np.arange(road.a["geom_ptr"][piece], road.a["geom_ptr"][piece + 1])
+    costs = {}
+    for hour in ("08:00", "14:00"):
+        request = parse_isochrone({"point": BISMARCKPLATZ, "time": "600", "departureTime": TUESDAY.format(hour)}, heidelberg)
+        assert request.provider == "graph"
+        origin, timed = provider.isochrone_at(request.query, "fastest")
+        reached = isochrone.reach(road, road.vehicles["car"], "fastest", origin, 600, timed)
+        costs[hour] = float(reached.cost_of(points).min())
+        body = isochrone_body(request.plugin(request.query), request.query, "graph", "x")
+        assert body["departureTime"] == TUESDAY.format(hour) and body["features"]
+    assert costs["08:00"] < 600 and costs["14:00"] == np.inf
+
+
+@pytest.mark.parametrize(
+    ("params", "parameter"),
+    [({"arrivalTime": TUESDAY.format("08:00")}, "arrivalTime"),
+     ({"departureTime": TUESDAY.format("08:00"), "provider": "valhalla"}, "departureTime")],
+)  # fmt: skip
+def test_an_isochrone_takes_a_departure_from_a_provider_that_knows_the_rules(
+    heidelberg: ProviderRegistry, params: dict[str, str], parameter: str
+) -> None:
+    from route_service.parsing import parse_isochrone
+
+    with pytest.raises(InvalidParameter) as caught:
+        parse_isochrone({"point": BISMARCKPLATZ, "time": "600", **params}, heidelberg)
+    assert caught.value.violations[0].parameter == parameter
