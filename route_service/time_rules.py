@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 from opening_hours import OpeningHours
 
 from common.vehicles import VEHICLE_TABLE
+from route_service.model import TruckDimensions
 
 ACCESS_KEYS = tuple(dict.fromkeys(key for vehicle in VEHICLE_TABLE.values() for key in vehicle.access_keys))
 TIMED_KEYS = (*ACCESS_KEYS, "maxspeed")
@@ -41,6 +42,16 @@ LIMIT = re.compile(r"^(weight|maxweight|length|height|width|axleload|wheels)\s*(
 # opening-hours-py takes an aware time only in a named zone (a fixed offset has no `key`).
 UTC_ZONE = ZoneInfo("UTC")
 CAR_SIZE = {"weight": 2.5, "length": 5.0, "height": 2.0, "width": 2.0, "axleload": 1.5, "wheels": 4.0}
+
+
+def size_of(vehicle: str, truck: TruckDimensions | None) -> dict[str, float] | None:
+    """The size conditions compare with (`weight>7.5`): a truck's (the request's, else the
+    default truck's), a large car's, none for a bicycle or a walker."""
+    row = VEHICLE_TABLE[vehicle]
+    if row.takes_dimensions:
+        height, width, length, weight, axle = (truck or TruckDimensions()).with_defaults()
+        return {"height": height, "width": width, "length": length, "weight": weight, "axleload": axle, "wheels": 4.0}
+    return dict(CAR_SIZE) if row.motorized else None
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,11 @@ class ConditionalRule:
     value: str  # `destination`
     condition: Condition
     text: str  # as OSM writes it: `destination @ (Mo-Sa 06:00-11:00)`
+
+    @property
+    def tag(self) -> str:
+        """The rule as its tag: `motor_vehicle:conditional=destination @ (Mo-Sa 06:00-11:00)`."""
+        return f"{self.key}:conditional={self.text}"
 
 
 @dataclass

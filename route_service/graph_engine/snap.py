@@ -81,6 +81,7 @@ class Snapper:
         tree = self.tree(vehicle, False)
         if tree is not None:
             kd, owner = tree
+            # more candidates than a plain snap: some may be closed at this time
             dist, idx = kd.query(point, k=4 * SNAP_CANDIDATES, distance_upper_bound=max_distance_m + SAMPLE_SPACING_M)
             segs = np.unique(owner[idx[np.isfinite(dist)]])
             segs = segs[~np.isin(self.road.point_piece[segs], closed)]
@@ -90,14 +91,8 @@ class Snapper:
             ptr = road.a["geom_ptr"]
             extra = [np.arange(ptr[p], ptr[p + 1] - 1) for p in opened[near].tolist()]
             segs = np.concatenate([segs, *extra]).astype(np.int64)
-        if not len(segs):
-            return None
-        best = self._project(segs, point, max_distance_m)
-        if best is None or not self.road.underground[best.piece]:
-            return best
-        surface = segs[~self.road.underground[self.road.point_piece[segs]]]
-        reach = min(best.distance_m + SURFACE_PREFERENCE_M, max_distance_m)
-        return (self._project(surface, point, reach) if len(surface) else None) or best
+        best = self._project(segs, point, max_distance_m) if len(segs) else None
+        return self._surface_over(best, segs, point, max_distance_m)
 
     def surface_instead(self, vehicle: str, lat: float, lon: float, *, max_distance_m: float) -> SnapPoint | None:
         """The surface road a point means when its nearest road is below the ground (None when
@@ -163,12 +158,21 @@ class Snapper:
         best = self._project(segs, point, max_distance_m) if len(segs) else None
         if best is None or not self.road.underground[best.piece]:
             return best, best
-        # the nearest road is below the ground: a surface road a little farther is meant
+        # the nearest road is below the ground: the candidates within reach of a surface road
         reach = min(best.distance_m + SURFACE_PREFERENCE_M, max_distance_m)
         near = self._admitted(np.unique(owner[kd.query_ball_point(point, reach + SAMPLE_SPACING_M)]), point,
                               emergency, radius_m)  # fmt: skip
-        surface = near[~self.road.underground[self.road.point_piece[near]]]
-        return (self._project(surface, point, reach) if len(surface) else None) or best, best
+        return self._surface_over(best, near, point, max_distance_m), best
+
+    def _surface_over(self, best: SnapPoint | None, segs: np.ndarray, point: np.ndarray,
+                      max_distance_m: float) -> SnapPoint | None:  # fmt: skip
+        """`best`, or where it lies below the ground the nearest surface road among `segs` at
+        most SURFACE_PREFERENCE_M farther (the point means that one)."""
+        if best is None or not self.road.underground[best.piece]:
+            return best
+        surface = segs[~self.road.underground[self.road.point_piece[segs]]]
+        reach = min(best.distance_m + SURFACE_PREFERENCE_M, max_distance_m)
+        return (self._project(surface, point, reach) if len(surface) else None) or best
 
     def _admitted(self, segs: np.ndarray, point: np.ndarray, emergency: bool, radius_m: float) -> np.ndarray:
         """The segments a snap may use: in emergencies only those of pieces entirely within

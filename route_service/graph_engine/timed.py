@@ -8,7 +8,7 @@ open, closed, or at another speed. The query's weights get those as overrides
 city), never in the map.
 
 A piece opened by a `destination` or `delivery` rule may be driven only to reach a place on
-it or on the pieces it joins under the same rule (the zone): `zone_of` finds them.
+it or on the pieces it joins under the same rule (the zone): `zones` finds them.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ class TimedRoads:
 
     def state(self, vehicle: str, at: datetime, size: dict[str, float] | None) -> TimedState:
         """How `vehicle` may use each timed piece at `at`. Rules by time change on the minute:
-        the states of the last STATES_KEPT (vehicle, size, minute) are kept (3.6 ms for
-        Heidelberg's 243 timed pieces, bench/RESULTS.md `time_rules`)."""
+        the states of the last STATES_KEPT (vehicle, size, minute) are kept (a state took 5.8 ms
+        for Heidelberg's 243 timed pieces, bench/RESULTS.md `time_rules`)."""
         minute = at.astimezone(UTC).replace(second=0, microsecond=0)
         key = (vehicle, tuple(sorted((size or {}).items())), minute)
         with self._lock:

@@ -54,10 +54,9 @@ from route_service.model import (
     Snapped,
     Step,
     TimeRuleMet,
-    TruckDimensions,
 )
 from route_service.providers.base import Plugins
-from route_service.time_rules import CAR_SIZE
+from route_service.time_rules import size_of
 
 GRAPH_DIR = "graph"
 
@@ -160,8 +159,7 @@ class GraphProvider:
         )
 
     def rule_met(self, met: RuleMet, zone: tzinfo | None) -> TimeRuleMet:
-        rule = f"{met.rule.key}:conditional={met.rule.text}"
-        return TimeRuleMet(met.way_id, self.engine.piece_name(met.piece), rule, met.effect, met.at.astimezone(zone))
+        return TimeRuleMet(met.way_id, self.engine.piece_name(met.piece), met.rule.tag, met.effect, met.at.astimezone(zone))
 
     def timed_path(self, query: RouteQuery, departure: datetime) -> TimedPath:
         limit = VEHICLE_TABLE[query.vehicle].snap_radius_m
@@ -169,15 +167,10 @@ class GraphProvider:
         ends = (query.origin, query.destination)
         try:
             found = route_at(self.engine, query.vehicle, query.route_type, ends, departure,
-                             vehicle_size(query.vehicle, query.restrictions.truck), closed, limit)  # fmt: skip
+                             size_of(query.vehicle, query.restrictions.truck), closed, limit)  # fmt: skip
         except LookupError as exc:
             end = int(exc.args[0])
-            point, parameter = ends[end], ("from", "to")[end]
-            raise PointNotRoutable(
-                f"no road usable by {query.vehicle} within {limit:.0f} m of {point.lat:.6f},{point.lon:.6f} "
-                f"at {departure.isoformat(timespec='minutes')}",
-                parameter=parameter,
-            ) from exc
+            raise not_routable(ends[end], query.vehicle, ("from", "to")[end], departure) from exc
         except ClosedAtTime as exc:
             raise closed_at_time(self.engine, query, exc) from exc
         if found is None:
@@ -197,10 +190,7 @@ class GraphProvider:
         limit = VEHICLE_TABLE[vehicle].snap_radius_m
         snapped = self.engine.snap(vehicle, point.lat, point.lon, max_distance_m=limit, radius_m=radius_m)
         if snapped is None:
-            raise PointNotRoutable(
-                f"no road usable by {vehicle} within {limit:.0f} m of {point.lat:.6f},{point.lon:.6f}",
-                parameter=parameter,
-            )
+            raise not_routable(point, vehicle, parameter)
         return snapped
 
     # ------------------------------------------------------------ isochrone
@@ -227,15 +217,11 @@ class GraphProvider:
         zones open (each holds places the area reaches)."""
         assert query.departure is not None
         road = self.engine.road
-        state = self.engine.timed.state(query.vehicle, query.departure, vehicle_size(query.vehicle, None))
+        state = self.engine.timed.state(query.vehicle, query.departure, size_of(query.vehicle, None))
         limit = VEHICLE_TABLE[query.vehicle].snap_radius_m
         origin = snap_at_state(self.engine, query.vehicle, query.point, state, limit)
         if origin is None:
-            raise PointNotRoutable(
-                f"no road usable by {query.vehicle} within {limit:.0f} m of {query.point.lat:.6f},{query.point.lon:.6f} "
-                f"at {query.departure.isoformat(timespec='minutes')}",
-                parameter="point",
-            )
+            raise not_routable(query.point, query.vehicle, "point", query.departure)
         return origin, overrides(road, road.vehicles[query.vehicle], cost, state, NO_PIECES)
 
     # ------------------------------------------------------------ matrix
@@ -262,13 +248,12 @@ class GraphProvider:
 # ---------------------------------------------------------------- conversion
 
 
-def vehicle_size(vehicle: str, truck: TruckDimensions | None) -> dict[str, float] | None:
-    """The size rules by time compare with (`weight>7.5`): a truck's (the request's, else the
-    default truck's), a large car's, none for a bicycle or a walker."""
-    if VEHICLE_TABLE[vehicle].takes_dimensions:
-        height, width, length, weight, axle = (truck or TruckDimensions()).with_defaults()
-        return {"height": height, "width": width, "length": length, "weight": weight, "axleload": axle, "wheels": 4.0}
-    return dict(CAR_SIZE) if VEHICLE_TABLE[vehicle].motorized else None
+def not_routable(point: LatLon, vehicle: str, parameter: str, at: datetime | None = None) -> PointNotRoutable:
+    limit = VEHICLE_TABLE[vehicle].snap_radius_m
+    when = f" at {at.isoformat(timespec='minutes')}" if at is not None else ""
+    return PointNotRoutable(
+        f"no road usable by {vehicle} within {limit:.0f} m of {point.lat:.6f},{point.lon:.6f}{when}", parameter=parameter
+    )
 
 
 def closed_at_time(engine: GraphEngine, query: RouteQuery, closed: ClosedAtTime) -> NoRouteFound:
@@ -276,7 +261,7 @@ def closed_at_time(engine: GraphEngine, query: RouteQuery, closed: ClosedAtTime)
     parameter = ("from", "to")[closed.end]
     zone = query.restrictions.time.at.tzinfo if query.restrictions.time else None
     way = engine.timed.way(closed.piece)
-    rules = ", ".join(f"{r.key}:conditional={r.text}" for r in way.rules if r.key in keys_of(query.vehicle))
+    rules = ", ".join(r.tag for r in way.rules if r.key in keys_of(query.vehicle))
     when = "reached" if closed.end else "left"
     opens = (
         f"It next opens at {closed.opens.astimezone(zone).isoformat(timespec='minutes')}"

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from common.errors import ApiError, InvalidParameter, NoRouteFound
+from common.errors import ApiError, InvalidParameter, NoRouteFound, PointNotRoutable
 from common.geo import LatLon
 from route_service.app import create_app
 from route_service.dataset import Dataset
@@ -211,3 +211,10 @@ def test_an_isochrone_takes_a_departure_from_a_provider_that_knows_the_rules(
     with pytest.raises(InvalidParameter) as caught:
         parse_isochrone({"point": BISMARCKPLATZ, "time": "600", **params}, heidelberg)
     assert caught.value.violations[0].parameter == parameter
+
+
+def test_an_end_off_the_roads_at_a_time_gets_the_diagnosis(heidelberg: ProviderRegistry) -> None:
+    """The timed route's not-routable error goes through the diagnostics like any other."""
+    error = refusal(heidelberg, **{"from": BISMARCKPLATZ, "to": "49.0,8.69", "departureTime": TUESDAY.format("08:00")})
+    assert isinstance(error, PointNotRoutable) and error.violations[0].parameter == "to"
+    assert "(the nearest is 38 km away)" in str(error) and "outside the loaded map" in str(error)
