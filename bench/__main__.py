@@ -28,6 +28,7 @@ SECTIONS = (
     "matrix",
     "dynamic_costs",
     "time_rules",
+    "time_tours",
     "match",
     "isochrone",
     "engines",

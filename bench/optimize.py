@@ -205,9 +205,9 @@ class Client:
     stack: Stack
     token: str
 
-    def optimize(self, inst: Instance) -> Answer:
+    def optimize(self, inst: Instance, query: str = "") -> Answer:
         return http(
-            self.stack.base_url + "/v1/optimize/stops", stops_body(inst), {"Authorization": f"Bearer {self.token}"}
+            self.stack.base_url + "/v1/optimize/stops" + query, stops_body(inst), {"Authorization": f"Bearer {self.token}"}
         )
 
 

@@ -13,13 +13,14 @@ import math
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from common.client import ServiceClient
 from common.errors import ApiError, UpstreamError, Violation
+from optimize_service.road_windows import RoadWindow, read_road_windows
 from optimize_service.stops.model import Leg, Options, Stop, TourRoute
 
 # A name missing from the list looks it up again at most this often (a provider added since).
@@ -30,6 +31,7 @@ _POINT_PARAMETER = re.compile(r"^(sources|destinations|waypoints)\[(\d+)\]$")
 @dataclass(frozen=True)
 class RoadMatrix:
     durations_s: np.ndarray  # n x n, NaN where no road connects
+    roads: dict[int, RoadWindow] = field(default_factory=dict)  # stops on roads with rules by time
 
 
 class ProviderNames:
@@ -77,17 +79,25 @@ class RouteClient:
         service's work and memory and the JSON read here (2 x 6 MB at 1000 stops)."""
         points = [point(stop) for stop in stops]
         body = {"sources": points, "destinations": points, "annotations": ["duration"], **profile(options)}
+        if options.timed:  # rules by time as at startTime (issue 33)
+            body["departureTime"] = options.start_time.isoformat()
         answer = await self.call("/internal/matrix", body, stops, list(range(len(stops))))
-        return RoadMatrix(durations_s=np.array(answer["durations"], dtype=np.float64))
+        durations = np.array(answer["durations"], dtype=np.float64)
+        return RoadMatrix(durations, read_road_windows(answer, options.start_time))
 
     async def tour(self, stops: list[Stop], visiting_order: list[int], options: Options) -> TourRoute:
-        body = {"waypoints": [point(stops[i]) for i in visiting_order], **profile(options)}
+        """With startTime (issue 33) each leg leaves when the one before arrives, plus the
+        stop's service time, and its rules by time are those of that time."""
+        body: dict[str, Any] = {"waypoints": [point(stops[i]) for i in visiting_order], **profile(options)}
+        if options.timed:
+            body["departureTime"] = options.start_time.isoformat()
+            body["serviceTimes"] = [stops[i].service_time_s for i in visiting_order]
         answer = await self.call("/internal/route", body, stops, visiting_order)
         return TourRoute(
             distance_m=float(answer["distance"]),
             duration_s=float(answer["duration"]),
             geometry=answer["geometry"]["coordinates"],
-            legs=[Leg(float(leg["distance"]), float(leg["duration"])) for leg in answer["legs"]],
+            legs=[Leg(float(leg["distance"]), float(leg["duration"]), leg.get("timeRules")) for leg in answer["legs"]],
             provider=str(answer.get("provider", "")),
             dataset=str(answer.get("dataset", "")),
         )

@@ -33,6 +33,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -244,18 +245,18 @@ def child_isochrone(ticket: Ticket, provider: str, query: IsochroneQuery) -> Iso
 
 
 def child_detour_cases(
-    ticket: Ticket, provider: str, vehicle: str, route_type: str, cases: list[DetourCase]
+    ticket: Ticket, provider: str, vehicle: str, route_type: str, cases: list[DetourCase], departure: datetime | None
 ) -> tuple[list[DetourResult], list[LineError]]:
     """A share of a detour file (`route_service.detour_handlers`)."""
     _abandoned(ticket)
-    return answer_cases(Router(_capabilities(provider), vehicle, route_type), cases)
+    return answer_cases(Router(_capabilities(provider), vehicle, route_type, departure), cases)
 
 
 def child_detour_track(
-    ticket: Ticket, provider: str, vehicle: str, route_type: str, points: list[TrackPoint]
+    ticket: Ticket, provider: str, vehicle: str, route_type: str, points: list[TrackPoint], departure: datetime | None
 ) -> tuple[TrackResult | None, list[LineError]]:
     abandoned = _abandoned(ticket)
-    return answer_track(Router(_capabilities(provider), vehicle, route_type), points, abandoned)
+    return answer_track(Router(_capabilities(provider), vehicle, route_type, departure), points, abandoned)
 
 
 # ---------------------------------------------------------------- in the route worker
@@ -320,14 +321,14 @@ class LargeCalls:
         return await self.job(child_isochrone, provider, query)
 
     async def detour_cases(
-        self, provider: str, vehicle: str, route_type: str, cases: list[DetourCase]
+        self, provider: str, vehicle: str, route_type: str, cases: list[DetourCase], departure: datetime | None = None
     ) -> tuple[list[DetourResult], list[LineError]]:
-        return await self.job(child_detour_cases, provider, vehicle, route_type, cases)
+        return await self.job(child_detour_cases, provider, vehicle, route_type, cases, departure)
 
     async def detour_track(
-        self, provider: str, vehicle: str, route_type: str, points: list[TrackPoint]
+        self, provider: str, vehicle: str, route_type: str, points: list[TrackPoint], departure: datetime | None = None
     ) -> tuple[TrackResult | None, list[LineError]]:
-        return await self.job(child_detour_track, provider, vehicle, route_type, points)
+        return await self.job(child_detour_track, provider, vehicle, route_type, points, departure)
 
     def health(self) -> dict[str, int]:
         return {"processes": self.processes, "restarts": self.pool.restarts, "abandoned": self.abandoned}

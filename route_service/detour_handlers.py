@@ -39,7 +39,8 @@ from route_service.detour.engine import DetourResult, Router, TrackResult, answe
 from route_service.detour.filename import file_name
 from route_service.detour.report import Request, detours_body, track_body
 from route_service.matching import MIN_SPACING_M, thinned
-from route_service.parsing import parse_profile
+from route_service.model import NO_RESTRICTIONS, Restrictions, RouteTime
+from route_service.parsing import parse_departure, parse_profile
 from route_service.providers.registry import ProviderRegistry
 from route_service.state import STATE_KEY, RouteState
 
@@ -67,10 +68,15 @@ def check_content_type(request: web.Request) -> None:
 
 
 def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> Router:
-    """provider, vehicle, type: every violation in one 400."""
+    """provider, vehicle, type, departureTime: every violation in one 400. A departure time
+    (issue 33) is the file's: every line's routes leave then (a file of detours is one plan
+    for one moment; a per-line column would make every line its own request)."""
     errors = ParameterErrors()
     vehicle, route_type, name = parse_profile(query, errors)
-    return Router(registry.choose(name, vehicle, route_type, errors), vehicle, route_type)
+    departure = parse_departure(query, errors, "every line of the file leaves at one time")
+    restrictions = Restrictions(time=RouteTime(departure)) if departure is not None else NO_RESTRICTIONS
+    provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions)
+    return Router(provider, vehicle, route_type, departure)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:
@@ -117,7 +123,7 @@ async def track_of(
     large = state.calls.large
     if large is None:
         return await state.calls.stoppable(lambda abandoned: answer_track(router, points, abandoned))
-    return await large.detour_track(router.provider.name, router.vehicle, router.route_type, points)
+    return await large.detour_track(router.provider.name, router.vehicle, router.route_type, points, router.departure)
 
 
 async def detours(state: RouteState, router: Router, parsed: ParsedFile) -> Answered:
@@ -147,7 +153,9 @@ async def in_child(large: LargeCalls, state: RouteState, router: Router, queue: 
     while queue:
         cases = [case for _ in range(min(CHILD_CHUNKS, len(queue))) for case in queue.popleft()]
         try:
-            answered, failed = await large.detour_cases(router.provider.name, router.vehicle, router.route_type, cases)
+            answered, failed = await large.detour_cases(
+                router.provider.name, router.vehicle, router.route_type, cases, router.departure
+            )
         except Exception:  # the pool restarts its child; this file finishes without it
             log.exception("the large-call process failed on %d detour lines", len(cases))
             queue.appendleft(cases)

@@ -166,6 +166,31 @@ def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, 
         "destinations": [snapped(d) for d in result.snapped_destinations],
         "provider": provider,
         "dataset": dataset,
+        **matrix_time(result),
+    }
+
+
+def matrix_time(result: MatrixResult) -> dict[str, Any]:
+    """With departureTime (issue 33): the time, and each point on a road with rules by time,
+    with the windows in which it can be reached."""
+    if result.departure is None:
+        return {}
+    return {
+        "departureTime": result.departure.isoformat(timespec="seconds"),
+        "timedPoints": [
+            {
+                "point": point.parameter,
+                "way": point.way_id,
+                "road": point.road,
+                "rules": point.rules,
+                "openAtDeparture": point.open_at_departure,
+                "windows": [
+                    {"from": start.isoformat(timespec="seconds"), "until": end.isoformat(timespec="seconds")}
+                    for start, end in point.windows
+                ],
+            }
+            for point in result.timed_points
+        ],
     }
 
 
@@ -188,11 +213,18 @@ def waypoints_body(result: WaypointsResult, provider: str, dataset: str) -> dict
         "distance": item.distance_m,
         "duration": item.duration_s,
         "geometry": geometry(item.geometry),
-        "legs": [{"distance": each.distance_m, "duration": each.duration_s} for each in item.legs],
+        "legs": [waypoints_leg(each) for each in item.legs],
         "waypoints": [snapped(s) for s in result.snapped],
         "provider": provider,
         "dataset": dataset,
     }
+
+
+def waypoints_leg(leg: Leg) -> dict[str, Any]:
+    body: dict[str, Any] = {"distance": leg.distance_m, "duration": leg.duration_s}
+    if leg.time_rules is not None:
+        body["timeRules"] = [time_rule(rule) for rule in leg.time_rules]
+    return body
 
 
 def provider_item(provider: Capabilities, default: str) -> dict[str, Any]:
@@ -242,7 +274,8 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
 
 
 def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: str,
-               reasons: Mapping[int, str] | None = None) -> dict[str, Any]:  # fmt: skip
+               reasons: Mapping[int, str] | None = None,
+               time_rules: list[TimeRuleMet] | None = None) -> dict[str, Any]:  # fmt: skip
     """POST /v1/match: the roads driven (one line per matched stretch), every input point's
     place on them (a point left out by thinning shares the kept point's before it; an unmatched
     one says why, from `reasons`), and the totals over the matched stretches."""
@@ -264,6 +297,7 @@ def match_body(result: MatchResult, query: MatchQuery, provider: str, dataset: s
         "distance": round(sum(m.distance_m for m in matchings), 1),
         "duration": round(sum(m.duration_s for m in matchings), 1),
         "matchings": [matching_item(m) for m in matchings],
+        **({} if time_rules is None else {"timeRules": [time_rule(met) for met in time_rules]}),
         "vehicle": query.vehicle,
         "type": query.route_type,
         "provider": provider,

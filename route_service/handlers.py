@@ -7,6 +7,7 @@ slots), call (`state` and `calls` decide where; heavy work stops when its client
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 from aiohttp import web
 
@@ -25,7 +26,7 @@ from route_service.formatter import (
     waypoints_body,
 )
 from route_service.matching import Thinned, spacing_m, thinned
-from route_service.model import MatchResult
+from route_service.model import MatchResult, TimeRuleMet
 from route_service.parsing import (
     parse_isochrone,
     parse_match,
@@ -101,10 +102,14 @@ async def match(request: web.Request) -> web.Response:
     parsed, thin, price = await asyncio.to_thread(read_match, raw, request.content_type, query, registry)
     async with state.admission.admit(caller_of(request.headers), price) as admitted:
         result = await unless_gone(request, state.calls.match(parsed, thin))
-    body = await asyncio.to_thread(
-        lambda: dump_json(match_body(result, parsed.query, parsed.provider, dataset.hash, unmatched(registry, parsed, result)))
-    )
+    body = await asyncio.to_thread(lambda: match_json(registry, parsed, result, dataset.hash))
     return web.Response(body=body, content_type="application/json", headers=admitted.headers)
+
+
+def match_json(registry: ProviderRegistry, parsed: MatchRequest, result: MatchResult, dataset: str) -> bytes:
+    """The answer with why points were unmatched and the rules by time the trace met."""
+    reasons, rules = unmatched(registry, parsed, result), trace_rules(registry, parsed, result)
+    return dump_json(match_body(result, parsed.query, parsed.provider, dataset, reasons, rules))
 
 
 def unmatched(registry: ProviderRegistry, parsed: MatchRequest, result: MatchResult) -> dict[int, str]:
@@ -114,6 +119,17 @@ def unmatched(registry: ProviderRegistry, parsed: MatchRequest, result: MatchRes
         return {}
     accuracy = query.gps_accuracy_m or DEFAULT_GPS_ACCURACY_M
     return registry.diagnostics.unmatched(query.points, result.matched, query.vehicle, query.route_type, accuracy)
+
+
+def trace_rules(registry: ProviderRegistry, parsed: MatchRequest, result: MatchResult) -> list[TimeRuleMet] | None:
+    """With the trace's own times (issue 33): the rules by time it met where it was matched,
+    from the graph provider's timed roads; None without times or without that provider."""
+    query = parsed.query
+    if registry.trace_rules is None or not query.timestamps:
+        return None
+    places = [(where.location, datetime.fromtimestamp(seconds, UTC))
+              for where, seconds in zip(result.snapped, query.timestamps, strict=False) if where is not None]  # fmt: skip
+    return registry.trace_rules.trace_rules(query.vehicle, places)
 
 
 def read_match(

@@ -161,6 +161,7 @@ class Leg:
     duration_s: float
     summary: str = ""
     steps: list[Step] = field(default_factory=list)
+    time_rules: list[TimeRuleMet] | None = None  # with a leg departure: the rules by time it met
 
 
 @dataclass
@@ -210,6 +211,9 @@ class MatrixQuery:
     route_type: str = "fastest"
     annotations: tuple[str, ...] = MATRIX_ANNOTATIONS  # which tables to compute
     restrictions: Restrictions = NO_RESTRICTIONS
+    # with a departure time: a destination on a road closed then gets the cells of its next
+    # opening instead of none (the optimizer visits it in its windows; internal only)
+    when_open: bool = False
 
     @property
     def cells(self) -> int:
@@ -223,6 +227,20 @@ class MatrixResult:
     snapped_sources: list[Snapped]
     snapped_destinations: list[Snapped]
     annotations: tuple[str, ...] = MATRIX_ANNOTATIONS  # the tables computed
+    departure: datetime | None = None  # with departureTime (issue 33)
+    timed_points: list[TimedPointInfo] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TimedPointInfo:
+    """A matrix point on a road whose rules depend on the time (issue 33): when it can be reached."""
+
+    parameter: str  # sources[i] or destinations[j]
+    way_id: int
+    road: str
+    rules: list[str]  # as OSM writes them
+    open_at_departure: bool
+    windows: list[tuple[datetime, datetime]]  # when the vehicle may reach it, a week ahead
 
 
 NOT_ASKED: np.ndarray = np.empty((0, 0))
@@ -282,6 +300,7 @@ class CostQuery:
     names: Sequence[str]
     vehicle: str = "car"
     route_type: str = "fastest"
+    departure: datetime | None = None  # rules by time: the first leg leaves then, each next on arrival
 
 
 @dataclass(frozen=True)
@@ -358,6 +377,11 @@ class WaypointsQuery:
     vehicle: str = "car"
     route_type: str = "fastest"
     restrictions: Restrictions = NO_RESTRICTIONS
+    # With a time (issue 33): each leg leaves at its `leg_departures` (a fleet's schedule,
+    # waits included), or else the first at restrictions.time plus the first waypoint's service
+    # time and each next one on arrival plus its waypoint's (`service_s`, seconds; a stop tour).
+    leg_departures: tuple[datetime, ...] = ()
+    service_s: tuple[float, ...] = ()
 
 
 @dataclass

@@ -23,6 +23,7 @@ from common.params import (
     parse_int,
     parse_latlon,
     parse_latlon_text,
+    short,
 )
 from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
@@ -199,7 +200,7 @@ def parse_matrix(body: Any, registry: ProviderRegistry) -> MatrixRequest:
 # The public body's fields; anything else is reported (a typo such as `destination` would
 # otherwise silently give the all-to-all matrix).
 PUBLIC_MATRIX_FIELDS = frozenset(
-    {"sources", "destinations", "vehicle", "type", "provider", "annotations", "avoid", "truck"}
+    {"sources", "destinations", "vehicle", "type", "provider", "annotations", "avoid", "truck", "departureTime"}
 )
 
 
@@ -209,7 +210,7 @@ def parse_public_matrix(body: Any, registry: ProviderRegistry, cell_limit: int, 
     decided from the list lengths before a single point is read."""
     errors = ParameterErrors()
     params = internal_body_options(body, "sources, destinations?, annotations?", errors)
-    for field in sorted(set(body) - PUBLIC_MATRIX_FIELDS)[:10]:
+    for field in sorted(set(body) - PUBLIC_MATRIX_FIELDS - {"arrivalTime"})[:10]:
         errors.add(
             str(field)[:40], f"is not a field of this body (those are {', '.join(sorted(PUBLIC_MATRIX_FIELDS))})"
         )
@@ -236,17 +237,34 @@ def matrix_request(
         truck = None
     for key in sorted(set(truck or {}) - set(TRUCK_DIMENSIONS))[:5]:
         errors.add(f"truck.{str(key)[:40]}", f"is not a truck dimension (those are {', '.join(TRUCK_DIMENSIONS)})")
+    departure = parse_matrix_departure(body, errors)
     restrictions = Restrictions(
         avoid=parse_avoid(body, named, errors),
         truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
+        time=None if departure is None else RouteTime(departure),
     )
     provider = registry.choose(
         name, vehicle, route_type, errors, restrictions=restrictions, serving="matrix"
     )
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
-    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions)
+    when_open = departure is not None and body.get("whenOpen") is True
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions, when_open)
     return MatrixRequest(query, provider.name, provider.matrix)
+
+
+def parse_matrix_departure(body: dict[str, Any], errors: ParameterErrors) -> datetime | None:
+    """A matrix's `departureTime` (issue 33): every source leaves then. `arrivalTime` is
+    refused: a matrix's cells have no common arrival."""
+    if "arrivalTime" in body:
+        errors.add("arrivalTime", "a matrix leaves every source at one time: give departureTime")
+    raw = body.get("departureTime")
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        errors.add("departureTime", f"must be an ISO 8601 date-time string with a UTC offset, got {short(raw)}")
+        return None
+    return parse_instant(raw, "departureTime", errors)
 
 
 def check_cells(sources: Any, destinations: Any, cell_limit: int, tier: str) -> None:
@@ -303,10 +321,35 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     waypoints = parse_points(body, "waypoints", errors, 2, MAX_ROUTE_WAYPOINTS)
     vehicle, route_type, name = parse_profile(params, errors)
     named = [(f"waypoints[{i}]", p) for i, p in enumerate(waypoints)]
-    restrictions = Restrictions(avoid=parse_avoid(body, named, errors))
+    departures = parse_leg_departures(body.get("legDepartures"), len(waypoints) - 1, errors)
+    start = parse_matrix_departure(body, errors)
+    time = RouteTime(departures[0]) if departures else RouteTime(start) if start else None
+    restrictions = Restrictions(avoid=parse_avoid(body, named, errors), time=time)
+    service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
     provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions)
-    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions)
+    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service)
     return WaypointsRequest(query, provider.name, provider.waypoints)
+
+
+def parse_service_times(raw: Any, waypoints: int, errors: ParameterErrors) -> tuple[float, ...]:
+    """The optimizer's `serviceTimes` (seconds at each waypoint) for a tour leaving at `departureTime`."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) != waypoints or not all(json_kind(v) == "a number" and v >= 0 for v in raw):
+        errors.add("serviceTimes", f"must be a list of {waypoints} numbers of seconds ≥ 0, one per waypoint")
+        return ()
+    return tuple(float(v) for v in raw)
+
+
+def parse_leg_departures(raw: Any, legs: int, errors: ParameterErrors) -> tuple[datetime, ...]:
+    """The optimizer's `legDepartures` (issue 33): when each leg leaves, one per leg."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) != legs or not all(isinstance(item, str) for item in raw):
+        errors.add("legDepartures", f"must be a list of {legs} ISO 8601 date-times, one per leg")
+        return ()
+    found = [parse_instant(item, f"legDepartures[{i}]", errors) for i, item in enumerate(raw)]
+    return tuple(item for item in found if item is not None) if all(found) else ()
 
 
 # ---------------------------------------------------------------- a GPS trace to match
@@ -350,11 +393,13 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
     return IsochroneRequest(query, provider.name, provider.isochrone)
 
 
-def parse_departure(params: Mapping[str, str], errors: ParameterErrors) -> datetime | None:
-    """An isochrone's `departureTime` (issue 33): the area leaves the point then. An area has
-    no single arrival, so `arrivalTime` is refused."""
+def parse_departure(params: Mapping[str, str], errors: ParameterErrors,
+                    no_arrival: str = "an area is reached from its point at one time") -> datetime | None:  # fmt: skip
+    """`departureTime` of an isochrone or a detour file (issue 33): the area leaves the point
+    then, every line's routes leave then. Neither has a single arrival (`no_arrival` says why),
+    so `arrivalTime` is refused."""
     if "arrivalTime" in params:
-        errors.add("arrivalTime", "an area is reached from its point at one time: give departureTime")
+        errors.add("arrivalTime", f"{no_arrival}: give departureTime")
     raw = params.get("departureTime")
     return None if raw is None else parse_instant(raw, "departureTime", errors)
 

@@ -73,6 +73,24 @@
   function profile() {
     return { vehicle: $("vehicle").value || undefined, type: $("route-type").value || undefined };
   }
+  // The "Leaving at" field as ISO 8601 with this browser's UTC offset (the API needs one);
+  // undefined when empty: the answers then hold at any time.
+  function departure() {
+    const value = $("departure").value;
+    if (!value) return undefined;
+    const when = new Date(value);
+    const offset = -when.getTimezoneOffset();
+    const pad = (n) => String(Math.floor(Math.abs(n))).padStart(2, "0");
+    const sign = offset >= 0 ? "+" : "-";
+    return `${value.length === 16 ? `${value}:00` : value}${sign}${pad(offset / 60)}:${pad(offset % 60)}`;
+  }
+  // What an answer at a time says: when it leaves and the rules by time it met.
+  function timeNote(answer) {
+    if (!answer.departureTime) return "";
+    const rules = answer.timeRules || [];
+    const met = rules.length ? `${rules.length} rule${rules.length === 1 ? "" : "s"} by time on the way` : "no rule by time on the way";
+    return ` Leaving ${clockTime(answer.departureTime)}: ${met}.`;
+  }
   function mode() {
     return document.querySelector("input[name=mode]:checked").value;
   }
@@ -409,13 +427,13 @@
     const alternatives = capabilities.alternatives ? $("alternatives").value : 0;
     try {
       const answer = await api("GET", "/v1/route", {
-        query: { from: latLon(state.from), to: latLon(state.to), alternatives, ...profile() },
+        query: { from: latLon(state.from), to: latLon(state.to), alternatives, ...profile(), departureTime: departure() },
       });
       state.routes = answer.routes || [];
       showRoute(0);
       const moved = drawSnaps([[state.from, answer.snappedFrom, "start"], [state.to, answer.snappedTo, "end"]]);
       const found = state.routes.length;
-      status(`${found} route${found === 1 ? "" : "s"} (${answer.provider}).${moved}`, moved ? "notice" : undefined);
+      status(`${found} route${found === 1 ? "" : "s"} (${answer.provider}).${timeNote(answer)}${moved}`, moved ? "notice" : undefined);
     } catch (error) {
       layers.routes.clearLayers();
       failAt(error, { from: state.from, to: state.to });
@@ -540,7 +558,7 @@
       destination: roundTrip && i === 0,
     }));
     try {
-      const answer = await api("POST", "/v1/optimize/stops", { query: profile(), body });
+      const answer = await api("POST", "/v1/optimize/stops", { query: { ...profile(), startTime: departure() }, body });
       clearTour();
       L.polyline(toLatLngs(answer.geometry.coordinates), {
         color: "#6a1b9a", weight: 5, opacity: 0.8, className: "tour-line", interactive: false,
@@ -575,7 +593,7 @@
     busy("Computing the matrix…");
     try {
       const answer = await api("POST", "/v1/matrix", {
-        body: { sources: state.stops.map((s) => ({ lat: s.lat, lon: s.lon })), ...profile() },
+        body: { sources: state.stops.map((s) => ({ lat: s.lat, lon: s.lon })), ...profile(), departureTime: departure() },
       });
       const table = element("table");
       const head = element("tr");
@@ -609,7 +627,7 @@
     busy("Computing the reachable area…");
     try {
       const answer = await api("GET", "/v1/isochrone", {
-        query: { point: latLon(point), time: minutes.map((m) => Math.round(m * 60)).join(","), ...profile() },
+        query: { point: latLon(point), time: minutes.map((m) => Math.round(m * 60)).join(","), ...profile(), departureTime: departure() },
       });
       layers.isochrone.clearLayers();
       const features = [...answer.features].reverse(); // the largest first, the smaller on top

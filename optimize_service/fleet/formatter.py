@@ -58,6 +58,7 @@ def route_body(plan: FleetPlan, route: RoutePlan) -> dict[str, Any]:
         "endTime": at(plan, last.arrival_s + last.waiting_s + last.service_s),
         "cost": route.cost,
         "geometry": {"type": "LineString", "coordinates": route.geometry},
+        **({} if route.time_rules is None else {"timeRules": route.time_rules}),
     }
 
 

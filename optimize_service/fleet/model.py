@@ -103,6 +103,8 @@ class FleetRequest:
     dimensions: int
     avoid: AvoidArea | None = None
     time_limit_s: float | None = None  # None: default_time_limit(stops)
+    # startTime given: OSM's rules by time apply from then (issue 33); else time-independent
+    timed: bool = False
 
     @property
     def stops(self) -> int:
@@ -151,6 +153,7 @@ class RoutePlan:
     steps: tuple[Step, ...]
     cost: int
     geometry: list[list[float]] = field(default_factory=list)  # [lon, lat] pairs
+    time_rules: list[dict[str, Any]] | None = None  # with startTime: the rules by time its legs met
 
     @property
     def distance_m(self) -> int:

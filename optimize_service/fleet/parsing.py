@@ -94,7 +94,8 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     assert vehicles is not None and jobs is not None and shipments is not None
     assert all(item is not None for item in (*vehicles, *jobs, *shipments))
     return FleetRequest(
-        tuple(vehicles), tuple(jobs), tuple(shipments), ctx.start_time, ctx.dimensions, avoid, time_limit
+        tuple(vehicles), tuple(jobs), tuple(shipments), ctx.start_time, ctx.dimensions, avoid, time_limit,
+        timed=raw_start is not None,
     )
 
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
-from optimize_service.fleet.model import FleetPlan, FleetRequest, RoutePlan, default_time_limit
+from optimize_service.fleet.model import FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import explain
+from optimize_service.fleet.road_windows import explain_closed, with_road_windows
 from optimize_service.fleet.solver import (
     EXPLORATION_LEVEL,
     better,
@@ -25,6 +27,7 @@ from optimize_service.fleet.solver import (
     solve_fleet,
     solve_method,
 )
+from optimize_service.road_windows import RoadWindow, read_road_windows
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import Job, Lane, Scheduler
 
@@ -72,6 +75,8 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         matrices = await asyncio.gather(*(kind_matrix(routes, points, kind, request) for kind in request.kinds))
         durations = {kind: m[0] for kind, m in zip(request.kinds, matrices, strict=True)}
         distances = {kind: m[1] for kind, m in zip(request.kinds, matrices, strict=True)}
+        roads = {point: road for m in reversed(matrices) for point, road in m[2].items()}  # the first kind's
+        request = with_road_windows(request, where, roads)
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
         solution = await solve_in(lane, job, problem)
     answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
@@ -81,7 +86,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         request=request,
         locations=points.points,
         routes=plans,
-        unassigned=[explain(item, problem) for item in solution.unassigned],
+        unassigned=[explain_closed(explain(item, problem), problem, roads) for item in solution.unassigned],
         solver={
             "method": solution.method,
             "explorationLevel": EXPLORATION_LEVEL,
@@ -125,39 +130,74 @@ def profile(kind: str, request: FleetRequest) -> dict[str, Any]:
 
 async def kind_matrix(
     routes: RouteClient, points: Points, kind: str, request: FleetRequest
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, dict[int, RoadWindow]]:
     """Integer seconds and metres between every two points for one vehicle kind; where no road
-    connects them, values no shift can hold (the solver leaves such tasks out)."""
+    connects them, values no shift can hold (the solver leaves such tasks out). With startTime
+    (issue 33) the matrix leaves then, and a point on a road closed at that time has the cells
+    of its next opening and its road's windows (optimize_service.road_windows)."""
     body = {
         "sources": [point_body(p) for p in points.points],
         "destinations": [point_body(p) for p in points.points],
         "annotations": ["duration", "distance"],
         **profile(kind, request),
     }
+    if request.timed:
+        body |= {"departureTime": request.start_time.isoformat(), "whenOpen": True}
     answer = await call(routes, "/internal/matrix", body, points.names, kind_field(kind, request))
     durations = np.array(answer["durations"], dtype=np.float64)
     distances = np.array(answer["distances"], dtype=np.float64)
     no_road = ~np.isfinite(durations) | ~np.isfinite(distances)
     seconds = np.where(no_road, NO_ROAD_S, np.rint(np.nan_to_num(durations))).astype(np.int64)
     metres = np.where(no_road, NO_ROAD_M, np.rint(np.nan_to_num(distances))).astype(np.int64)
-    return seconds, metres
+    return seconds, metres, read_road_windows(answer, request.start_time)
 
 
 async def route_geometry(
     routes: RouteClient, points: Points, route: RoutePlan, request: FleetRequest
 ) -> tuple[RoutePlan, dict[str, Any]]:
-    """The road line through the route's places in order (breaks have none)."""
+    """The road line through the route's places in order (breaks have none). With startTime
+    (issue 33) each leg is routed when it leaves, and the rules by time it met are listed."""
     order: list[int] = []
+    departures: list[int] = []  # seconds after startTime
+    last: Step | None = None
     for step in route.steps:
-        if step.location is not None and (not order or order[-1] != step.location):
+        if step.location is None:
+            continue
+        if order and order[-1] != step.location:
+            assert last is not None  # driving time since the last place: the vehicle left then
+            departures.append(step.arrival_s - (step.duration_s - last.duration_s))
+        if not order or order[-1] != step.location:
             order.append(step.location)
+        last = step
     if len(order) < 2:
         here = [points.points[order[0]].lon, points.points[order[0]].lat]
         return RoutePlan(route.vehicle, route.steps, route.cost, [here, here]), {}
     kind = request.vehicles[route.vehicle].kind
-    body = {"waypoints": [point_body(points.points[i]) for i in order], **profile(kind, request)}
-    answer = await call(routes, "/internal/route", body, [points.names[i] for i in order], kind_field(kind, request))
-    return RoutePlan(route.vehicle, route.steps, route.cost, answer["geometry"]["coordinates"]), answer
+    body: dict[str, Any] = {"waypoints": [point_body(points.points[i]) for i in order], **profile(kind, request)}
+    names, field = [points.names[i] for i in order], kind_field(kind, request)
+    if request.timed:
+        timed = {**body, "legDepartures": [(request.start_time + timedelta(seconds=s)).isoformat() for s in departures]}
+        try:
+            answer = await call(routes, "/internal/route", timed, names, field)
+            return RoutePlan(route.vehicle, route.steps, route.cost, answer["geometry"]["coordinates"],
+                             rules_met(answer["legs"])), answer  # fmt: skip
+        except UpstreamError as exc:
+            # A stop the road route reaches just after its road closes, where the plan's matrix
+            # times had it just before: the line without times, the plan unchanged.
+            if exc.code != "ROUTE_ERROR_NO_ROUTE":
+                raise
+    answer = await call(routes, "/internal/route", body, names, field)
+    rules = None
+    return RoutePlan(route.vehicle, route.steps, route.cost, answer["geometry"]["coordinates"], rules), answer
+
+
+def rules_met(legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The legs' rules by time, each way and rule once (the first time it was met)."""
+    met: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for leg in legs:
+        for rule in leg.get("timeRules", []):
+            met.setdefault((rule["way"], rule["rule"]), rule)
+    return list(met.values())
 
 
 def kind_field(kind: str, request: FleetRequest) -> str:

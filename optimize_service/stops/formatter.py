@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
+from optimize_service.road_windows import CLOSED_AT_TIME
 from optimize_service.stops.model import Plan, Visit
 from optimize_service.stops.reachability import UNREACHABLE, unassigned_message
 
@@ -41,6 +42,7 @@ def leg_body(plan: Plan, position: int) -> dict[str, Any]:
         "to": after.stop_index,
         "distance": round(after.leg.distance_m, 1),
         "duration": round(after.leg.duration_s, 1),
+        **({} if after.leg.time_rules is None else {"timeRules": after.leg.time_rules}),
     }
 
 
@@ -50,8 +52,8 @@ def unassigned_body(plan: Plan, index: int) -> dict[str, Any]:
         "index": index,
         "name": stop.name,
         "coordinate": {"lat": stop.coordinate.lat, "lon": stop.coordinate.lon},
-        "reason": UNREACHABLE,
-        "message": unassigned_message(stop, start),
+        "reason": CLOSED_AT_TIME if index in plan.closed else UNREACHABLE,
+        "message": plan.closed.get(index) or unassigned_message(stop, start),
     }
 
 

@@ -53,6 +53,8 @@ class Options:
     # False (the default): the tour visits the stops the start shares a road network with, and
     # the others are answered as unassigned (optimize_service.stops.reachability).
     strict: bool = False
+    # startTime given: OSM's rules by time apply from then (issue 33); else time-independent
+    timed: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class OptimizeRequest:
 class Leg:
     distance_m: float
     duration_s: float
+    time_rules: list[dict[str, Any]] | None = None  # with startTime: the rules by time the leg met
 
 
 @dataclass(frozen=True)
@@ -97,3 +100,5 @@ class Plan:
     route: TourRoute
     solver: dict[str, Any] = field(default_factory=dict)
     unassigned: list[int] = field(default_factory=list)  # stops left out: no road joins them with the start
+    # of those, the ones on a road closed to the vehicle when the tour would reach it (issue 33)
+    closed: dict[int, str] = field(default_factory=dict)  # stop index → why

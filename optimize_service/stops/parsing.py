@@ -179,6 +179,7 @@ def parse_options(
         # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
         avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
         strict=parse_bool(query, "strict", errors, default=False),
+        timed="startTime" in query,
     )
 
 

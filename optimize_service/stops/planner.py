@@ -3,16 +3,21 @@ schedule. Async because it calls the route service; no aiohttp server code here.
 
 from __future__ import annotations
 
+import re
 from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
+from itertools import pairwise
 from typing import Any, Protocol
 
 import numpy as np
 
-from optimize_service.routing import RouteClient
+from common.errors import UpstreamError
+from optimize_service.road_windows import RoadWindow
+from optimize_service.routing import RoadMatrix, RouteClient
 from optimize_service.scheduler import SolverRunner
-from optimize_service.stops.model import OptimizeRequest, Plan, TourEnds, TourRoute
+from optimize_service.stops.model import Leg, OptimizeRequest, Options, Plan, Stop, TourEnds, TourRoute
 from optimize_service.stops.reachability import stops_to_visit
-from optimize_service.stops.schedule import schedule
+from optimize_service.stops.schedule import schedule, visit_times
 from optimize_service.stops.solver import Tour, TourProblem
 
 
@@ -33,13 +38,111 @@ async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solv
     async with solvers.admit(len(stops), options.time_limit_s, account) as run_solver:
         matrix = await routes.matrix(stops, options)
         visited = stops_to_visit(matrix.durations_s, stops, ends, options.strict)
-        tour = await run_solver(tour_problem(matrix.durations_s, visited, ends, options.time_limit_s))
-    order = [visited[position] for position in tour.order]
-    visiting_order = [*order, ends.start] if ends.round_trip else order
-    route = await routes.tour(stops, visiting_order, options)
+        closed = closed_at_departure(matrix, stops, visited, options)
+        for _ in range(MAX_TIMED_ROUNDS):
+            tour = await run_solver(tour_problem(matrix.durations_s, visited, ends, options.time_limit_s))
+            visiting_order = in_order(visited, tour, ends)
+            late = closed_on_arrival(matrix, stops, visiting_order, options, ends)
+            if not late:
+                break
+            closed |= late
+            visited = [stop for stop in visited if stop not in late]
+    if options.timed:
+        route, visiting_order = await timed_tour(routes, stops, visiting_order, options, matrix, ends, closed)
+        visited = [stop for stop in visited if stop in visiting_order]
+    else:
+        route = await routes.tour(stops, visiting_order, options)
     visits = schedule(stops, visiting_order, route.legs, options.start_time)
     unassigned = sorted(set(range(len(stops))) - set(visited))
-    return Plan(request, visits, route, solver_summary(tour), unassigned)
+    return Plan(request, visits, route, solver_summary(tour), unassigned, closed)
+
+
+async def timed_tour(routes: RouteClient, stops: list[Stop], visiting_order: list[int], options: Options,
+                     matrix: RoadMatrix, ends: TourEnds, closed: dict[int, str]) -> tuple[TourRoute, list[int]]:  # fmt: skip
+    """The road tour at startTime, each leg routed when it leaves (issue 33). A stop the road
+    tour reaches while its road is closed (its times differ a little from the matrix's) is left
+    out and the tour routed again without it (`closed` gets the reasons)."""
+    order = list(visiting_order)
+    for _ in range(MAX_TIMED_ROUNDS):
+        if len(order) < 2:
+            here = [stops[order[0]].coordinate.lon, stops[order[0]].coordinate.lat]
+            return TourRoute(distance_m=0.0, duration_s=0.0, geometry=[here, here], legs=[]), order
+        try:
+            route = await routes.tour(stops, order, options)
+        except UpstreamError as exc:
+            index = blamed_stop(exc, ends)
+            if index is None:
+                raise
+            closed[index] = exc.violations[0].message
+            order = [stop for stop in order if stop != index]
+            continue
+        late = closed_on_arrival(matrix, stops, order, options, ends, route.legs)
+        if not late:
+            return route, order
+        closed |= late
+        order = [stop for stop in order if stop not in late]
+    # still late after the rounds: the order's times as the last route gave them
+    return route, order
+
+
+def blamed_stop(error: UpstreamError, ends: TourEnds) -> int | None:
+    """The stop a route error at a time names (`stops[k]`: its road closed when reached),
+    unless it is one of the tour's ends."""
+    for violation in error.violations:
+        match = STOP_PARAMETER.match(violation.parameter or "")
+        if error.code == "ROUTE_ERROR_NO_ROUTE" and match and int(match.group(1)) not in (ends.start, ends.end):
+            return int(match.group(1))
+    return None
+
+
+STOP_PARAMETER = re.compile(r"^stops\[(\d+)\]$")
+
+
+# Re-orders after leaving out stops reached while their road is closed (each round leaves out
+# at least one; a tour whose later stops all close early needs few).
+MAX_TIMED_ROUNDS = 4
+
+
+def in_order(visited: list[int], tour: Tour, ends: TourEnds) -> list[int]:
+    order = [visited[position] for position in tour.order]
+    return [*order, ends.start] if ends.round_trip else order
+
+
+def closed_at_departure(matrix: RoadMatrix, stops: list[Stop], visited: list[int], options: Options) -> dict[int, str]:
+    """Stops left out (no cells) because their road is closed at startTime: why, and when it opens."""
+    return {
+        index: closed_message(road, options, "at startTime")
+        for index, road in matrix.roads.items()
+        if index not in visited and not road.holds(0)
+    }
+
+
+def closed_on_arrival(matrix: RoadMatrix, stops: list[Stop], visiting_order: list[int], options: Options,
+                      ends: TourEnds, legs: list[Leg] | None = None) -> dict[int, str]:  # fmt: skip
+    """The visited stops the tour reaches while their road is closed (never the tour's ends),
+    by the road tour's legs or else the matrix's durations."""
+    if not matrix.roads:
+        return {}
+    if legs is None:
+        legs = matrix_legs(matrix, visiting_order)
+    late = {}
+    for visit in visit_times(stops, visiting_order, legs, options.start_time):
+        road = matrix.roads.get(visit.stop_index)
+        at_s = (visit.arrival - options.start_time).total_seconds()
+        if road is not None and visit.stop_index not in (ends.start, ends.end) and not road.holds(at_s):
+            late[visit.stop_index] = closed_message(road, options, f"when the tour reaches it ({visit.arrival.isoformat(timespec='minutes')})")
+    return late
+
+
+def closed_message(road: RoadWindow, options: Options, when: str) -> str:
+    opens = next((start for start, _ in road.windows if start > 0), None)
+    after = "" if opens is None else f"; it next opens at {(options.start_time + timedelta(seconds=opens)).isoformat(timespec='minutes')}"
+    return f"{road.message(options.vehicle)}: closed {when}{after}"
+
+
+def matrix_legs(matrix: RoadMatrix, visiting_order: list[int]) -> list[Leg]:
+    """The legs of a visiting order by the matrix's durations."""
+    return [Leg(0.0, float(matrix.durations_s[a, b])) for a, b in pairwise(visiting_order)]
 
 
 def tour_problem(durations_s: np.ndarray, visited: list[int], ends: TourEnds, time_limit_s: float | None) -> TourProblem:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
@@ -62,16 +63,17 @@ def percent(extra: float, base: float) -> float | None:
 class Router:
     """Route lengths for one request, with one provider, vehicle and route type."""
 
-    def __init__(self, provider: Capabilities, vehicle: str, route_type: str) -> None:
+    def __init__(self, provider: Capabilities, vehicle: str, route_type: str, departure: datetime | None = None) -> None:
         self.provider = provider
         self.vehicle = vehicle
         self.route_type = route_type
+        self.departure = departure  # rules by time (issue 33): each line's routes leave then
         self._memo: dict[tuple[tuple[LatLon, ...], tuple[str, ...]], Cost | ApiError] = {}
         self._detours: dict[tuple[LatLon, LatLon, LatLon], DetourCosts | None] = {}
 
     def detour(self, case: DetourCase) -> tuple[Cost, Cost]:
         """The direct and the via cost of a line; raises the provider's ApiError naming the point."""
-        fast = self.provider.detour
+        fast = self.provider.detour if self.departure is None else None
         if fast is not None:
             key = (case.origin, case.via, case.destination)
             if key not in self._detours:
@@ -88,7 +90,7 @@ class Router:
         known = self._memo.get(key)
         if known is None:
             try:
-                known = self.provider.cost(CostQuery(points, names, self.vehicle, self.route_type))
+                known = self.provider.cost(CostQuery(points, names, self.vehicle, self.route_type, self.departure))
             except ApiError as exc:
                 known = exc
             self._memo[key] = known

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from route_service.graph_engine.matrix import Cell, one_to_many
+from route_service.graph_engine.matrix import Cell, TimedWeights, one_to_many
 from route_service.graph_engine.path import PathResult, Stretch
 from route_service.graph_engine.prepare import RoadGraph
 from route_service.graph_engine.search import shortest_path
@@ -74,6 +74,8 @@ class GraphEngine:
         return self.snapper.snap_at(vehicle, lat, lon, max_distance_m=max_distance_m, opened=opened, closed=closed)
 
     def one_to_many(self, vehicle: str, route_type: str, origin: SnapPoint,
-                    dests: list[SnapPoint], closed_pieces: np.ndarray | None = None) -> list[Cell | None]:  # fmt: skip
-        """(duration s, distance m) from one start to many destinations (None: unreachable)."""
-        return one_to_many(self.road, vehicle, route_type, origin, dests, closed_pieces)
+                    dests: list[SnapPoint], closed_pieces: np.ndarray | None = None,
+                    timed: TimedWeights | None = None, both: bool = True) -> list[Cell | None]:  # fmt: skip
+        """(duration s, distance m) from one start to many destinations (None: unreachable);
+        `both` False: the searched metric only (the other 0)."""
+        return one_to_many(self.road, vehicle, route_type, origin, dests, closed_pieces, timed, both)

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
+from scipy.spatial import cKDTree
 
 from common.geo import LatLon
 from common.vehicles import VEHICLE_TABLE
+from route_service.graph_engine.matrix import Cell, TimedWeights
 from route_service.graph_engine.path import PathResult, Stretch, emergency_runs
-from route_service.graph_engine.prepare import RoadGraph, VehicleGraph
+from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
 from route_service.graph_engine.snap import SnapPoint
 from route_service.graph_format import MODE_YES
 from route_service.graph_tags import CLOSED_VALUES, classify
@@ -180,12 +182,15 @@ def zones(road: RoadGraph, pieces: np.ndarray) -> dict[int, int]:
 def shut_zones(road: RoadGraph, state: TimedState, ends: list[int]) -> np.ndarray:
     """The destination-only pieces of every zone but those holding one of the query's ends
     (the pieces the start and destination snapped onto)."""
-    only = np.array([p for p, s in state.pieces.items() if s.destination_only], dtype=np.int64)
-    if not len(only):
-        return NO_PIECES
-    zone = zones(road, only)
+    zone = state_zones(road, state)
     kept = {zone[p] for p in ends if p in zone}
     return np.array([p for p, z in zone.items() if z not in kept], dtype=np.int64)
+
+
+def state_zones(road: RoadGraph, state: TimedState) -> dict[int, int]:
+    """Each destination-only piece's zone at the state's time."""
+    only = np.array([p for p, s in state.pieces.items() if s.destination_only], dtype=np.int64)
+    return zones(road, only) if len(only) else {}
 
 
 # ---------------------------------------------------------------- a route at a time
@@ -396,3 +401,202 @@ def effect(rule: ConditionalRule, vehicle: str) -> str:
     if rule.value in CLOSED_VALUES:
         return f"closed to {vehicle}"
     return f"open to {vehicle} ({rule.value})"
+
+
+# ---------------------------------------------------------------- a matrix at a time
+
+WINDOW_DAYS = 8  # a point's opening windows are listed this far after the departure
+MAX_WINDOW_CHANGES = 64  # of a road's rules within those days (a daily window: 16 changes)
+Window = tuple[datetime, datetime]
+
+
+@dataclass(frozen=True)
+class TimedPoint:
+    """A matrix point on a road whose rules depend on the time."""
+
+    index: int  # among the sources, then the destinations
+    piece: int
+    open_at_departure: bool
+    windows: list[Window]  # when the vehicle may reach it, within WINDOW_DAYS
+
+
+@dataclass(frozen=True)
+class TimedMatrix:
+    cells: list[list[Cell | None]]
+    sources: list[SnapPoint]
+    destinations: list[SnapPoint]
+    points: list[TimedPoint]
+
+
+def matrix_at(engine: GraphEngine, vehicle: str, route_type: str, sources: list[LatLon], dests: list[LatLon],
+              departure: datetime, size: dict[str, float] | None, closed: np.ndarray | None,
+              max_distance_m: float, when_open: bool, both: bool = True) -> TimedMatrix:  # fmt: skip
+    """Every source to every destination leaving at `departure`, each timed road as its rules
+    are then (a matrix has no single time of reaching: the route at a time re-checks each road).
+    A destination on a road closed at the departure has no cells, or with `when_open` the cells
+    of its next opening (an optimizer then visits it in its windows). A destination inside a
+    delivery zone opens that zone only for its own cells. Raises LookupError(point index) for a
+    point with no usable road near at any time."""
+    timed = engine.timed
+    places = {(p.lat, p.lon): p for p in [*sources, *dests]}  # an all-to-all matrix names each point twice
+    where = {key: snap_any_time(engine, vehicle, p, max_distance_m) for key, p in places.items()}
+    meant = [where[(p.lat, p.lon)] for p in [*sources, *dests]]
+    for index, snapped in enumerate(meant):
+        if snapped is None:
+            raise LookupError(index)
+    points = [timed_point(timed, vehicle, i, s.piece, departure, size) for i, s in enumerate(meant)
+              if s is not None and s.piece in timed.way_of]  # fmt: skip
+    evaluated_at = {p.index: evaluation_time(p, departure, when_open) for p in points}
+    groups: dict[tuple[datetime, int], list[int]] = {}
+    for j in range(len(dests)):
+        at = evaluated_at.get(len(sources) + j, departure)
+        if at is not None:
+            groups.setdefault((at, zone_of(engine, vehicle, meant[len(sources) + j], at, size)), []).append(j)
+    snaps = Snaps(engine, vehicle, max_distance_m, size)
+    weights = ZoneWeights(engine.road, vehicle, route_type)
+    cells: list[list[Cell | None]] = [[None] * len(dests) for _ in sources]
+    for (at, _), members in groups.items():
+        state = timed.state(vehicle, at, size)
+        targets = [snaps.at(dests[j], state) for j in members]
+        for i, source in enumerate(sources):
+            origin = snaps.at(source, state)
+            if origin is None:
+                continue
+            reached = [(j, t) for j, t in zip(members, targets, strict=True) if t is not None]
+            row_weights = weights.at(state, [origin.piece, *(t.piece for _, t in reached)])
+            row = engine.one_to_many(vehicle, route_type, origin, [t for _, t in reached], closed, row_weights, both)
+            for (j, _), cell in zip(reached, row, strict=True):
+                cells[i][j] = cell
+    return TimedMatrix(cells, [s for s in meant[: len(sources)] if s is not None],
+                       [s for s in meant[len(sources):] if s is not None], points)  # fmt: skip
+
+
+class ZoneWeights:
+    """A matrix's timed weights, by time and the delivery zones its row and column open: most
+    rows share them (building them took a fifth of a row's time on Heidelberg)."""
+
+    def __init__(self, road: RoadGraph, vehicle: str, route_type: str) -> None:
+        self.road, self.vehicle, self.route_type = road, vehicle, route_type
+        self.zones: dict[datetime, dict[int, int]] = {}
+        self.found: dict[tuple[datetime, frozenset[int]], TimedWeights] = {}
+
+    def at(self, state: TimedState, ends: list[int]) -> TimedWeights:
+        zone = self.zones.get(state.at)
+        if zone is None:
+            zone = self.zones[state.at] = state_zones(self.road, state)
+        kept = frozenset(zone[p] for p in ends if p in zone)
+        key = (state.at, kept)
+        if key not in self.found:
+            shut = np.array([p for p, z in zone.items() if z not in kept], dtype=np.int64)
+            self.found[key] = matrix_overrides(self.road, self.vehicle, self.route_type, state, shut)
+        return self.found[key]
+
+
+class Snaps:
+    """Where each point meets the roads open at a state's time, found once per point and time."""
+
+    def __init__(self, engine: GraphEngine, vehicle: str, max_distance_m: float, size: dict[str, float] | None) -> None:
+        self.engine, self.vehicle, self.max_distance_m, self.size = engine, vehicle, max_distance_m, size
+        self.found: dict[tuple[float, float, datetime], SnapPoint | None] = {}
+
+    def at(self, point: LatLon, state: TimedState) -> SnapPoint | None:
+        key = (point.lat, point.lon, state.at)
+        if key not in self.found:
+            self.found[key] = snap_at_state(self.engine, self.vehicle, point, state, self.max_distance_m)
+        return self.found[key]
+
+
+def timed_point(timed: TimedRoads, vehicle: str, index: int, piece: int, departure: datetime,
+                size: dict[str, float] | None) -> TimedPoint:  # fmt: skip
+    now = timed.piece_at(vehicle, piece, departure, size)
+    windows = open_windows(timed, vehicle, piece, departure, departure + timedelta(days=WINDOW_DAYS), size)
+    return TimedPoint(index, piece, now.forward or now.backward, windows)
+
+
+def evaluation_time(point: TimedPoint, departure: datetime, when_open: bool) -> datetime | None:
+    """When a point's cells are computed: at the departure when its road is open then, else at
+    its next opening (`when_open`), else never (None: no cells)."""
+    if point.open_at_departure:
+        return departure
+    return point.windows[0][0] if when_open and point.windows else None
+
+
+def zone_of(engine: GraphEngine, vehicle: str, point: SnapPoint | None, at: datetime,
+            size: dict[str, float] | None) -> int:  # fmt: skip
+    """The delivery zone a point's road belongs to at a time (-1: none)."""
+    if point is None or point.piece not in engine.timed.way_of:
+        return -1
+    state = engine.timed.state(vehicle, at, size)
+    if not state.pieces[point.piece].destination_only:
+        return -1
+    only = np.array([p for p, s in state.pieces.items() if s.destination_only], dtype=np.int64)
+    return zones(engine.road, only)[point.piece]
+
+
+def open_windows(timed: TimedRoads, vehicle: str, piece: int, start: datetime, end: datetime,
+                 size: dict[str, float] | None) -> list[Window]:  # fmt: skip
+    """When the vehicle may use a timed piece between `start` and `end`: its rules' changes in
+    order, each evaluated (a window's bounds are rule changes, like `next_opening`)."""
+    way, where = timed.way(piece), timed.where(piece)
+    rules = [rule for rule in way.rules if rule.key in keys_of(vehicle)]
+    state = timed.piece_at(vehicle, piece, start, size)
+    opened = start if state.forward or state.backward else None
+    windows: list[Window] = []
+    at = start
+    for _ in range(MAX_WINDOW_CHANGES):
+        changes = [c for rule in rules if (c := timed.table.next_change(rule.condition, at, where)) is not None]
+        if not changes or min(changes) >= end:
+            break
+        at = min(changes)
+        state = timed.piece_at(vehicle, piece, at, size)
+        usable = state.forward or state.backward
+        if usable and opened is None:
+            opened = at
+        elif not usable and opened is not None:
+            windows.append((opened, at))
+            opened = None
+    if opened is not None:
+        windows.append((opened, end))
+    return windows
+
+
+def matrix_overrides(road: RoadGraph, vehicle: str, route_type: str, state: TimedState,
+                     shut: np.ndarray) -> TimedWeights:  # fmt: skip
+    graph = road.vehicles[vehicle]
+    searched = overrides(road, graph, route_type, state, shut)
+    durations = searched if route_type == "fastest" else overrides(road, graph, "fastest", state, shut)
+    return TimedWeights(searched, durations)
+
+
+# ---------------------------------------------------------------- a recorded trace
+
+TRACE_ON_ROAD_M = 5.0  # a matched place this near a timed road was on it
+
+
+def rules_on_trace(engine: GraphEngine, vehicle: str, places: list[tuple[LatLon, datetime]],
+                   size: dict[str, float] | None) -> list[RuleMet]:  # fmt: skip
+    """The rules by time a driven trace met (each way and rule once, when first met): those that
+    held where it drove, and those of timed roads it drove while they were closed to it. Only
+    places near a timed road are looked at (one nearest-centre query for all of them)."""
+    timed = engine.timed
+    if not len(timed) or not places:
+        return []
+    road = engine.road
+    centers = cKDTree(road.piece_center[timed.pieces])
+    reach = float(road.piece_radius[timed.pieces].max()) + TRACE_ON_ROAD_M
+    xyz = to_xyz(np.array([p.lat for p, _ in places]), np.array([p.lon for p, _ in places]))
+    near, _ = centers.query(xyz, distance_upper_bound=reach)
+    met: dict[tuple[int, str], RuleMet] = {}
+    for (place, at), distance in zip(places, near, strict=True):
+        if not np.isfinite(distance):
+            continue
+        snapped = engine.snap_at(vehicle, place.lat, place.lon, max_distance_m=TRACE_ON_ROAD_M,
+                                 opened=timed.pieces, closed=NO_PIECES)  # fmt: skip
+        if snapped is None or snapped.piece not in timed.way_of:
+            continue
+        way, state = timed.way(snapped.piece), timed.piece_at(vehicle, snapped.piece, at, size)
+        usable = state.forward or state.backward
+        for rule in state.applied or ([] if usable else [r for r in way.rules if r.key in keys_of(vehicle)]):
+            text = effect(rule, vehicle) if usable else f"closed to {vehicle}: driven while closed"
+            met.setdefault((way.way_id, rule.text), RuleMet(snapped.piece, way.way_id, rule, text, at))
+    return list(met.values())

@@ -39,6 +39,8 @@ class Weights:
 
     def take(self, where: np.ndarray) -> np.ndarray:
         """The weights at the positions `where` (a new array): O(len(where) · log overrides)."""
+        if self._dense is not None:  # a search made the vector already
+            return np.asarray(self._dense[where], dtype=np.float64)
         found = np.asarray(self.base[where], dtype=np.float64)
         if len(self.positions) and len(found):
             slot = np.minimum(np.searchsorted(self.positions, where), len(self.positions) - 1)

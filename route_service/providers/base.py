@@ -14,8 +14,10 @@ their query's own inputs: `from`/`to`, `sources[i]`, `waypoints[i]`, a cost quer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import datetime
+from typing import Protocol, runtime_checkable
 
+from common.geo import LatLon
 from route_service.model import (
     Cost,
     CostQuery,
@@ -30,6 +32,7 @@ from route_service.model import (
     ProviderInfo,
     RouteQuery,
     RouteResult,
+    TimeRuleMet,
     WaypointsQuery,
     WaypointsResult,
 )
@@ -96,6 +99,13 @@ class Plugins:
     match: MatchPlugin | None = None
     isochrone: IsochronePlugin | None = None
     detour: DetourPlugin | None = None
+
+
+@runtime_checkable
+class TraceRules(Protocol):
+    """The rules by time a recorded trace met, at its own times (issue 33; the graph provider)."""
+
+    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]: ...
 
 
 class RouteProvider(Protocol):

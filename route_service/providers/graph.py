@@ -10,7 +10,7 @@ in a thread pool. Queries arrive validated (`providers.base`).
 from __future__ import annotations
 
 import threading
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from itertools import groupby
 from pathlib import Path
 
@@ -30,9 +30,12 @@ from route_service.graph_engine.timed import (
     Overrides,
     RuleMet,
     TimedPath,
+    TimedPoint,
     keys_of,
+    matrix_at,
     overrides,
     route_at,
+    rules_on_trace,
     snap_at_state,
 )
 from route_service.graph_format import GRAPH_FILE
@@ -53,6 +56,7 @@ from route_service.model import (
     RouteTime,
     Snapped,
     Step,
+    TimedPointInfo,
     TimeRuleMet,
 )
 from route_service.providers.base import Plugins
@@ -177,6 +181,10 @@ class GraphProvider:
             raise no_route(query.vehicle, query.restrictions, self.engine.road)
         return found
 
+    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
+        """The rules by time a recorded trace met where it drove, at its own times (POST /v1/match)."""
+        return [self.rule_met(m, UTC) for m in rules_on_trace(self.engine, vehicle, places, size_of(vehicle, None))]
+
     def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
         """Where another engine should snap `point`: the surface road it means when its nearest
         road lies below the ground (providers.surface). Only once the graph is open: during a
@@ -227,13 +235,16 @@ class GraphProvider:
     # ------------------------------------------------------------ matrix
 
     def matrix(self, query: MatrixQuery) -> MatrixResult:
+        if query.restrictions.time is not None:
+            return self.matrix_at(query, query.restrictions.time.at)
         sources = [self._snap(p, query.vehicle, f"sources[{i}]") for i, p in enumerate(query.sources)]
         dests = [self._snap(p, query.vehicle, f"destinations[{i}]") for i, p in enumerate(query.destinations)]
         durations: list[list[float | None]] = []
         distances: list[list[float | None]] = []
         closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
         for source in sources:
-            cells = self.engine.one_to_many(query.vehicle, query.route_type, source, dests, closed)
+            cells = self.engine.one_to_many(query.vehicle, query.route_type, source, dests, closed,
+                                            both=both_metrics(query))  # fmt: skip
             durations.append([None if c is None else round(c[0], 1) for c in cells])
             distances.append([None if c is None else round(c[1], 1) for c in cells])
         return MatrixResult(
@@ -244,8 +255,50 @@ class GraphProvider:
             annotations=query.annotations,
         )
 
+    def matrix_at(self, query: MatrixQuery, departure: datetime) -> MatrixResult:
+        """The matrix leaving at `departure` (issue 33): rules by time as they are then, each
+        destination's delivery zone open for its own cells, and the windows of every point on
+        a road with rules by time."""
+        limit = VEHICLE_TABLE[query.vehicle].snap_radius_m
+        closed = closed_pieces(self.engine.road, query.restrictions, query.vehicle)
+        size = size_of(query.vehicle, query.restrictions.truck)
+        try:
+            found = matrix_at(self.engine, query.vehicle, query.route_type, query.sources, query.destinations,
+                              departure, size, closed, limit, query.when_open, both_metrics(query))  # fmt: skip
+        except LookupError as exc:
+            index = int(exc.args[0])
+            side = len(query.sources)
+            point, name = (query.sources[index], f"sources[{index}]") if index < side else \
+                (query.destinations[index - side], f"destinations[{index - side}]")  # fmt: skip
+            raise not_routable(point, query.vehicle, name) from exc
+        zone = departure.tzinfo
+        return MatrixResult(
+            durations_s=[[None if c is None else round(c[0], 1) for c in row] for row in found.cells],
+            distances_m=[[None if c is None else round(c[1], 1) for c in row] for row in found.cells],
+            snapped_sources=[to_snapped(s, self.engine) for s in found.sources],
+            snapped_destinations=[to_snapped(d, self.engine) for d in found.destinations],
+            annotations=query.annotations,
+            departure=departure,
+            timed_points=[self.point_info(p, len(query.sources), query.vehicle, zone) for p in found.points],
+        )
+
+    def point_info(self, point: TimedPoint, side: int, vehicle: str, zone: tzinfo | None) -> TimedPointInfo:
+        way = self.engine.timed.way(point.piece)
+        name = f"sources[{point.index}]" if point.index < side else f"destinations[{point.index - side}]"
+        return TimedPointInfo(
+            name, way.way_id, self.engine.piece_name(point.piece),
+            [rule.tag for rule in way.rules if rule.key in keys_of(vehicle)], point.open_at_departure,
+            [(start.astimezone(zone), end.astimezone(zone)) for start, end in point.windows],
+        )  # fmt: skip
+
 
 # ---------------------------------------------------------------- conversion
+
+
+def both_metrics(query: MatrixQuery) -> bool:
+    """Whether the matrix needs the metric its search does not minimise (`annotations`)."""
+    searched = "duration" if query.route_type == "fastest" else "distance"
+    return any(name != searched for name in query.annotations)
 
 
 def not_routable(point: LatLon, vehicle: str, parameter: str, at: datetime | None = None) -> PointNotRoutable:

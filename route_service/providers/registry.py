@@ -26,7 +26,7 @@ from common.providers import requested_provider
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
 from route_service.model import NO_RESTRICTIONS, Restrictions
-from route_service.providers.base import Capabilities, Plugins, RouteProvider
+from route_service.providers.base import Capabilities, Plugins, RouteProvider, TraceRules
 from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
@@ -113,6 +113,7 @@ class ProviderRegistry:
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
+        self.trace_rules = next((p for p in providers.values() if isinstance(p, TraceRules)), None)
         self.default_name = default_name
         # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
         self.vehicles = tuple(vehicles) if vehicles is not None else None

@@ -218,3 +218,26 @@ def test_an_end_off_the_roads_at_a_time_gets_the_diagnosis(heidelberg: ProviderR
     error = refusal(heidelberg, **{"from": BISMARCKPLATZ, "to": "49.0,8.69", "departureTime": TUESDAY.format("08:00")})
     assert isinstance(error, PointNotRoutable) and error.violations[0].parameter == "to"
     assert "(the nearest is 38 km away)" in str(error) and "outside the loaded map" in str(error)
+
+
+async def trace_answer(client: Client, times: list[float] | None) -> dict[str, Any]:
+    """A car's trace along Neckarstaden (the plain route's points), matched with its times."""
+    response = await client.get(f"/v1/route?from={NECKARSTADEN[0]}&to={NECKARSTADEN[1]}")
+    line = (await response.json())["routes"][0]["geometry"]["coordinates"]
+    points = [{"lat": lat, "lon": lon} for lon, lat in line]
+    for point, at in zip(points, times or [], strict=False):
+        point["time"] = at
+    response = await client.post("/v1/match", json={"points": points})
+    assert response.status == 200
+    return dict(await response.json())
+
+
+async def test_a_trace_with_its_own_times_lists_the_rules_it_met(client: Client) -> None:
+    """POST /v1/match at the trace's times: at 23:30 the night limit of Neckarstaden held where
+    the car drove; at noon nothing did; without times the answer has no timeRules."""
+    night = datetime.fromisoformat(TUESDAY.format("23:30")).timestamp()
+    noon = datetime.fromisoformat(TUESDAY.format("12:00")).timestamp()
+    at_night = await trace_answer(client, [night + 5 * i for i in range(1000)])
+    assert any(rule["road"] == "Neckarstaden" and rule["effect"] == "speed limit 30 km/h" for rule in at_night["timeRules"])
+    assert (await trace_answer(client, [noon + 5 * i for i in range(1000)]))["timeRules"] == []
+    assert "timeRules" not in await trace_answer(client, None)
