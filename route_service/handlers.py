@@ -125,11 +125,11 @@ def trace_rules(registry: ProviderRegistry, parsed: MatchRequest, result: MatchR
     """With the trace's own times (issue 33): the rules by time it met where it was matched,
     from the graph provider's timed roads; None without times or without that provider."""
     query = parsed.query
-    if registry.trace_rules is None or not query.timestamps:
+    if registry.timed_roads is None or not query.timestamps:
         return None
     places = [(where.location, datetime.fromtimestamp(seconds, UTC))
               for where, seconds in zip(result.snapped, query.timestamps, strict=False) if where is not None]  # fmt: skip
-    return registry.trace_rules.trace_rules(query.vehicle, places)
+    return registry.timed_roads.trace_rules(query.vehicle, places)
 
 
 def read_match(

@@ -42,6 +42,7 @@ from route_service.model import (
     TruckDimensions,
     WaypointsQuery,
 )
+from route_service.providers import untimed
 from route_service.providers.base import IsochroneRequest, MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
@@ -62,18 +63,21 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
         truck=parse_truck(params, vehicle, errors),
         time=parse_route_time(params, errors),
     )
+    chosen_for = registry.moot_time(name, restrictions, [origin, destination])
     provider = registry.choose(
         name,
         vehicle,
         route_type,
         errors,
         emergency=radius > 0,
-        restrictions=restrictions,
+        restrictions=chosen_for,
         alternatives=alternatives or 0,
     )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
-    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
-    return RouteRequest(query, provider.name, provider.route)
+    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, chosen_for)
+    when = restrictions.time
+    plugin = provider.route if chosen_for.time is not None or when is None else untimed.route_at(provider.route, when)
+    return RouteRequest(query, provider.name, plugin)
 
 
 def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> RouteTime | None:
@@ -243,14 +247,17 @@ def matrix_request(
         truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
         time=None if departure is None else RouteTime(departure),
     )
+    chosen_for = registry.moot_time(name, restrictions, [*sources, *destinations])
     provider = registry.choose(
-        name, vehicle, route_type, errors, restrictions=restrictions, serving="matrix"
+        name, vehicle, route_type, errors, restrictions=chosen_for, serving="matrix"
     )
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
     when_open = departure is not None and body.get("whenOpen") is True
-    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions, when_open)
-    return MatrixRequest(query, provider.name, provider.matrix)
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, chosen_for, when_open)
+    moot = restrictions.time is not None and chosen_for.time is None
+    plugin = untimed.matrix_at(provider.matrix, restrictions.time) if moot and restrictions.time else provider.matrix
+    return MatrixRequest(query, provider.name, plugin)
 
 
 def parse_matrix_departure(body: dict[str, Any], errors: ParameterErrors) -> datetime | None:
@@ -326,7 +333,11 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     time = RouteTime(departures[0]) if departures else RouteTime(start) if start else None
     restrictions = Restrictions(avoid=parse_avoid(body, named, errors), time=time)
     service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
-    provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions)
+    chosen_for = registry.moot_time(name, restrictions, waypoints)
+    provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for)
+    if chosen_for.time is None and restrictions.time is not None:  # no rule by time near: as without one
+        query = WaypointsQuery(waypoints, vehicle, route_type, chosen_for)
+        return WaypointsRequest(query, provider.name, untimed.waypoints_at(provider.waypoints))
     query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 

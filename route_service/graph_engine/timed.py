@@ -13,6 +13,7 @@ it or on the pieces it joins under the same rule (the zone): `zones` finds them.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ import numpy as np
 import orjson
 from scipy.spatial import cKDTree
 
-from common.geo import LatLon
+from common.geo import LatLon, haversine_m
 from common.vehicles import VEHICLE_TABLE
 from route_service.graph_engine.matrix import Cell, TimedWeights
 from route_service.graph_engine.path import PathResult, Stretch, emergency_runs
@@ -36,6 +37,9 @@ if TYPE_CHECKING:
     from route_service.graph_engine import GraphEngine
 
 NO_PIECES = np.empty(0, dtype=np.int64)
+# Routes between points rarely leave their box by more than this: a request with no timed road
+# that near is answered without rules by time (by the default provider, ProviderRegistry.moot_time).
+NEAR_MARGIN_M = 5000.0
 Overrides = tuple[np.ndarray, np.ndarray]  # edge positions of a vehicle graph and their weights
 
 
@@ -86,6 +90,21 @@ class TimedRoads:
 
     def __len__(self) -> int:
         return len(self.pieces)
+
+    def near(self, points: list[LatLon]) -> bool:
+        """Whether a timed piece lies in the points' box widened by NEAR_MARGIN_M (or a
+        quarter of its diagonal, if more): where routes between them run."""
+        if not len(self.pieces):
+            return False
+        lats, lons = [p.lat for p in points], [p.lon for p in points]
+        south, north, west, east = min(lats), max(lats), min(lons), max(lons)
+        diagonal = haversine_m(LatLon(south, west), LatLon(north, east))
+        margin = max(NEAR_MARGIN_M, diagonal / 4) / 111_320.0  # degrees of latitude
+        widen = margin / max(0.05, math.cos(math.radians((south + north) / 2)))
+        start = self.road.a["geom_ptr"][self.pieces]
+        lat, lon = self.road.a["geom_lat"][start], self.road.a["geom_lon"][start]
+        inside = (lat >= south - margin) & (lat <= north + margin) & (lon >= west - widen) & (lon <= east + widen)
+        return bool(inside.any())
 
     def state(self, vehicle: str, at: datetime, size: dict[str, float] | None) -> TimedState:
         """How `vehicle` may use each timed piece at `at`. Rules by time change on the minute:

@@ -13,6 +13,7 @@ their query's own inputs: `from`/`to`, `sources[i]`, `waypoints[i]`, a cost quer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -102,10 +103,16 @@ class Plugins:
 
 
 @runtime_checkable
-class TraceRules(Protocol):
-    """The rules by time a recorded trace met, at its own times (issue 33; the graph provider)."""
+class TimedRoadsSource(Protocol):
+    """A provider that holds the map's roads with rules by time (issue 33; the graph provider)."""
 
-    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]: ...
+    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
+        """The rules by time a recorded trace met, at its own times."""
+        ...
+
+    def timed_near(self, points: Sequence[LatLon]) -> bool:
+        """Whether any road with rules by time lies near the points (where their routes run)."""
+        ...
 
 
 class RouteProvider(Protocol):

@@ -10,6 +10,7 @@ in a thread pool. Queries arrive validated (`providers.base`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from itertools import groupby
 from pathlib import Path
@@ -180,6 +181,9 @@ class GraphProvider:
         if found is None:
             raise no_route(query.vehicle, query.restrictions, self.engine.road)
         return found
+
+    def timed_near(self, points: Sequence[LatLon]) -> bool:
+        return self.engine.timed.near(list(points))
 
     def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
         """The rules by time a recorded trace met where it drove, at its own times (POST /v1/match)."""

@@ -22,11 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
+from common.geo import LatLon
 from common.providers import requested_provider
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
 from route_service.model import NO_RESTRICTIONS, Restrictions
-from route_service.providers.base import Capabilities, Plugins, RouteProvider, TraceRules
+from route_service.providers.base import Capabilities, Plugins, RouteProvider, TimedRoadsSource
 from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
@@ -113,12 +114,23 @@ class ProviderRegistry:
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
-        self.trace_rules = next((p for p in providers.values() if isinstance(p, TraceRules)), None)
+        self.timed_roads = next((p for p in providers.values() if isinstance(p, TimedRoadsSource)), None)
         self.default_name = default_name
         # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
         self.vehicles = tuple(vehicles) if vehicles is not None else None
         # Answers emergency routing when no provider is named: the first that can.
         self.emergency = next((c for c in self._ordered(FALLBACK_FIRST) if c.info.emergency_routing), None)
+
+    def moot_time(self, name: str | None, restrictions: Restrictions, points: Sequence[LatLon | None]) -> Restrictions:
+        """`restrictions` without their time when no rule by time can change the answer: no
+        provider named, and no road with rules by time near the points (a map, or a part of
+        one, without any). The default provider then answers, as fast as without a time."""
+        if name is not None or restrictions.time is None or self.timed_roads is None:
+            return restrictions
+        known = [p for p in points if p is not None]
+        if not known or self.timed_roads.timed_near(known):
+            return restrictions
+        return dataclasses.replace(restrictions, time=None)
 
     @property
     def names(self) -> list[str]:

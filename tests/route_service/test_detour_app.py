@@ -147,7 +147,7 @@ async def test_a_file_answered_in_the_large_call_process_equals_the_workers(
     in_child = LargeCalls.detour_cases
 
     async def counted(self: LargeCalls, *args: Any) -> Any:
-        jobs.append(len(args[-1]))
+        jobs.append(len(args[3]))  # provider, vehicle, type, the lines, the departure
         return await in_child(self, *args)
 
     monkeypatch.setattr(LargeCalls, "detour_cases", counted)

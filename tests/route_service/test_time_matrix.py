@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pytest
 
 from common.errors import InvalidParameter, NoRouteFound
@@ -17,7 +18,7 @@ from route_service.dataset import Dataset
 from route_service.detour.csvfile import DetourCase
 from route_service.detour.engine import answer_cases
 from route_service.detour_handlers import parse_options
-from route_service.formatter import matrix_body, waypoints_body
+from route_service.formatter import matrix_body, route_body, waypoints_body
 from route_service.importing.importer import ImportResult
 from route_service.model import MatrixQuery, Restrictions, RouteTime
 from route_service.parsing import parse_matrix, parse_public_matrix, parse_route, parse_waypoints
@@ -139,16 +140,23 @@ def test_bad_matrix_times_are_named(heidelberg: ProviderRegistry, fields: dict[s
 
 
 def test_every_shared_extract_answers_a_matrix_at_a_time(city_maps: Callable[[str], ImportResult]) -> None:
-    """The merged map of all five extracts: Heidelberg's rules still apply, other cities' cells
-    are as without a time (they have no timed roads near)."""
+    """The merged map of all five extracts: Heidelberg's rules still apply; Helsinki has no road
+    with rules by time near, so its cells at a time are the default provider's, as without a
+    time (ProviderRegistry.moot_time), and so is its route, which still says when it leaves."""
     result = city_maps("all")
     registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     body = matrix(registry, [BISMARCKPLATZ], [HAUPTSTRASSE], departureTime=TUESDAY.format("14:00"))
-    assert body["durations"][0][0] is None and body["timedPoints"][0]["way"] == 84908668
+    assert body["provider"] == "graph" and body["durations"][0][0] is None and body["timedPoints"][0]["way"] == 84908668
     helsinki = ["60.1699,24.9384", "60.1719,24.9414"]
     timed = matrix(registry, helsinki, helsinki, departureTime=TUESDAY.format("14:00"))
-    plain = matrix(registry, helsinki, helsinki, provider="graph")
-    assert timed["durations"] == plain["durations"] and timed["timedPoints"] == []
+    plain = matrix(registry, helsinki, helsinki)
+    assert timed["provider"] == plain["provider"] == "osrm"
+    assert np.array_equal(timed["durations"], plain["durations"], equal_nan=True)
+    assert timed["timedPoints"] == [] and timed["departureTime"] == "2026-12-01T14:00:00+01:00"
+    parsed = parse_route({"from": helsinki[0], "to": helsinki[1], "arrivalTime": TUESDAY.format("14:00")}, registry)
+    route = route_body(parsed.plugin(parsed.query), parsed.query, parsed.provider, "x")
+    assert route["provider"] == "osrm" and route["arrivalTime"] == "2026-12-01T14:00:00+01:00" and route["timeRules"] == []
+    assert route["departureTime"] < route["arrivalTime"]
 
 
 def tour(registry: ProviderRegistry, points: list[str], **fields: Any) -> dict[str, Any]:
