@@ -214,11 +214,11 @@ def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platfo
     assert count(browser, "#steps li") >= 3
     assert count(browser, "path.route-end") == 2
     browser.save_screenshot(str(artifacts / "map-route.png"))
-    # The same route leaving at a time: the graph provider applies the rules by time (issue 33).
+    # The same route leaving at a time (issue 33): Monaco has no rule by time, the status says so.
     browser.execute_script("document.getElementById('departure').value = '2026-12-01T08:00'")
     click(browser, "#route-button")
     wait_for(browser, lambda d: "Leaving 08:00" in d.find_element(By.ID, "status").text, "the route at a time")
-    assert "(graph)" in browser.find_element(By.ID, "status").text
+    assert "no rule by time on the way" in browser.find_element(By.ID, "status").text
     browser.execute_script("document.getElementById('departure').value = ''")
 
     # Stops clicked on the map, their order optimized: the tour drawn and listed in order.
