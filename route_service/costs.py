@@ -59,7 +59,7 @@ def route_cost(query: RouteQuery, provider: str) -> Cost:
 def matrix_cost(query: MatrixQuery, provider: str) -> Cost:
     sources, destinations = len(query.sources), len(query.destinations)
     measure = f"{sources} x {destinations} cells"
-    if provider == "osrm" and not query.restrictions.parameter:
+    if provider == "osrm":  # never with avoid areas or trucks (the registry); a time it ignores
         units = MATRIX_BASE_UNITS + MATRIX_CELL_UNITS * query.cells + MATRIX_POINT_UNITS * (sources + destinations)
         return cost(units, measure, heavy=is_large_matrix(query))
     units = MATRIX_BASE_UNITS + GRAPH_MATRIX_SOURCE_UNITS * sources + MATRIX_CELL_UNITS * query.cells

@@ -9,6 +9,7 @@ number.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -117,21 +118,29 @@ def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: s
         "alternativesFound": max(0, len(result.routes) - 1),
         "emergencyRoutingRadius": query.emergency_radius_m,
         "notes": [*result.notes, *moved_notes([("from", result.origin), ("to", result.destination)], query.vehicle)],
-        **timing(result),
+        **timing(result, query),
         "dataset": dataset,
         "attribution": ATTRIBUTION,
     }
 
 
-def timing(result: RouteResult) -> dict[str, Any]:
+def timing(result: RouteResult, query: RouteQuery) -> dict[str, Any]:
     """With departureTime or arrivalTime (issue 33): when the route leaves and arrives, and the
-    rules by time it met (nothing without a time: the answer holds at any time)."""
-    if result.departure is None or result.arrival is None:
+    rules by time it met (nothing without a time: the answer holds at any time). A provider
+    that ignores the time (no rule by time near, ProviderRegistry.moot_time) met none: its
+    route leaves at the departure, or its duration before the arrival."""
+    departure, arrival, rules = result.departure, result.arrival, result.time_rules
+    when = query.restrictions.time
+    if (departure is None or arrival is None) and when is not None and result.routes:
+        duration = timedelta(seconds=result.routes[0].duration_s)
+        departure = when.at - duration if when.arrival else when.at
+        arrival, rules = departure + duration, []
+    if departure is None or arrival is None:
         return {}
     return {
-        "departureTime": result.departure.isoformat(timespec="seconds"),
-        "arrivalTime": result.arrival.isoformat(timespec="seconds"),
-        "timeRules": [time_rule(met) for met in result.time_rules],
+        "departureTime": departure.isoformat(timespec="seconds"),
+        "arrivalTime": arrival.isoformat(timespec="seconds"),
+        "timeRules": [time_rule(met) for met in rules],
     }
 
 
@@ -155,7 +164,7 @@ def moved_notes(points: list[tuple[str, Snapped]], vehicle: str) -> list[str]:
     ]
 
 
-def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, Any]:
+def matrix_body(result: MatrixResult, provider: str, dataset: str, departure: datetime | None = None) -> dict[str, Any]:
     """Row i, column j: from sources[i] to destinations[j]; null where no route exists. A
     table not asked for (`annotations`) is left out. OSRM's tables are float64 arrays, which
     `common.service.dump_json` writes without a Python float per cell (NaN as null)."""
@@ -166,17 +175,19 @@ def matrix_body(result: MatrixResult, provider: str, dataset: str) -> dict[str, 
         "destinations": [snapped(d) for d in result.snapped_destinations],
         "provider": provider,
         "dataset": dataset,
-        **matrix_time(result),
+        **matrix_time(result, departure),
     }
 
 
-def matrix_time(result: MatrixResult) -> dict[str, Any]:
+def matrix_time(result: MatrixResult, departure: datetime | None) -> dict[str, Any]:
     """With departureTime (issue 33): the time, and each point on a road with rules by time,
-    with the windows in which it can be reached."""
-    if result.departure is None:
+    with the windows in which it can be reached (none where the provider ignored the time: no
+    rule by time near)."""
+    departure = result.departure or departure
+    if departure is None:
         return {}
     return {
-        "departureTime": result.departure.isoformat(timespec="seconds"),
+        "departureTime": departure.isoformat(timespec="seconds"),
         "timedPoints": [
             {
                 "point": point.parameter,
@@ -198,7 +209,7 @@ def public_matrix_body(result: MatrixResult, query: MatrixQuery, provider: str, 
     """POST /v1/matrix: the internal body, plus what was asked (vehicle, type, annotations)
     and the attribution the public answers carry."""
     return {
-        **matrix_body(result, provider, dataset),
+        **matrix_body(result, provider, dataset, query.restrictions.time.at if query.restrictions.time else None),
         "vehicle": query.vehicle,
         "type": query.route_type,
         "annotations": list(result.annotations),
@@ -206,24 +217,26 @@ def public_matrix_body(result: MatrixResult, query: MatrixQuery, provider: str, 
     }
 
 
-def waypoints_body(result: WaypointsResult, provider: str, dataset: str) -> dict[str, Any]:
+def waypoints_body(result: WaypointsResult, provider: str, dataset: str, timed: bool = False) -> dict[str, Any]:
     """POST /internal/route: one route through every waypoint, one leg per consecutive pair."""
     item = result.route
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
         "geometry": geometry(item.geometry),
-        "legs": [waypoints_leg(each) for each in item.legs],
+        "legs": [waypoints_leg(each, timed) for each in item.legs],
         "waypoints": [snapped(s) for s in result.snapped],
         "provider": provider,
         "dataset": dataset,
     }
 
 
-def waypoints_leg(leg: Leg) -> dict[str, Any]:
+def waypoints_leg(leg: Leg, timed: bool) -> dict[str, Any]:
+    """A leg; `timed`: the tour was asked at a time, so its rules are listed (none where the
+    provider ignored the time: no rule by time near)."""
     body: dict[str, Any] = {"distance": leg.distance_m, "duration": leg.duration_s}
-    if leg.time_rules is not None:
-        body["timeRules"] = [time_rule(rule) for rule in leg.time_rules]
+    if leg.time_rules is not None or timed:
+        body["timeRules"] = [time_rule(rule) for rule in leg.time_rules or []]
     return body
 
 

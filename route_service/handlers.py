@@ -75,7 +75,8 @@ async def matrix(request: web.Request) -> web.Response:
     parsed = parse_matrix(await read_json(request, check_media_type=False), registry)
     heavy = is_heavy_matrix(parsed.query, parsed.provider)
     result = await unless_gone(request, state.calls.matrix(parsed, heavy=heavy))
-    return json_response(matrix_body(result, parsed.provider, dataset.hash))
+    when = parsed.query.restrictions.time
+    return json_response(matrix_body(result, parsed.provider, dataset.hash, when.at if when else None))
 
 
 async def route_waypoints(request: web.Request) -> web.Response:
@@ -85,7 +86,8 @@ async def route_waypoints(request: web.Request) -> web.Response:
     dataset, registry = state.ready()
     parsed = parse_waypoints(await read_json(request, check_media_type=False), registry)
     result = await unless_gone(request, state.calls.route_waypoints(parsed))
-    return json_response(waypoints_body(result, parsed.provider, dataset.hash))
+    timed = parsed.query.restrictions.time is not None
+    return json_response(waypoints_body(result, parsed.provider, dataset.hash, timed))
 
 
 async def match(request: web.Request) -> web.Response:

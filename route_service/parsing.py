@@ -42,7 +42,6 @@ from route_service.model import (
     TruckDimensions,
     WaypointsQuery,
 )
-from route_service.providers import untimed
 from route_service.providers.base import IsochroneRequest, MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
@@ -74,10 +73,10 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
         alternatives=alternatives or 0,
     )
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
-    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, chosen_for)
-    when = restrictions.time
-    plugin = provider.route if chosen_for.time is not None or when is None else untimed.route_at(provider.route, when)
-    return RouteRequest(query, provider.name, plugin)
+    # the time stays in the query (the answer says it, the cache tells it apart) even when no
+    # rule by time is near and the provider chosen ignores it
+    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
+    return RouteRequest(query, provider.name, provider.route)
 
 
 def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> RouteTime | None:
@@ -254,10 +253,8 @@ def matrix_request(
     if provider.matrix is None:
         raise InvalidParameter(f"the {provider.name} provider computes no matrices", parameter="provider")
     when_open = departure is not None and body.get("whenOpen") is True
-    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, chosen_for, when_open)
-    moot = restrictions.time is not None and chosen_for.time is None
-    plugin = untimed.matrix_at(provider.matrix, restrictions.time) if moot and restrictions.time else provider.matrix
-    return MatrixRequest(query, provider.name, plugin)
+    query = MatrixQuery(sources, destinations, vehicle, route_type, annotations, restrictions, when_open)
+    return MatrixRequest(query, provider.name, provider.matrix)
 
 
 def parse_matrix_departure(body: dict[str, Any], errors: ParameterErrors) -> datetime | None:
@@ -335,9 +332,6 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
     chosen_for = registry.moot_time(name, restrictions, waypoints)
     provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for)
-    if chosen_for.time is None and restrictions.time is not None:  # no rule by time near: as without one
-        query = WaypointsQuery(waypoints, vehicle, route_type, chosen_for)
-        return WaypointsRequest(query, provider.name, untimed.waypoints_at(provider.waypoints))
     query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 

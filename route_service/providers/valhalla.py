@@ -343,10 +343,11 @@ def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restr
             f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point", parameter=parameter
         )
     if code in NO_PATH:
-        if restrictions.parameter is not None:
+        limits = Restrictions(avoid=restrictions.avoid, truck=restrictions.truck)  # never the time: ignored here
+        if limits.parameter is not None:
             what = "avoids the area" if restrictions.avoid is not None else "is open to a truck of this size and weight"
             return NoRouteFound(
-                f"no {vehicle} route between the start and the destination {what}", parameter=restrictions.parameter
+                f"no {vehicle} route between the start and the destination {what}", parameter=limits.parameter
             )
         return NoRouteFound(
             f"no {vehicle} route connects the start and the destination "

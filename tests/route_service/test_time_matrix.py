@@ -48,7 +48,8 @@ def point(text: str) -> dict[str, float]:
 def matrix(registry: ProviderRegistry, sources: list[str], destinations: list[str], **fields: Any) -> dict[str, Any]:
     body = {"sources": [point(p) for p in sources], "destinations": [point(p) for p in destinations], **fields}
     parsed = parse_matrix(body, registry) if "whenOpen" in fields else parse_public_matrix(body, registry, 10_000, "x")
-    return matrix_body(parsed.plugin(parsed.query), parsed.provider, "x")
+    when = parsed.query.restrictions.time
+    return matrix_body(parsed.plugin(parsed.query), parsed.provider, "x", when.at if when else None)
 
 
 def route_duration(registry: ProviderRegistry, a: str, b: str, at: str) -> float:
@@ -164,7 +165,7 @@ def test_every_shared_extract_answers_a_matrix_at_a_time(city_maps: Callable[[st
 
 def tour(registry: ProviderRegistry, points: list[str], **fields: Any) -> dict[str, Any]:
     parsed = parse_waypoints({"waypoints": [point(p) for p in points], **fields}, registry)
-    return waypoints_body(parsed.plugin(parsed.query), parsed.provider, "x")
+    return waypoints_body(parsed.plugin(parsed.query), parsed.provider, "x", parsed.query.restrictions.time is not None)
 
 
 def test_a_tour_s_legs_leave_on_arrival_plus_service_and_meet_the_rules_then(heidelberg: ProviderRegistry) -> None:
