@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -31,7 +32,7 @@ from route_service.graph_engine.prepare import RoadGraph, VehicleGraph, to_xyz
 from route_service.graph_engine.snap import SnapPoint
 from route_service.graph_format import MODE_YES
 from route_service.graph_tags import CLOSED_VALUES, classify
-from route_service.time_rules import DESTINATION_VALUES, ConditionalRule, TimeTable, parse_rules, tags_at
+from route_service.time_rules import DESTINATION_VALUES, Condition, ConditionalRule, TimeTable, parse_rules, tags_at
 
 if TYPE_CHECKING:
     from route_service.graph_engine import GraphEngine
@@ -87,6 +88,8 @@ class TimedRoads:
         self._lock = threading.Lock()  # the kept states
         self._table_lock = threading.Lock()  # the table's parsed expressions are built on first use
         self._states: dict[tuple[str, tuple[tuple[str, float], ...], datetime], TimedState] = {}
+        self._slots, self._piece_slots = condition_slots(self)
+        self._by_holds: dict[tuple[str, tuple[tuple[str, float], ...], tuple[bool, ...]], TimedState] = {}
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -108,26 +111,46 @@ class TimedRoads:
 
     def state(self, vehicle: str, at: datetime, size: dict[str, float] | None) -> TimedState:
         """How `vehicle` may use each timed piece at `at`. Rules by time change on the minute:
-        the states of the last STATES_KEPT (vehicle, size, minute) are kept (a state took 5.8 ms
-        for Heidelberg's 243 timed pieces, bench/RESULTS.md `time_rules`)."""
+        the states of the last STATES_KEPT (vehicle, size, minute) are kept. A minute not kept
+        evaluates each distinct condition once (`_slots`) and reuses the state of the same
+        outcomes: a tour's legs leave at a hundred minutes, and their rules change a few times
+        (a state took 5.8 ms for Heidelberg's 243 timed pieces, bench/RESULTS.md `time_rules`)."""
         minute = at.astimezone(UTC).replace(second=0, microsecond=0)
-        key = (vehicle, tuple(sorted((size or {}).items())), minute)
+        sized = tuple(sorted((size or {}).items()))
+        key = (vehicle, sized, minute)
         with self._lock:
             found = self._states.get(key)
         if found is None:
-            found = TimedState(at, {p: self.piece_at(vehicle, p, minute, size) for p in self.pieces.tolist()})
+            holds = self.slot_holds(minute, size)
             with self._lock:
-                self._states[key] = found
-                while len(self._states) > STATES_KEPT:
-                    self._states.pop(next(iter(self._states)))
+                found = self._by_holds.get((vehicle, sized, holds))
+            if found is None:
+                found = TimedState(at, {p: self.piece_with(vehicle, p, holds) for p in self.pieces.tolist()})
+            with self._lock:
+                self._states[key] = self._by_holds[(vehicle, sized, holds)] = found
+                forget_oldest(self._states)
+                forget_oldest(self._by_holds)
         return TimedState(at, found.pieces)
 
-    def piece_at(self, vehicle: str, piece: int, at: datetime, size: dict[str, float] | None) -> PieceAtTime:
-        way, where = self.way(piece), self.where(piece)
-        rules = [rule for rule in way.rules if rule.key in keys_of(vehicle)]
+    def slot_holds(self, at: datetime, size: dict[str, float] | None) -> tuple[bool, ...]:
+        """Whether each distinct condition holds at `at` for a vehicle of `size`."""
         with self._table_lock:
-            holds = [self.table.holds(rule.condition, at, where, size) for rule in rules]
-        tags, applied = tags_at(way.tags, rules, holds)
+            return tuple(self.table.holds(condition, at, where, size) for condition, where in self._slots)
+
+    def piece_at(self, vehicle: str, piece: int, at: datetime, size: dict[str, float] | None) -> PieceAtTime:
+        with self._table_lock:
+            holds = {
+                slot: self.table.holds(self._slots[slot][0], at, self._slots[slot][1], size)
+                for slot, rule in zip(self._piece_slots[piece], self.way(piece).rules, strict=True)
+                if rule.key in keys_of(vehicle)
+            }
+        return self.piece_with(vehicle, piece, holds)
+
+    def piece_with(self, vehicle: str, piece: int, holds: Sequence[bool] | Mapping[int, bool]) -> PieceAtTime:
+        """The piece's use when its rules' conditions hold as `holds` says (by slot)."""
+        way, keys = self.way(piece), keys_of(vehicle)
+        rules = [(rule, holds[slot]) for slot, rule in zip(self._piece_slots[piece], way.rules, strict=True) if rule.key in keys]
+        tags, applied = tags_at(way.tags, [rule for rule, _ in rules], [held for _, held in rules])
         modes = classify(tags, vehicle)
         if modes is None:
             return PieceAtTime(piece, False, False, 0.0, applied, False)
@@ -145,10 +168,36 @@ class TimedRoads:
         return self.ways[self.way_of[piece]]
 
 
+def forget_oldest(kept: dict[Any, TimedState]) -> None:
+    while len(kept) > STATES_KEPT:
+        kept.pop(next(iter(kept)))
+
+
 def keys_of(vehicle: str) -> tuple[str, ...]:
     """The keys whose rules concern a vehicle: its access keys, and `maxspeed` for motor vehicles."""
     row = VEHICLE_TABLE[vehicle]
     return (*row.access_keys, "maxspeed") if row.motorized else row.access_keys
+
+
+def condition_slots(roads: TimedRoads) -> tuple[list[tuple[Condition, tuple[float, float]]], dict[int, list[int]]]:
+    """The distinct (condition, place) pairs of the timed pieces' rules, and each piece's slot
+    per rule of its way. Places are those the time table tells apart (to 0.01°: a time zone
+    and a holiday calendar), so a slot's outcome is every such piece's."""
+    slots: list[tuple[Condition, tuple[float, float]]] = []
+    slot_of: dict[tuple[Condition, float, float], int] = {}
+    piece_slots: dict[int, list[int]] = {}
+    for piece in roads.pieces.tolist():
+        where = roads.where(piece)
+        place = (round(where[0], 2), round(where[1], 2))
+        own = []
+        for rule in roads.way(piece).rules:
+            key = (rule.condition, *place)
+            if key not in slot_of:
+                slot_of[key] = len(slots)
+                slots.append((rule.condition, where))
+            own.append(slot_of[key])
+        piece_slots[piece] = own
+    return slots, piece_slots
 
 
 def timed_way(text: str) -> TimedWay:

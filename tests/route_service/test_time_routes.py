@@ -241,3 +241,21 @@ async def test_a_trace_with_its_own_times_lists_the_rules_it_met(client: Client)
     assert any(rule["road"] == "Neckarstaden" and rule["effect"] == "speed limit 30 km/h" for rule in at_night["timeRules"])
     assert (await trace_answer(client, [noon + 5 * i for i in range(1000)]))["timeRules"] == []
     assert "timeRules" not in await trace_answer(client, None)
+
+
+def test_minutes_whose_rules_hold_alike_share_one_state_and_a_change_gives_another(heidelberg: ProviderRegistry) -> None:
+    """A tour's legs leave at a hundred minutes: the state of the timed roads is built once per
+    outcome of their conditions (TimedRoads.state), and rebuilt when a rule starts or stops."""
+    provider = heidelberg.sources["graph"]
+    assert isinstance(provider, GraphProvider)
+    timed = provider.engine.timed
+    states = {hour: timed.state("car", datetime.fromisoformat(TUESDAY.format(hour)), None) for hour in
+              ("08:00", "08:07", "10:59", "11:00", "14:00")}  # fmt: skip
+    assert states["08:00"].pieces is states["08:07"].pieces is states["10:59"].pieces
+    assert states["11:00"].pieces is not states["10:59"].pieces
+    assert states["11:00"].pieces is states["14:00"].pieces
+    assert states["08:07"].at == datetime.fromisoformat(TUESDAY.format("08:07"))
+    piece = next(p for p in timed.pieces.tolist() if timed.way(p).way_id == 84908668)
+    for hour, state in states.items():  # the shared state is each minute's own
+        assert state.pieces[piece] == timed.piece_at("car", piece, datetime.fromisoformat(TUESDAY.format(hour)), None)
+    assert states["08:00"].pieces[piece].destination_only and not states["14:00"].pieces[piece].forward
