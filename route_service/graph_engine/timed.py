@@ -89,6 +89,10 @@ class TimedRoads:
         self._table_lock = threading.Lock()  # the table's parsed expressions are built on first use
         self._states: dict[tuple[str, tuple[tuple[str, float], ...], datetime], TimedState] = {}
         self._slots, self._piece_slots = condition_slots(self)
+        # built once per map, not per query: the pieces' first points (`near`) and centres (`centres`)
+        start = self.road.a["geom_ptr"][self.pieces]
+        self.start_lat, self.start_lon = self.road.a["geom_lat"][start], self.road.a["geom_lon"][start]
+        self._centres: cKDTree | None = None
         self._by_holds: dict[tuple[str, tuple[tuple[str, float], ...], tuple[bool, ...]], TimedState] = {}
 
     def __len__(self) -> int:
@@ -104,10 +108,15 @@ class TimedRoads:
         diagonal = haversine_m(LatLon(south, west), LatLon(north, east))
         margin = max(NEAR_MARGIN_M, diagonal / 4) / 111_320.0  # degrees of latitude
         widen = margin / max(0.05, math.cos(math.radians((south + north) / 2)))
-        start = self.road.a["geom_ptr"][self.pieces]
-        lat, lon = self.road.a["geom_lat"][start], self.road.a["geom_lon"][start]
+        lat, lon = self.start_lat, self.start_lon
         inside = (lat >= south - margin) & (lat <= north + margin) & (lon >= west - widen) & (lon <= east + widen)
         return bool(inside.any())
+
+    def centres(self) -> cKDTree:
+        """A tree of the timed pieces' centres, built on first use (map matching's `rules_on_trace`)."""
+        if self._centres is None:
+            self._centres = cKDTree(self.road.piece_center[self.pieces])
+        return self._centres
 
     def state(self, vehicle: str, at: datetime, size: dict[str, float] | None) -> TimedState:
         """How `vehicle` may use each timed piece at `at`. Rules by time change on the minute:
@@ -650,7 +659,7 @@ def rules_on_trace(engine: GraphEngine, vehicle: str, places: list[tuple[LatLon,
     if not len(timed) or not places:
         return []
     road = engine.road
-    centers = cKDTree(road.piece_center[timed.pieces])
+    centers = timed.centres()
     reach = float(road.piece_radius[timed.pieces].max()) + TRACE_ON_ROAD_M
     xyz = to_xyz(np.array([p.lat for p, _ in places]), np.array([p.lon for p, _ in places]))
     near, _ = centers.query(xyz, distance_upper_bound=reach)
