@@ -34,6 +34,7 @@ SECTIONS = (
     "engines",
     "import_choice",
     "geocoder",
+    "geocoder_batch",
     "country_lookup",
     "optimize",
     "optimize_wall",

@@ -416,6 +416,32 @@ class DetourInvalidEncoding(ApiError):
     code = "DETOUR_ERROR_INVALID_ENCODING"
 
 
+# ---------------------------------------------------------------- geocoder batches
+
+
+class BatchTooLarge(ApiError):
+    """More bytes or lines than a geocoder batch may have (synchronous, or as a job)."""
+
+    status = 413
+    type = "/problems/geocoder/batch-too-large"
+    title = "The geocoder batch is too large"
+    code = "GEOCODER_ERROR_BATCH_TOO_LARGE"
+
+
+class BatchEmpty(ApiError):
+    status = 400
+    type = "/problems/geocoder/empty-batch"
+    title = "The geocoder batch has no data lines"
+    code = "GEOCODER_ERROR_EMPTY_BATCH"
+
+
+class BatchInvalidHeader(ApiError):
+    status = 400
+    type = "/problems/geocoder/invalid-batch-header"
+    title = "The geocoder batch's CSV header names unknown columns"
+    code = "GEOCODER_ERROR_INVALID_BATCH_HEADER"
+
+
 class TooManyStops(ApiError):
     """More stops in one optimization request than the documented maximum."""
 

@@ -1,14 +1,14 @@
-"""Parsing of query parameters into typed values, collecting every violation."""
+"""Parsing of query parameters (and uploaded text) into typed values, collecting every violation."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from common.errors import ParameterErrors
+from common.errors import ApiError, ParameterErrors
 from common.geo import LatLon
 
 MISSING = object()
@@ -161,3 +161,18 @@ def parse_instant(raw: str, name: str, errors: ParameterErrors) -> datetime | No
         errors.add(name, f"must be from {EARLIEST_INSTANT:%Y-%m-%d} and before {LATEST_INSTANT:%Y-%m-%d}, got {short(raw)}")
         return None
     return value
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def utf8_text(body: bytes, invalid: Callable[[str], ApiError], advice: str) -> str:
+    """An upload's text: UTF-8, a BOM dropped; anything else is `invalid(message)` naming the
+    first bad byte and its line, and `advice` (what the client should do)."""
+    if body.startswith(UTF8_BOM):
+        body = body[len(UTF8_BOM) :]
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        raise invalid(f"byte {exc.start} (line {line}) is not valid UTF-8; {advice}") from exc

@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common import supervisor
 from common.config import BaseConfig
-from common.errors import MalformedBody, UnsupportedMediaType
+from common.errors import ApiError, MalformedBody, UnsupportedMediaType
 from common.http_server import PUBLIC_PORT_KEY, run_app
 from common.internal_auth import internal_auth_middlewares, require_internal_token, shows_internals
 from common.logging import setup_logging
@@ -80,6 +80,21 @@ def dump_json(data: Any) -> bytes:
 
 def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(body=dump_json(data), status=status, content_type="application/json", headers=headers)
+
+
+async def read_limited_body(request: web.Request, limit: int, too_large: Callable[[str], ApiError],
+                            what: str = "the body") -> bytes:  # fmt: skip
+    """A body larger than the app's `client_max_size` (an upload: a detour file, a geocoder
+    batch), read in chunks up to its operation's own `limit`; `too_large(message)` is raised
+    as soon as the declared length or the bytes read pass it."""
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(f"{what} has {request.content_length} bytes; at most {limit} are accepted")
+    body = bytearray()
+    async for chunk in request.content.iter_chunked(1 << 16):
+        body += chunk
+        if len(body) > limit:
+            raise too_large(f"{what} is larger than {limit} bytes, the limit")
+    return bytes(body)
 
 
 async def _redis_context(app: web.Application) -> AsyncIterator[None]:

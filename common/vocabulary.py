@@ -14,3 +14,9 @@ VEHICLES = tuple(VEHICLE_TABLE)  # the vehicle table (common.vehicles) is their 
 ROUTE_TYPES = ("fastest", "shortest")
 DEFAULT_VEHICLE = "car"
 DEFAULT_ROUTE_TYPE = "fastest"
+
+# The media types a geocoder batch may be sent as (POST /v1/geocoder/batch): CSV, or one JSON
+# object per line under the names JSON-lines writers use. The geocoder reads them, the job
+# service accepts them for `?async=true`, the spec lists them.
+GEOCODER_BATCH_CSV_TYPES = ("text/csv", "text/plain")
+GEOCODER_BATCH_JSON_LINES_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")

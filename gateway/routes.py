@@ -32,6 +32,8 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
     PublicRoute("/v1/geocoder", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/geocoder/reverse", ("GET",), "geo_service", timeout_seconds=10),
     PublicRoute("/v1/geocoder/autocomplete", ("GET",), "geo_service", timeout_seconds=10),
+    # 10 000 lines at once (100 000 as a job, ~80 bytes each); the geocoder's own limit is 16 MiB.
+    PublicRoute("/v1/geocoder/batch", ("POST",), "geo_service", max_body_bytes=16 * MIB, timeout_seconds=120),
     PublicRoute("/v1/route", ("GET",), "route_service", queued=True),
     # 1000 x 1000 points as JSON (~90 KB) for the unlimited tier; cells are limited per tier.
     PublicRoute("/v1/matrix", ("POST",), "route_service", max_body_bytes=256 * KIB),
@@ -61,7 +63,7 @@ PUBLIC_ROUTES: tuple[PublicRoute, ...] = (
 # refuses what is not true): the same path, body and limits, answered by the job service, which
 # only stores the request, so in seconds.
 ASYNC_PARAMETER = "async"
-ASYNC_PATHS = frozenset({"/v1/optimize/routes", "/v1/optimize/stops", "/v1/detour/file"})
+ASYNC_PATHS = frozenset({"/v1/optimize/routes", "/v1/optimize/stops", "/v1/detour/file", "/v1/geocoder/batch"})
 JOB_SERVICE = "job_service"
 JOB_SUBMIT_TIMEOUT_SECONDS = 30.0
 

@@ -102,14 +102,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", default="http://127.0.0.1:8080")
     parser.add_argument("--token", required=True, help="a token of the running platform (make up prints one)")
+    parser.add_argument("--only", action="append", default=[], metavar="'METHOD /path'",
+                        help="refresh only this operation's example, keeping the others (repeatable)")  # fmt: skip
     args = parser.parse_args()
     spec = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
-    examples = {}
+    examples = json.loads(EXAMPLES_PATH.read_text(encoding="utf-8")) if args.only else {}
     for path, item in spec["paths"].items():
         for method, op in item.items():
             name = f"{method.upper()} {path}"
             if (
-                name in SKIPPED
+                (args.only and name not in args.only)
+                or name in SKIPPED
                 or path.startswith(SKIPPED_PREFIXES)
                 or "application/json" not in op["responses"].get("200", {}).get("content", {})
             ):

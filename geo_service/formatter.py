@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from common.osm_inputs import ATTRIBUTION
+from geo_service.batch import LineAnswer, LineError
 from geo_service.model import GeocodeResult, Note, ResultAddress
 
 # Countries that write the house number before the street ("12 Avenue de la Costa").
@@ -63,3 +65,23 @@ def response_json(results: list[GeocodeResult], provider: str, notes: Sequence[N
     if notes:
         body["notes"] = [{"code": n.code, "message": n.message} for n in notes]
     return body
+
+
+def batch_json(answers: Sequence[LineAnswer], provider: str) -> dict[str, Any]:
+    """One entry per data line, in the batch's order: the line's geocoder answer or its error;
+    `summary.linesRead == answered + failed` always holds."""
+    failed = sum(isinstance(answer, LineError) for answer in answers)
+    return {
+        "summary": {"linesRead": len(answers), "answered": len(answers) - failed, "failed": failed},
+        "results": [batch_line_json(answer) for answer in answers],
+        "provider": provider,
+        "attribution": ATTRIBUTION,
+    }
+
+
+def batch_line_json(answer: LineAnswer) -> dict[str, Any]:
+    if isinstance(answer, LineError):
+        error = {"code": answer.code, "message": answer.message, "violations": answer.violations}
+        return {"line": answer.line, "id": answer.id, "error": error}
+    answered = {key: value for key, value in answer.body.items() if key != "provider"}  # the batch's
+    return {"line": answer.line, "id": answer.source.id, "kind": str(answer.source.kind), **answered}

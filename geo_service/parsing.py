@@ -7,9 +7,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from common.errors import MissingAddress, ParameterErrors
+from common.errors import MissingAddress, ParameterErrors, UnsupportedMediaType
 from common.params import parse_decimal, parse_int, parse_latlon_text
 from common.providers import requested_provider
+from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES
+from geo_service.batch import MAX_JOB_LINES, MAX_SYNC_LINES, BatchLine, Form, LineKind
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
 from geo_service.model import AutocompleteQuery, GeocodeQuery, ReverseQuery, StructuredAddress
@@ -204,3 +206,54 @@ def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry) 
     focus = parse_focus(params, errors)
     errors.raise_if_any()
     return AutocompleteRequest(provider, AutocompleteQuery(text, country, limit, focus))
+
+
+# ---------------------------------------------------------------- batches
+
+# Each batch line answers its best result unless asked for more; at most a few: a batch is
+# a list of addresses to place, not a search result page per line.
+BATCH_DEFAULT_LIMIT = 1
+BATCH_MAX_LIMIT = 5
+BATCH_TYPES = {
+    **dict.fromkeys(GEOCODER_BATCH_CSV_TYPES, Form.CSV),
+    **dict.fromkeys(GEOCODER_BATCH_JSON_LINES_TYPES, Form.JSON_LINES),
+}
+UTF8 = ("utf-8", "utf8")
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """A batch's form and the parameters every line gets (`provider`, `country`, `limit`)."""
+
+    form: Form
+    defaults: dict[str, str]
+    max_lines: int
+    registry: ProviderRegistry
+
+    def line_request(self, line: BatchLine) -> GeocodeRequest | ReverseRequest:
+        """The line as the geocoder request its parameters make; raises its violations."""
+        params = {**self.defaults, **line.params}
+        if line.kind is LineKind.REVERSE:
+            params.pop("country", None)  # a reverse lookup has no country filter
+            return reverse_request(params, self.registry)
+        return geocode_request(params, self.registry)
+
+
+def batch_request(params: Mapping[str, str], content_type: str, charset: str | None,
+                  registry: ProviderRegistry, in_job: bool) -> BatchRequest:  # fmt: skip
+    """The batch's query parameters and Content-Type; every violation at once (415 first)."""
+    form = BATCH_TYPES.get(content_type)
+    if form is None or (charset is not None and charset.lower() not in UTF8):
+        raise UnsupportedMediaType(
+            f"send the batch as text/csv or application/x-ndjson (charset utf-8 if any), got {content_type[:80]!r}",
+            parameter="Content-Type",
+        )
+    errors = ParameterErrors()
+    provider = parse_provider(params, registry, errors)
+    country = parse_country(params, errors)
+    limit = parse_int(params, "limit", errors, default=BATCH_DEFAULT_LIMIT, minimum=1, maximum=BATCH_MAX_LIMIT)
+    errors.raise_if_any()
+    defaults = {"provider": provider.name, "limit": str(limit)}
+    if country is not None:
+        defaults["country"] = country
+    return BatchRequest(form, defaults, MAX_JOB_LINES if in_job else MAX_SYNC_LINES, registry)

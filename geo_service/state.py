@@ -13,16 +13,23 @@ from typing import Any
 
 from aiohttp import web
 
-from common.service import CACHE_REDIS_KEY
+from common.admission import Admission, parse_cost_budgets
+from common.errors import ApiError
+from common.service import CACHE_REDIS_KEY, REDIS_KEY
+from geo_service.batch import BatchLine, LineAnswer, LineKind, LineResult, ParsedBatch, line_error
 from geo_service.cache import AnswerCache, autocomplete_parts, geocode_parts, reverse_parts
 from geo_service.config import GeoConfig
 from geo_service.formatter import response_json
 from geo_service.index import IndexLoader
 from geo_service.model import AutocompleteQuery, GeocodeAnswer, GeocodeQuery, ReverseQuery
-from geo_service.parsing import ProviderRequest
+from geo_service.parsing import BatchRequest, ProviderRequest
 from geo_service.providers import DEFAULT_PROVIDER, GeocodeProvider, OsmIndexProvider, ProviderRegistry
 
 log = logging.getLogger("geo_service")
+# Batch lines asked at once: enough to keep the index's query threads busy while answers come
+# from the cache Redis, few enough that a batch does not queue thousands of calls ahead of
+# other requests.
+BATCH_IN_FLIGHT = 8
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 
@@ -49,6 +56,7 @@ AUTOCOMPLETE = Operation[AutocompleteQuery]("autocomplete", answer_autocomplete,
 class GeoState:
     registry: ProviderRegistry
     answers: AnswerCache
+    admission: Admission  # what a batch costs its account (common.admission)
 
     async def answer[Q](self, operation: Operation[Q], request: ProviderRequest[Q]) -> dict[str, Any]:
         """The answer's JSON: cached, else asked of the request's provider and formatted."""
@@ -59,6 +67,31 @@ class GeoState:
             return response_json(answer.results, provider.name, answer.notes)
 
         return await self.answers.answer(operation.name, provider, operation.key_parts(query), compute)
+
+    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> list[LineAnswer]:
+        """Every line's answer, in the batch's order: the geocoder's answer to the line's request
+        (cached like a single one), or the line's error. Lines alike (the same kind and
+        parameters: address lists repeat) are asked once; BATCH_IN_FLIGHT requests at a time."""
+        in_flight = asyncio.Semaphore(BATCH_IN_FLIGHT)
+
+        async def one(line: BatchLine) -> dict[str, Any] | ApiError:
+            async with in_flight:
+                try:
+                    line_request = request.line_request(line)
+                    operation: Operation[Any] = REVERSE if line.kind is LineKind.REVERSE else GEOCODE
+                    return await self.answer(operation, line_request)
+                except ApiError as exc:
+                    if exc.status >= 500:
+                        raise  # the geocoder cannot answer now (no index): the batch's error, retried whole
+                    return exc
+
+        alike = {line.same_as: line for line in parsed.lines}
+        asked = dict(zip(alike, await asyncio.gather(*(one(line) for line in alike.values())), strict=True))
+        answers: list[LineAnswer] = [*parsed.errors]
+        for line in parsed.lines:
+            found = asked[line.same_as]
+            answers.append(line_error(line, found) if isinstance(found, ApiError) else LineResult(line, found))
+        return sorted(answers, key=lambda answer: answer.line)
 
     def index_health(self) -> dict[str, Any]:
         provider = self.registry.providers[self.registry.default]
@@ -80,7 +113,8 @@ def state_context(config: GeoConfig) -> CleanupContext:
         if loader.loaded is None:
             log.warning("geocoder not ready: %s", loader.error)
         registry = ProviderRegistry([OsmIndexProvider(loader, config.query_threads)], default=DEFAULT_PROVIDER)
-        app[STATE_KEY] = GeoState(registry, AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds))
+        admission = Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets))
+        app[STATE_KEY] = GeoState(registry, AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds), admission)
         yield
         await asyncio.to_thread(registry.close)
 

@@ -1,6 +1,7 @@
 """Configuration of the job service, from the environment (see `BaseConfig`).
 
 ROUTE_SERVICE_URL              where detour-file jobs are replayed (default http://127.0.0.1:8083)
+GEO_SERVICE_URL                where geocoder-batch jobs are replayed (default http://127.0.0.1:8082)
 OPTIMIZE_SERVICE_URL           where optimization jobs are replayed (default http://127.0.0.1:8084)
 JOB_CONCURRENCY                jobs this process runs at once (default 2: one per core of a small machine)
 JOB_LIMITS                     jobs queued or running at once per account, by tier, as `tier=count,...`
@@ -32,6 +33,7 @@ from common.config import BaseConfig, setting
 from common.tiers import DEFAULT_JOB_LIMITS, DEFAULT_JOB_STORE_MIB, TierLimits, parse_tier_limits
 
 DEFAULT_ROUTE_SERVICE_URL = "http://127.0.0.1:8083"
+DEFAULT_GEO_SERVICE_URL = "http://127.0.0.1:8082"
 DEFAULT_OPTIMIZE_SERVICE_URL = "http://127.0.0.1:8084"
 
 
@@ -39,6 +41,7 @@ DEFAULT_OPTIMIZE_SERVICE_URL = "http://127.0.0.1:8084"
 class JobConfig(BaseConfig):
     SERVICE: ClassVar[str] = "job_service"
     route_service_url: str = setting("ROUTE_SERVICE_URL", DEFAULT_ROUTE_SERVICE_URL)
+    geo_service_url: str = setting("GEO_SERVICE_URL", DEFAULT_GEO_SERVICE_URL)
     optimize_service_url: str = setting("OPTIMIZE_SERVICE_URL", DEFAULT_OPTIMIZE_SERVICE_URL)
     concurrency: int = setting("JOB_CONCURRENCY", 2, low=1)
     job_limits: TierLimits = setting("JOB_LIMITS", DEFAULT_JOB_LIMITS, parse_named=parse_tier_limits)
@@ -52,5 +55,5 @@ class JobConfig(BaseConfig):
     running_per_account: int = setting("JOB_RUNNING_PER_ACCOUNT", 1, low=0)
     # How often an idle runner looks for queued jobs, and the reaper for expired leases.
     poll_seconds: float = 0.25
-    # The largest body of the three operations (a detour file, 16 MiB) and room for its headers.
+    # The largest body of the operations (a detour file or a geocoder batch, 16 MiB) and room for its headers.
     max_body_bytes: int = 17 << 20

@@ -7,6 +7,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES
+
 QUEUED = "queued"
 RUNNING = "running"
 SUCCEEDED = "succeeded"
@@ -25,12 +27,18 @@ class Operation:
     path: str
     service: str
     json_body: bool
+    # the media types of a text body (json_body False), as the synchronous operation reads them
+    text_types: tuple[str, ...] = ("text/csv", "text/plain")
 
 
 OPERATIONS = (
     Operation("optimize/routes", "/v1/optimize/routes", "optimize_service", json_body=True),
     Operation("optimize/stops", "/v1/optimize/stops", "optimize_service", json_body=True),
     Operation("detour/file", "/v1/detour/file", "route_service", json_body=False),
+    Operation(
+        "geocoder/batch", "/v1/geocoder/batch", "geo_service", json_body=False,
+        text_types=(*GEOCODER_BATCH_CSV_TYPES, *GEOCODER_BATCH_JSON_LINES_TYPES),
+    ),
 )
 BY_PATH = {operation.path: operation for operation in OPERATIONS}
 BY_NAME = {operation.name: operation for operation in OPERATIONS}

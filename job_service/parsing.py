@@ -1,5 +1,5 @@
 """A submitted request checked before it is stored: `async=true`, and a body the synchronous
-operation could read at all (JSON for the optimizations, text for a detour file). Everything
+operation could read at all (JSON for the optimizations, text for a detour file or a geocoder batch). Everything
 else is the owning service's to check when the job runs: its 4xx becomes the job's error."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from job_service.model import BY_PATH, Operation, StoredRequest
 
 ASYNC_PARAMETER = "async"
 JSON_TYPES = ("application/json",)
-TEXT_TYPES = ("text/csv", "text/plain")
 # uuid4().hex: anything else cannot name a job, and is not looked up.
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -36,7 +35,7 @@ def operation_at(path: str) -> Operation:
 
 
 def check_body(operation: Operation, content_type: str, body: bytes) -> None:
-    accepted = JSON_TYPES if operation.json_body else TEXT_TYPES
+    accepted = JSON_TYPES if operation.json_body else operation.text_types
     if content_type not in accepted and not (operation.json_body and content_type.endswith("+json")):
         raise UnsupportedMediaType(
             f"send the body as {' or '.join(accepted)}, as for the synchronous operation, not {content_type[:80]!r}",

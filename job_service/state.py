@@ -45,8 +45,10 @@ JOB_REDIS_TIMEOUT_SECONDS = 5.0
 
 
 def service_clients(config: JobConfig) -> dict[str, ServiceClient]:
-    urls = {"route_service": config.route_service_url, "optimize_service": config.optimize_service_url}
-    labels = {"route_service": "routing service", "optimize_service": "optimization service"}
+    urls = {"route_service": config.route_service_url, "optimize_service": config.optimize_service_url,
+            "geo_service": config.geo_service_url}  # fmt: skip
+    labels = {"route_service": "routing service", "optimize_service": "optimization service",
+              "geo_service": "geocoding service"}  # fmt: skip
     return {
         name: ServiceClient(
             labels[name], url, timeout=config.call_timeout_seconds, internal_token=config.internal_token

@@ -21,7 +21,7 @@ from aiohttp import hdrs, web
 
 from common.admission import Cost, caller_of
 from common.errors import DetourFileTooLarge, ParameterErrors, UnsupportedMediaType
-from common.service import json_response
+from common.service import json_response, read_limited_body
 from common.waiting import unless_gone
 from route_service.calls import LargeCalls
 from route_service.costs import detour_cost
@@ -79,17 +79,6 @@ def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> Route
     return Router(provider, vehicle, route_type, departure)
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
-    if request.content_length is not None and request.content_length > limit:
-        raise DetourFileTooLarge(f"the file has {request.content_length} bytes; at most {limit} are accepted")
-    body = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        body += chunk
-        if len(body) > limit:
-            raise DetourFileTooLarge(f"the file is larger than {limit} bytes, the limit")
-    return bytes(body)
-
-
 def parse_body(body: bytes) -> tuple[ParsedFile, Cost]:
     """The file and its price (in the thread pool: both walk every line)."""
     parsed = parse_file(decode_text(body))
@@ -105,7 +94,7 @@ async def detour_file(request: web.Request) -> web.Response:
     check_content_type(request)
     dataset, registry = state.ready()
     router = parse_options(request.query, registry)
-    parsed, price = await state.run(parse_body, await read_body(request, MAX_BYTES))
+    parsed, price = await state.run(parse_body, await read_limited_body(request, MAX_BYTES, DetourFileTooLarge, "the file"))
     answer = Request(filename, router.provider.name, router.vehicle, router.route_type, dataset.hash)
     async with state.admission.admit(caller_of(request.headers), price) as admitted:
         if parsed.kind is Kind.DETOURS:

@@ -30,7 +30,7 @@ from common.errors import (
     MalformedBody,
 )
 from common.geo import LatLon
-from common.params import DECIMAL
+from common.params import DECIMAL, utf8_text
 
 MAX_BYTES = 10 * 1024 * 1024
 # Bounded by time: a detour case costs one or two OSRM CH Table calls (~0.3 ms; a failed line
@@ -47,7 +47,6 @@ TIME_COLUMN = "time"
 INVALID_LINE = "DETOUR_ERROR_INVALID_LINE"
 _NUMBER = DECIMAL  # ASCII digits only (common.params)
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+")
-_BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -103,15 +102,7 @@ def decode_text(body: bytes) -> str:
     """UTF-8 (a BOM is dropped); anything else is a whole-request error naming the line."""
     if len(body) > MAX_BYTES:
         raise DetourFileTooLarge(f"the file has {len(body)} bytes; at most {MAX_BYTES} are accepted")
-    if body.startswith(_BOM):
-        body = body[len(_BOM) :]
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = body.count(b"\n", 0, exc.start) + 1
-        raise DetourInvalidEncoding(
-            f"byte {exc.start} (line {line}) is not valid UTF-8; save the file as UTF-8 text"
-        ) from exc
+    return utf8_text(body, DetourInvalidEncoding, "save the file as UTF-8 text")
 
 
 # ---------------------------------------------------------------- text → lines

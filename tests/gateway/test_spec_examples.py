@@ -74,7 +74,11 @@ def coordinates(value: Any) -> Iterator[tuple[float, float]]:
             for item in value:
                 yield from coordinates(item)
     elif isinstance(value, str) and value.startswith(("{", "[")):
-        yield from coordinates(json.loads(value))  # GeoJSON in a query parameter
+        try:
+            yield from coordinates(json.loads(value))  # GeoJSON in a query parameter
+        except json.JSONDecodeError:  # JSON lines (a geocoder batch)
+            for line in filter(str.strip, value.splitlines()):
+                yield from coordinates(json.loads(line))
     elif isinstance(value, str):
         for lat, lon in [*PAIR.findall(value), *GPX_POINT.findall(value)]:
             yield float(lat), float(lon)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import quote
 
 import aiohttp
@@ -89,3 +90,47 @@ async def test_without_a_token_the_geocoder_is_401(geo_platform: Stack, http: ai
     async with http.get(f"{geo_platform.base_url}{path}", headers=PROBLEM) as resp:
         assert resp.status == 401
         assert (await resp.json(content_type=None))["type"] == "/problems/general/unauthorized"
+
+
+async def test_a_batch_through_the_gateway_answers_each_line_and_counts_its_lines(
+    geo_platform: Stack, http: aiohttp.ClientSession
+) -> None:
+    """Issue 34: one request for many addresses, each line's answer in order; the account's
+    budget is charged per line (`RateLimit-Cost`), not per request."""
+    token = await token_for(geo_platform, http)
+    text = "id;address;lat;lon\nm8;Marienplatz 8, 80331 München;;\nnone;;;\nback;;48.1373943;11.5760552\n"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/csv", **PROBLEM}
+    async with http.post(f"{geo_platform.base_url}/v1/geocoder/batch", data=text.encode(), headers=headers) as resp:
+        body = await resp.json()
+        assert resp.status == 200, body
+        assert resp.headers["RateLimit-Cost"] == "6"  # 3 lines, 2 units each
+    assert body["summary"] == {"linesRead": 3, "answered": 2, "failed": 1}
+    first, missing, back = body["results"]
+    assert (first["line"], first["id"], first["results"][0]["label"]) == (2, "m8", "Marienplatz 8, 80331 München")
+    assert missing["error"]["code"] == "GEOCODER_ERROR_MISSING_ADDRESS"
+    assert back["kind"] == "reverse" and back["results"][0]["label"] == "Marienplatz 8, 80331 München"
+
+
+async def test_a_batch_larger_than_a_request_runs_as_a_job(geo_platform: Stack, http: aiohttp.ClientSession) -> None:
+    """Above 10 000 lines the synchronous call is a 413 pointing to ?async=true; the job
+    answers every line."""
+    token = user_token(geo_platform, tier="unlimited")
+    lines = [f'{{"id": {i}, "address": "Tal {1 + i % 40}, München"}}' for i in range(10_050)]
+    body = "\n".join(lines).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-ndjson", **PROBLEM}
+    async with http.post(f"{geo_platform.base_url}/v1/geocoder/batch", data=body, headers=headers) as resp:
+        assert resp.status == 413 and "?async=true" in (await resp.json())["detail"]
+    async with http.post(f"{geo_platform.base_url}/v1/geocoder/batch?async=true", data=body, headers=headers) as resp:
+        job = await resp.json()
+        assert resp.status == 202, job
+    deadline = asyncio.get_running_loop().time() + 240
+    while job["status"] in ("queued", "running"):
+        assert asyncio.get_running_loop().time() < deadline, job
+        await asyncio.sleep(0.5)
+        async with http.get(f"{geo_platform.base_url}/v1/jobs/{job['id']}", headers=headers) as resp:
+            job = await resp.json()
+    assert job["status"] == "succeeded", job.get("error")
+    result = job["result"]
+    assert result["summary"] == {"linesRead": 10_050, "answered": 10_050, "failed": 0}
+    assert [entry["id"] for entry in result["results"][:3]] == ["0", "1", "2"]
+    assert result["results"][-1]["line"] == 10_050 and result["results"][-1]["results"][0]["address"]["street"] == "Tal"

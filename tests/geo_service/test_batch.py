@@ -1,0 +1,210 @@
+"""Geocoder batches (issue 34, item 1): POST /v1/geocoder/batch answers one entry per data line
+of a CSV file or JSON lines, in the input's order, each the line's geocoder answer or its own
+error; whole-batch errors only for what no line can fix; a batch pays per line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from common.admission import INTERNAL_JOB_HEADER
+from common.errors import ApiError, BatchEmpty, BatchInvalidHeader, BatchTooLarge, MalformedBody
+from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
+from geo_service.app import create_app
+from geo_service.batch import MAX_SYNC_LINES, Form, LineKind, decode, parse_batch
+from geo_service.state import STATE_KEY
+from tests.geo_service.test_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
+
+CSV = {"Content-Type": "text/csv"}
+JSON_LINES = {"Content-Type": "application/x-ndjson"}
+
+
+# ---------------------------------------------------------------- reading the batch
+
+
+def test_csv_lines_keep_their_file_line_numbers_ids_and_kinds() -> None:
+    text = (
+        "\ufeffID;Address;lat;lon\n"
+        "a1;Marienplatz 8, München;;\n"
+        "\n"
+        'a2;"Tal 4;\nMünchen";;\n'  # a quoted field over two lines: numbered by its first
+        "a3;;48.137;11.575\n"
+        "a4;Tal 4;48.1;11.5\n"
+        "a5;too;many;fields;here\n"
+    )
+    parsed = parse_batch(decode(text.encode()), Form.CSV, 100)
+    assert [(line.line, line.id, line.kind) for line in parsed.lines] == [
+        (2, "a1", LineKind.GEOCODE), (4, "a2", LineKind.GEOCODE), (6, "a3", LineKind.REVERSE)]  # fmt: skip
+    assert parsed.lines[0].params == {"address": "Marienplatz 8, München"}
+    assert parsed.lines[2].params == {"lat": "48.137", "lon": "11.575"}
+    assert [(e.line, e.id) for e in parsed.errors] == [(7, "a4"), (8, None)]
+    assert "not both" in parsed.errors[0].message and "expected 4 fields" in parsed.errors[1].message
+    assert parsed.lines_read == 5
+
+
+def test_structured_columns_are_named_as_the_geocoder_s_parameters_in_any_case() -> None:
+    parsed = parse_batch("street,house_number,Postal Code,CITY,country\nTal,4,80331,München,deu\n", Form.CSV, 10)
+    assert parsed.lines[0].params == {"street": "Tal", "houseNumber": "4", "postalCode": "80331",
+                                      "city": "München", "country": "deu"}  # fmt: skip
+
+
+def test_json_lines_read_each_object_and_name_each_bad_line() -> None:
+    text = "\n".join([
+        '{"id": 1, "address": "Tal 4, München"}',
+        "",
+        '{"lat": 48.137, "lon": 11.575}',
+        "[1, 2]",
+        '{"address": "x", "colour": "red"}',
+        '{"address": true}',
+        "{not json",
+    ])  # fmt: skip
+    parsed = parse_batch(text, Form.JSON_LINES, 10)
+    assert [(line.line, line.id, line.kind) for line in parsed.lines] == [(1, "1", LineKind.GEOCODE), (3, None, LineKind.REVERSE)]
+    assert parsed.lines[1].params == {"lat": "48.137", "lon": "11.575"}
+    assert [e.line for e in parsed.errors] == [4, 5, 6, 7]
+    assert "colour" in parsed.errors[1].message and "must be a string or a number" in parsed.errors[2].message
+
+
+@pytest.mark.parametrize(
+    ("text", "form", "error", "words"),
+    [
+        ("", Form.CSV, BatchEmpty, "empty"),
+        ("address\n\n", Form.CSV, BatchEmpty, "no data lines"),
+        ("\n\n", Form.JSON_LINES, BatchEmpty, "no data lines"),
+        ("adress,city\nTal 4,München\n", Form.CSV, BatchInvalidHeader, "unknown columns 'adress'"),
+        ("address,Address\nx,y\n", Form.CSV, BatchInvalidHeader, "repeated columns address"),
+        ("id\n7\n", Form.CSV, BatchInvalidHeader, "no address or coordinate column"),
+        ("address\n" + "Tal 4\n" * 4, Form.CSV, BatchTooLarge, "more than 3 lines"),
+        ('address\n"never closed\n' + "x" * 200_000, Form.CSV, MalformedBody, "closing quote"),
+    ],
+)  # fmt: skip
+def test_a_batch_no_line_can_fix_is_refused_whole(text: str, form: Form, error: type[ApiError], words: str) -> None:
+    with pytest.raises(error) as caught:
+        parse_batch(text, form, 3)
+    assert words in caught.value.detail
+
+
+def test_a_batch_over_the_synchronous_size_is_sent_to_a_job() -> None:
+    with pytest.raises(BatchTooLarge) as caught:
+        parse_batch("address\n" + "Tal 4\n" * (MAX_SYNC_LINES + 1), Form.CSV, MAX_SYNC_LINES)
+    assert "?async=true" in caught.value.detail
+
+
+def test_bytes_that_are_not_utf8_name_their_line() -> None:
+    with pytest.raises(MalformedBody) as caught:
+        decode(b"address\nTal 4\nStra\xdfe\n")
+    assert "line 3" in caught.value.detail
+
+
+# ---------------------------------------------------------------- over HTTP
+
+
+@pytest.fixture
+async def client(aiohttp_client: ClientFactory, munich_dir: Path, redis_server: str) -> Client:
+    return await aiohttp_client(create_app(make_config(munich_dir, redis_server)))
+
+
+async def post(client: Client, body: str, headers: dict[str, str], query: str = "", status: int = 200) -> Any:
+    response = await client.post("/v1/geocoder/batch" + query, data=body.encode(), headers={**LEGACY, **headers})
+    answer = await response.json(content_type=None)
+    assert response.status == status, answer
+    return answer
+
+
+async def test_every_line_gets_one_entry_in_the_input_s_order(client: Client) -> None:
+    text = (
+        "id,address,lat,lon\n"
+        "m8,\"Marienplatz 8, 80331 München\",,\n"
+        "blank,,,\n"
+        "back,,48.13739,11.57606\n"
+        "short,row\n"
+        "far,,95,11.5\n"
+        "tal,Tal 4 München,,\n"
+    )
+    body = await post(client, text, CSV)
+    assert body["summary"] == {"linesRead": 6, "answered": 3, "failed": 3}
+    entries = body["results"]
+    assert [(e["line"], e["id"]) for e in entries] == [(2, "m8"), (3, "blank"), (4, "back"), (5, None), (6, "far"), (7, "tal")]
+    assert "expected 4 fields" in entries[3]["error"]["message"]
+    entries = [entries[i] for i in (0, 1, 2, 4, 5)]
+    assert entries[0]["kind"] == "geocode" and len(entries[0]["results"]) == 1  # a batch line's best, by default
+    assert entries[0]["results"][0]["label"] == "Marienplatz 8, 80331 München"
+    assert entries[1]["error"]["code"] == "GEOCODER_ERROR_MISSING_ADDRESS"
+    assert entries[2]["kind"] == "reverse" and entries[2]["results"][0]["address"]["street"] == "Marienplatz"
+    assert entries[3]["error"]["violations"][0]["parameter"] == "lat"
+    assert entries[4]["results"][0]["address"]["street"] == "Tal"
+    assert body["provider"] == "osm" and "OpenStreetMap" in body["attribution"]
+
+
+async def test_json_lines_answer_like_the_same_csv(client: Client) -> None:
+    csv_body = await post(client, "id,address\n1,Tal 4 München\n2,Marienplatz 8 München\n", CSV)
+    lines = [{"id": 1, "address": "Tal 4 München"}, {"id": "2", "address": "Marienplatz 8 München"}]
+    json_body = await post(client, "\n".join(orjson.dumps(line).decode() for line in lines), JSON_LINES)
+    assert [(e["line"], e["id"], e["results"]) for e in json_body["results"]] == [
+        (e["line"] - 1, e["id"], e["results"]) for e in csv_body["results"]]  # fmt: skip (the CSV has a header line)
+
+
+async def test_the_batch_s_limit_and_country_apply_to_every_line_and_a_line_s_country_wins(client: Client) -> None:
+    text = "address,country\nMarienplatz,\nMarienplatz,DEU\n"
+    body = await post(client, text, CSV, "?limit=3&country=FIN")
+    assert body["results"][0]["results"] == []  # the batch's country: not Finland's
+    assert len(body["results"][1]["results"]) == 3
+
+
+@pytest.mark.parametrize("headers", [LEGACY, PROBLEM])
+async def test_whole_batch_errors_in_both_formats(client: Client, headers: dict[str, str]) -> None:
+    cases = [
+        ({"Content-Type": "application/json"}, "address\nx\n", "", 415, "ERROR_UNSUPPORTED_MEDIA_TYPE"),
+        (CSV, "address\nx\n", "?limit=9&provider=nope", 400, "ERROR_INVALID_PARAMETER"),
+        (CSV, "street,adress\nx,y\n", "", 400, "GEOCODER_ERROR_INVALID_BATCH_HEADER"),
+        (CSV, "address\n", "", 400, "GEOCODER_ERROR_EMPTY_BATCH"),
+        (CSV, "address\n" + "x\n" * (MAX_SYNC_LINES + 1), "", 413, "GEOCODER_ERROR_BATCH_TOO_LARGE"),
+    ]
+    for sent, text, query, status, code in cases:
+        response = await client.post("/v1/geocoder/batch" + query, data=text.encode(), headers={**headers, **sent})
+        body = await response.json(content_type=None)
+        assert response.status == status, body
+        if headers is LEGACY:
+            assert code in {d["code"] for d in body["details"]}
+            if query:
+                assert len(body["details"]) == 2  # every violation at once: limit and provider
+        else:
+            assert body["status"] == status and body["detail"]
+
+
+async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> None:
+    caller = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "demo"}
+    small = await client.post("/v1/geocoder/batch", data=b"address\nTal 4\nTal 5\n", headers={**LEGACY, **CSV, **caller})
+    assert small.status == 200 and small.headers["RateLimit-Cost"] == "4"  # 2 lines, 2 units each
+    # demo: 5000 units per request at most, so 2501 lines are too dear at once
+    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * 2501).encode(),
+                             headers={**LEGACY, **CSV, **caller})  # fmt: skip
+    assert dear.status == 413 and "2501 geocoder lines" in str(await dear.json())
+    job = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "unlimited", INTERNAL_JOB_HEADER: "1"}
+    large = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * (MAX_SYNC_LINES + 5)).encode(),
+                              headers={**LEGACY, **CSV, **job})  # fmt: skip
+    body = await large.json()
+    assert large.status == 200 and body["summary"]["answered"] == MAX_SYNC_LINES + 5
+
+
+async def test_lines_alike_are_looked_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Address lists repeat addresses: each distinct question is asked of the index once, and
+    every line still gets its own entry (its line number and id)."""
+    provider = client.app[STATE_KEY].registry.providers["osm"]
+    asked: list[str] = []
+    geocode = provider.geocode
+
+    async def counted(query: Any) -> Any:
+        asked.append(query.text)
+        return await geocode(query)
+
+    monkeypatch.setattr(provider, "geocode", counted)
+    text = "id,address\na,Tal 7 München\nb,Tal 7 München\nc,Tal 9 München\nd,Tal 7 München\n"
+    body = await post(client, text, CSV, "?country=DEU&limit=2")  # a query no other test asks: not cached
+    assert sorted(asked) == ["Tal 7 München", "Tal 9 München"]
+    entries = body["results"]
+    assert [(e["line"], e["id"]) for e in entries] == [(2, "a"), (3, "b"), (4, "c"), (5, "d")]
+    assert entries[0]["results"] == entries[1]["results"] == entries[3]["results"] != entries[2]["results"]
