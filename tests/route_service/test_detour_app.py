@@ -179,14 +179,16 @@ async def test_the_largest_file_is_answered(client: Client) -> None:
     """20 000 lines, the documented maximum: every line answered or failed with its error. The
     goal (≤ 15 s) is measured by bench/detour.py; this bound only catches a return to the
     69-80 s the issue reported. In CPU seconds of this process and its children (the service's
-    large-call process), not wall time: a loaded machine stretched the wall time to 58 s once."""
+    large-call process), not wall time: a loaded machine stretched the wall time to 58 s once,
+    and CPU seconds too, from 43 s to 47-48 s beside other test runs (2026-11-27): the bound
+    leaves room for that and still fails a return to the issue's figures."""
     before = cpu_seconds(os.getpid())
     body = await ok_json(await post(client, random_lines(csvfile.MAX_DETOUR_LINES, seed=3)))
     used = cpu_seconds(os.getpid()) - before
     summary = body["summary"]
     assert summary["linesRead"] == csvfile.MAX_DETOUR_LINES == summary["answered"] + summary["failed"]
     assert len(body["results"]) == summary["answered"] > 19_800 and len(body["errors"]) == summary["failed"]
-    assert used < 45, used
+    assert used < 60, used
 
 
 async def test_bad_lines_get_their_own_errors_and_the_rest_is_answered(client: Client) -> None:
