@@ -64,25 +64,34 @@ class AnswerCache:
         parts: tuple[Any, ...],
         compute: Callable[[], Awaitable[dict[str, Any]]],
     ) -> dict[str, Any]:
-        """The answer from the cache, or computed and stored. A provider without a cache token
-        (no dataset to key the answer on) is never cached."""
+        """The answer from the cache, or computed and stored."""
+        key = self.key(operation, provider, parts)
+        stored = await self.stored(key)
+        if stored is not None:
+            return stored
+        value = await compute()
+        self.keep(key, value)
+        return value
+
+    @staticmethod
+    def key(operation: str, provider: GeocodeProvider, parts: tuple[Any, ...]) -> str | None:
+        """The answer's key, taken before it is computed (the dataset may change meanwhile); None
+        for a provider without a cache token (no dataset to key the answer on): never cached."""
         token = provider.cache_token()
-        key = None if token is None else cache_key(operation, provider.name, token, parts)
-        return await cached(self.redis, key, self.ttl_seconds, compute)
+        return None if token is None else cache_key(operation, provider.name, token, parts)
 
-
-async def cached(
-    redis: ResilientRedis, key: str | None, ttl_seconds: int, compute: Callable[[], Awaitable[dict[str, Any]]]
-) -> dict[str, Any]:
-    if key is None:
-        return await compute()
-    stored = await redis.get(key)
-    if stored is not None:
+    async def stored(self, key: str | None) -> dict[str, Any] | None:
+        """The cached answer, if any (a damaged entry counts as none: it is recomputed and overwritten)."""
+        stored = None if key is None else await self.redis.get(key)
+        if stored is None:
+            return None
         try:
             value: dict[str, Any] = orjson.loads(stored)
             return value
         except orjson.JSONDecodeError:
-            pass  # a damaged entry is recomputed and overwritten
-    value = await compute()
-    redis.set_behind(key, orjson.dumps(value), ttl_seconds)  # the answer does not wait for it
-    return value
+            return None
+
+    def keep(self, key: str | None, value: dict[str, Any]) -> None:
+        """Caches the answer behind it (the answer does not wait for Redis)."""
+        if key is not None:
+            self.redis.set_behind(key, orjson.dumps(value), self.ttl_seconds)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -29,6 +30,7 @@ from geo_service.parser import HouseNumber, ParsedQuery, parse_query, parse_stru
 from geo_service.store import AddressRow, IndexReader, NameRow
 
 CANDIDATES = 60
+CANDIDATE_MEMO = 4096  # distinct (words, country): a few MB
 # House numbers are looked up on this many streets of a group (names alike in every text, see
 # `store`): the largest street group in the five shared extracts' index has 4 (Grasweg,
 # Heidelberg: one street in 4 pieces), so no answer there changes; 10 copies of Heidelberg hold
@@ -87,7 +89,7 @@ class Reading:
 Member = tuple[int, float]  # a street of a candidate's group: (name id, importance)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
     row: NameRow
     similarity: float  # of the name, 0..1
@@ -121,6 +123,10 @@ class Matcher:
         self.short_keys = reader.short_keys(SHORT_NAME)
         # an index written before name_keys existed ranks name rows (as every index did before)
         self.rank_keys = reader.has_table("name_keys_fts")
+        # Address lists name the same streets again and again with other numbers: the names a
+        # street's words find do not depend on the number, so they are found once per matcher
+        # (bench/geocoder_batch.py: 80 % of a lookup's time is in finding them).
+        self.candidates = lru_cache(maxsize=CANDIDATE_MEMO)(self.find_candidates)
 
     # ------------------------------------------------------------ forward
 
@@ -142,7 +148,7 @@ class Matcher:
         results: list[tuple[GeocodeResult, float]] = []
         for reading in readings:
             if reading.words:
-                results += self.results(self.candidates(reading.words, reading.country), parsed, reading.country)
+                results += self.results(self.candidates(tuple(reading.words), reading.country), parsed, reading.country)
             elif parsed.postcode:
                 results += self.postcode_only(parsed, reading.country)
         return results, named_country
@@ -207,19 +213,20 @@ class Matcher:
         scores = process.cdist(short_words, self.short_keys, scorer=fuzz.ratio, score_cutoff=SHORT_NAME_SIMILARITY)
         return {self.short_keys[int(i)] for i in np.flatnonzero(scores.max(axis=0))}
 
-    def candidates(self, words: list[str], country: str | None) -> list[Candidate]:
+    def find_candidates(self, words: tuple[str, ...], country: str | None) -> tuple[Candidate, ...]:
         """Names found by the rare trigrams first; only when none of them matches well (a typo in
         a rare trigram, most often) by every trigram. Measured on the shared extracts in one
         index (bench/geocoder.py): the first search alone takes a third of the time."""
-        word_spans = spans(words)
-        span_texts = [" ".join(words[i:j]) for i, j in word_spans]
-        rows = self.exact_rows(words, span_texts, country)
-        rows += self.trigram_rows(self.selective_fts_query(words), country, {r.id for r in rows}, CANDIDATES)
-        found = self.score(words, word_spans, span_texts, rows)
+        listed = list(words)
+        word_spans = spans(listed)
+        span_texts = [" ".join(listed[i:j]) for i, j in word_spans]
+        rows = self.exact_rows(listed, span_texts, country)
+        rows += self.trigram_rows(self.selective_fts_query(listed), country, {r.id for r in rows}, CANDIDATES)
+        found = self.score(listed, word_spans, span_texts, rows)
         if not any(c.similarity * c.city_factor >= CONFIDENT_MATCH for c in found):
-            more = self.trigram_rows(self.fts_query(words), country, {r.id for r in rows}, TYPO_CANDIDATES)
-            found += self.score(words, word_spans, span_texts, more)
-        return found
+            more = self.trigram_rows(self.fts_query(listed), country, {r.id for r in rows}, TYPO_CANDIDATES)
+            found += self.score(listed, word_spans, span_texts, more)
+        return tuple(found)
 
     def score(
         self, words: list[str], word_spans: list[tuple[int, int]], span_texts: list[str], rows: list[NameRow]
@@ -290,7 +297,7 @@ class Matcher:
         return factors
 
     def results(
-        self, candidates: list[Candidate], parsed: ParsedQuery, country: str | None
+        self, candidates: Sequence[Candidate], parsed: ParsedQuery, country: str | None
     ) -> list[tuple[GeocodeResult, float]]:
         number = parsed.house_number
         out: list[tuple[GeocodeResult, float]] = []

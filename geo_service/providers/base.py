@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from common.providers import provider_name
@@ -27,6 +28,10 @@ class GeocodeProvider(Protocol):
     async def geocode(self, query: GeocodeQuery) -> GeocodeAnswer: ...
 
     async def reverse(self, query: ReverseQuery) -> GeocodeAnswer: ...
+
+    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> list[GeocodeAnswer]:
+        """The answers to many lookups, in their order (a batch's lines): cheaper than one call each."""
+        ...
 
     async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
         """Suggestions for a text being typed: its last word is a prefix."""

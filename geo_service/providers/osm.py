@@ -7,7 +7,7 @@ event loop free for other requests while a query runs.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -70,10 +70,23 @@ class OsmIndexProvider:
         matcher = self.index().matcher
         return await self._run(lambda: matcher.reverse(query))
 
+    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> list[GeocodeAnswer]:
+        """Many lookups in one hop to a query thread. A batch's lines asked one hop each paid a
+        thread switch apiece: 10 000 lines on the merged map took 14.7 s that way and 7.9 s
+        without the pool (bench/geocoder_batch.py)."""
+        matcher = self.index().matcher
+
+        def answer_all() -> list[GeocodeAnswer]:
+            return [matcher.reverse(q) if isinstance(q, ReverseQuery) else matcher.geocode(q) for q in queries]
+
+        return await self._run(answer_all)
+
     async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
         autocompleter = self.index().autocompleter
         if not autocompleter.available:
-            raise GeocoderDatasetNotReady("the geocoder index predates autocomplete: run python -m geo_service.importing")
+            raise GeocoderDatasetNotReady(
+                "the geocoder index predates autocomplete: run python -m geo_service.importing"
+            )
         return await self._run(lambda: autocompleter.complete(query))
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from common.errors import ApiError, BatchEmpty, BatchInvalidHeader, BatchTooLarg
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from geo_service.app import create_app
 from geo_service.batch import MAX_SYNC_LINES, Form, LineKind, decode, parse_batch
-from geo_service.state import STATE_KEY
+from geo_service.state import BATCH_CHUNK, STATE_KEY
 from tests.geo_service.test_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
 
 CSV = {"Content-Type": "text/csv"}
@@ -193,18 +193,54 @@ async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> 
 async def test_lines_alike_are_looked_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Address lists repeat addresses: each distinct question is asked of the index once, and
     every line still gets its own entry (its line number and id)."""
-    provider = client.app[STATE_KEY].registry.providers["osm"]
-    asked: list[str] = []
-    geocode = provider.geocode
-
-    async def counted(query: Any) -> Any:
-        asked.append(query.text)
-        return await geocode(query)
-
-    monkeypatch.setattr(provider, "geocode", counted)
+    asked = count_lookups(client, monkeypatch)
     text = "id,address\na,Tal 7 München\nb,Tal 7 München\nc,Tal 9 München\nd,Tal 7 München\n"
     body = await post(client, text, CSV, "?country=DEU&limit=2")  # a query no other test asks: not cached
-    assert sorted(asked) == ["Tal 7 München", "Tal 9 München"]
+    assert sorted(text for chunk in asked for text in chunk) == ["Tal 7 München", "Tal 9 München"]
     entries = body["results"]
     assert [(e["line"], e["id"]) for e in entries] == [(2, "a"), (3, "b"), (4, "c"), (5, "d")]
     assert entries[0]["results"] == entries[1]["results"] == entries[3]["results"] != entries[2]["results"]
+
+
+def count_lookups(client: Client, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The texts of each call for many lookups the batch makes of the index (a list per call)."""
+    provider = client.app[STATE_KEY].registry.providers["osm"]
+    calls: list[list[str]] = []
+    answer_many = provider.answer_many
+
+    async def counted(queries: Any) -> Any:
+        calls.append([getattr(query, "text", "reverse") for query in queries])
+        return await answer_many(queries)
+
+    monkeypatch.setattr(provider, "answer_many", counted)
+    return calls
+
+
+async def test_lines_are_asked_in_chunks_and_cached_lines_not_at_all(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup per thread hop doubled a batch's time: the lines not in the cache go to the index
+    BATCH_CHUNK at a time, and a line answered before (in any batch, or singly) comes from the cache."""
+    calls = count_lookups(client, monkeypatch)
+    lines = [f"Tal {number} München" for number in range(1, BATCH_CHUNK + 11)]
+    first = await post(client, "address\n" + "\n".join(lines) + "\n", CSV, "?limit=4")
+    assert sorted(len(call) for call in calls) == [10, BATCH_CHUNK]
+    calls.clear()
+    single = await (await client.get("/v1/geocoder?address=Marienplatz%208&limit=4", headers=LEGACY)).json()
+    again = await post(client, "address\n" + "\n".join([*lines, "Marienplatz 8"]) + "\n", CSV, "?limit=4")
+    assert calls == []  # every line was answered before
+    assert again["results"][:-1] == first["results"] and again["results"][-1]["results"] == single["results"]
+
+
+async def test_without_an_index_a_batch_is_503_and_without_the_cache_it_is_answered(
+    aiohttp_client: ClientFactory, tmp_path: Path, munich_dir: Path
+) -> None:
+    """A geocoder that cannot answer fails the batch whole (the client retries it); a cache
+    Redis that is down only costs the cache (make_config's Redis is unreachable)."""
+    empty = await aiohttp_client(create_app(make_config(tmp_path, reload_check_seconds=0)))
+    response = await empty.post("/v1/geocoder/batch", data=b"address\nTal 4\n", headers={**PROBLEM, **CSV})
+    assert response.status == 503
+    assert (await response.json(content_type=None))["type"] == "/problems/geocoder/dataset-not-ready"
+    no_cache = await aiohttp_client(create_app(make_config(munich_dir)))
+    body = await post(no_cache, "address\nTal 4 München\nMarienplatz 8 München\n", CSV)
+    assert [e["results"][0]["address"]["houseNumber"] for e in body["results"]] == ["4", "8"]

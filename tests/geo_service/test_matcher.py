@@ -164,3 +164,24 @@ def test_catalan_french_and_finnish_addresses_in_one_merged_index(
     assert top(andorra_monaco_helsinki, text, country=country) == result
     other = "FIN" if country != "FIN" else "AND"
     assert all(r.address.country == other for r in geocode(andorra_monaco_helsinki, text, country=other))
+
+
+def test_a_street_s_names_are_searched_once_for_all_its_house_numbers(
+    munich: LoadedIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Address lists name the same streets with other numbers: the candidate names of a text's
+    words (80 % of a lookup) are found once, and each number is still its own answer."""
+    searches: list[str] = []
+    search_keys = munich.reader.search_keys
+
+    def counted(fts_query: str, limit: int) -> list[str]:
+        searches.append(fts_query)
+        return search_keys(fts_query, limit)
+
+    monkeypatch.setattr(munich.reader, "search_keys", counted)
+    munich.matcher.candidates.cache_clear()  # what other tests asked
+    numbers = [top(munich, f"Sendlinger Straße {n}, München").address.house_number for n in (3, 28, 49)]
+    assert numbers == ["3", "28", "49"]
+    assert len(searches) == 1
+    top(munich, "Marienplatz 8, München")  # other words: searched anew
+    assert len(searches) == 2
