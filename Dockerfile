@@ -10,7 +10,8 @@ COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 COPY common ./common
 COPY gateway ./gateway
-# The /docs and /map pages' browser code: pinned npm tarballs, checked (gateway/vendor.py).
+# The /docs and /map pages' browser code and the geocoder's words for kinds of places: pinned npm
+# tarballs, checked (gateway/vendor.py).
 RUN python -m gateway.vendor --pages-only
 COPY auth_service ./auth_service
 COPY geo_service ./geo_service

@@ -844,7 +844,8 @@ def run() -> str:
             token = stack.login()
             warm = warm_up_cases(truths, samples)
             run_ = asyncio.run(measure_http(stack.base_url, token, cases, samples, warm))
-    return report(imported, truths, samples, run_, local, time.perf_counter() - started) + "\n"
+        # inside: the report reads the index's size
+        return report(imported, truths, samples, run_, local, time.perf_counter() - started) + "\n"
 
 
 if __name__ == "__main__":

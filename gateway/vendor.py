@@ -46,10 +46,15 @@ class NpmPackage:
 
     @property
     def directory(self) -> Path:
-        return self.root / self.name
+        return self.root / self.basename
+
+    @property
+    def basename(self) -> str:
+        """The name without its scope ("@openstreetmap/id-tagging-schema" -> "id-tagging-schema")."""
+        return self.name.rsplit("/", 1)[-1]
 
     def tarball_url(self, registry: str) -> str:
-        return f"{registry.rstrip('/')}/{self.name}/-/{self.name}-{self.version}.tgz"
+        return f"{registry.rstrip('/')}/{self.name}/-/{self.basename}-{self.version}.tgz"
 
     def installed(self) -> bool:
         stamp = self.directory / STAMP
@@ -90,7 +95,21 @@ AXE_CORE = NpmPackage(
     files={"axe.min.js": "axe.min.js", "LICENSE": "LICENSE"},
     root=STATIC_DIR.parents[1] / "tests" / "vendor",
 )
-PAGE_PACKAGES = (SWAGGER_UI, LEAFLET)  # what the image needs (`--pages-only`, the Dockerfile)
+# The geocoder's words for kinds of places in many languages (issue 34, item 2): iD's preset
+# names and search terms, the tagging schema the OSM editors share (geo_service/kinds.py).
+KIND_LANGUAGES = ("en", "de", "fr", "fi", "sv", "ca", "es", "it", "nl", "pt", "pl", "cs", "da", "nb")
+ID_TAGGING_SCHEMA = NpmPackage(
+    name="@openstreetmap/id-tagging-schema",
+    version="7.2.0",
+    integrity="sha512-7hjV8Xl3CoaO0u+M/Po0u33YIRahL8jEJtOzho189VOqqQQB3L9UGv2o93o/T4G3I0z5sFvQhn0apOz6+j253w==",
+    files={
+        "dist/presets.min.json": "presets.json",
+        **{f"dist/translations/{lang}.min.json": f"translations/{lang}.json" for lang in KIND_LANGUAGES},
+        "LICENSE.md": "LICENSE.md",
+    },
+    root=STATIC_DIR.parents[1] / "geo_service" / "vendor",
+)
+PAGE_PACKAGES = (SWAGGER_UI, LEAFLET, ID_TAGGING_SCHEMA)  # what the image needs (`--pages-only`, the Dockerfile)
 PACKAGES = (*PAGE_PACKAGES, AXE_CORE)
 
 
@@ -118,7 +137,7 @@ def download(url: str) -> bytes:
 
 def unpack(package: NpmPackage, tarball: bytes) -> None:
     """Only the listed files, as regular files: nothing else of the tarball reaches the disk."""
-    staging = package.directory.with_name(f".{package.name}.partial")
+    staging = package.directory.with_name(f".{package.basename}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     wanted = {f"package/{source}": target for source, target in package.files.items()}
     with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
 from geo_service.batch import LineAnswer, LineError
-from geo_service.model import GeocodeResult, Note, ResultAddress
+from geo_service.model import GeocodeResult, Note, ResultAddress, match_level
 
 # Countries that write the house number before the street ("12 Avenue de la Costa").
 NUMBER_FIRST = frozenset({"FRA", "MCO", "BEL", "LUX", "USA", "CAN", "GBR", "IRL", "AUS", "NZL"})
@@ -47,6 +47,7 @@ def result_json(result: GeocodeResult) -> dict[str, Any]:
         },
         "label": label(address, result.name),
         "type": result.type,
+        "matchLevel": match_level(result),
         "score": round(result.score, 3),
     }
     if result.name:

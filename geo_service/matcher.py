@@ -13,8 +13,9 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -23,6 +24,7 @@ from rapidfuzz import fuzz, process
 from common.geo import METRES_PER_DEGREE, LatLon, haversine_m
 from geo_service.countries import country_of_name
 from geo_service.formatter import label
+from geo_service.kinds import KindWords, kind_vocabulary
 from geo_service.model import GeocodeAnswer, GeocodeQuery, GeocodeResult, Note, ResultAddress, ReverseQuery
 from geo_service.normalize import Normalizer, compact
 from geo_service.notes import EmptyAnswerNotes
@@ -70,6 +72,12 @@ PLACE_ALONE = 0.92
 PLACE_WITH_NUMBER = 0.6
 POI_ALONE = 0.93
 POI_WITH_OTHER_NUMBER = 0.6
+# A POI of the kind asked ("Apotheke Heidelberg"): below a POI named as asked (POI_ALONE), above
+# a street whose name merely contains the word ("Apothekergasse": a name's similarity times
+# STREET_WITHOUT_NUMBER). Nearer ones first: up to 5 % less over 10 km.
+KIND_MATCH = 0.9
+KIND_DISTANCE_SHARE = 0.05
+KIND_DISTANCE_M = 10_000.0
 NO_CITY_GIVEN = 0.97
 # Words that are neither the name nor the city cost up to half the score, by their share of the text.
 UNEXPLAINED_WEIGHT = 0.5
@@ -87,6 +95,19 @@ class Reading:
 
 
 Member = tuple[int, float]  # a street of a candidate's group: (name id, importance)
+
+
+@dataclass(frozen=True)
+class KindAsked:
+    """A query read as a kind of place, and the POIs found of it."""
+
+    words: KindWords
+    results: list[tuple[GeocodeResult, float]]
+
+    def note(self, coverage: str) -> Note:
+        where = f" in {self.words.rest}" if self.words.rest else " near the point"
+        kinds = ", ".join(sorted(self.words.categories))
+        return Note("KIND_NOT_FOUND", f"the loaded map has no {self.words.kind!r} ({kinds}){where}{coverage}")
 
 
 @dataclass(frozen=True)
@@ -127,12 +148,16 @@ class Matcher:
         # street's words find do not depend on the number, so they are found once per matcher
         # (bench/geocoder_batch.py: 80 % of a lookup's time is in finding them).
         self.candidates = lru_cache(maxsize=CANDIDATE_MEMO)(self.find_candidates)
+        self.kinds = kind_vocabulary(tuple(sorted(self.normalizer.expansions.items())))
 
     # ------------------------------------------------------------ forward
 
     def geocode(self, query: GeocodeQuery) -> GeocodeAnswer:
-        parsed = self.parse(query)
+        text, near = near_point(query.text)
+        parsed = self.parse(replace(query, text=text))
         results, named_country = self.search(parsed, query.country)
+        kind = self.kind_asked(parsed, query.country, near)
+        results += kind.results if kind else []
         # Another number as the house number ("Avenue du 3 Septembre 126"), only when the first
         # reading found nothing convincing: most texts have one number.
         for alternative in parsed.alternatives:
@@ -140,7 +165,15 @@ class Matcher:
                 break
             results += self.search(alternative, query.country)[0]
         ranked = rank(results, query.limit)
-        return GeocodeAnswer(ranked, () if ranked else self.notes.why_empty(query, parsed, named_country))
+        if kind and not kind.results:
+            # No such place there: only a name matched as asked answers ("Marktplatz Heidelberg",
+            # the square), not one that merely resembles the kind's word ("Apothekergasse").
+            ranked = [result for result in ranked if result.score >= CONFIDENT_MATCH]
+            if not ranked:
+                return GeocodeAnswer([], (kind.note(self.notes.coverage()),))
+        if not ranked:
+            return GeocodeAnswer(ranked, self.notes.why_empty(query, parsed, named_country))
+        return GeocodeAnswer(ranked, number_not_found(parsed, ranked[0]))
 
     def search(self, parsed: ParsedQuery, country: str | None) -> tuple[list[tuple[GeocodeResult, float]], str | None]:
         """Results of one parse, and the country the text ends with (if any)."""
@@ -149,6 +182,8 @@ class Matcher:
         for reading in readings:
             if reading.words:
                 results += self.results(self.candidates(tuple(reading.words), reading.country), parsed, reading.country)
+                if parsed.postcode and parsed.house_number is None:
+                    results += self.postcode_of_city(parsed, reading)
             elif parsed.postcode:
                 results += self.postcode_only(parsed, reading.country)
         return results, named_country
@@ -185,6 +220,35 @@ class Matcher:
             grams = sorted(trigrams(word), key=lambda g: (self.trigram_counts.get(g, 0), g))
             chosen.update(grams[: max(RARE_TRIGRAMS_PER_WORD, math.ceil(len(grams) * RARE_TRIGRAM_SHARE))])
         return or_query(sorted(chosen))
+
+    def kind_asked(self, parsed: ParsedQuery, country: str | None, near: LatLon | None) -> KindAsked | None:
+        """"Apotheke Heidelberg", "pharmacy near 49.41,8.69", "pharmacie": the POIs of the kind the
+        words name, in the place the other words name (nearest its centre first), near the point
+        (within KIND_DISTANCE_M), or anywhere. None when the words are no kind, or other words are
+        left that name no place exactly: then they are a name ("Hotel Adler", "Am Markt")."""
+        found = self.kinds.find(parsed.words) if self.kinds.available and parsed.house_number is None else None
+        if found is None:
+            return None
+        pois = self.reader.pois_of(found.categories, country)
+        if found.rest:
+            # The place as named exactly: "am heidelberg" (the street Am Markt's words) is none.
+            centre = self.place_centre(found.rest, country)
+            pois = [p for p in pois if self.city_key(p.city) == found.rest]
+            if centre is None and not pois:
+                return None
+            near = near or centre
+        if near is None:  # the kind alone: its POIs, most important first
+            return KindAsked(found, [(self.name_result(p, "poi", KIND_MATCH), p.importance) for p in pois])
+        measured = [(p, haversine_m(near, LatLon(p.lat, p.lon))) for p in pois]
+        results = [(self.name_result(p, "poi", kind_score(metres)), p.importance) for p, metres in measured
+                   if found.rest or metres <= KIND_DISTANCE_M]  # fmt: skip
+        return KindAsked(found, results)
+
+    def place_centre(self, words: str, country: str | None) -> LatLon | None:
+        """The point of the most important place named exactly so (its centre), if any."""
+        places = [r for r in self.reader.names_with_keys([words], country) if r.kind == "place"]
+        best = max(places, key=lambda r: r.importance, default=None)
+        return None if best is None else LatLon(best.lat, best.lon)
 
     def exact_rows(self, words: list[str], span_texts: list[str], country: str | None) -> list[NameRow]:
         """Every name that is exactly a run of the words, and short names near a short word."""
@@ -402,13 +466,25 @@ class Matcher:
         name = None if kind == "place" and row.name == row.city else row.name
         return GeocodeResult(row.lat, row.lon, address, kind, score, name=name or row.name, category=row.category)
 
-    def postcode_only(self, parsed: ParsedQuery, country: str | None) -> list[tuple[GeocodeResult, float]]:
+    def postcode_only(self, parsed: ParsedQuery, country: str | None, score: float = PLACE_ALONE) -> list[tuple[GeocodeResult, float]]:
+        """The postcode's area: the centre of its addresses, with the postcode in the answer."""
         assert parsed.postcode is not None
         area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
         if area is None:
             return []
         address = ResultAddress(postcode=area.postcode, city=area.city, country=area.country)
-        return [(GeocodeResult(area.lat, area.lon, address, "place", PLACE_ALONE, category="postcode"), 1.0)]
+        return [(GeocodeResult(area.lat, area.lon, address, "place", score, category="postcode"), 1.0)]
+
+    def postcode_of_city(self, parsed: ParsedQuery, reading: Reading) -> list[tuple[GeocodeResult, float]]:
+        """"80331 München": when the words are just the postcode's city, the postcode's area
+        (above the city itself, which would drop the postcode). Words that also name a street
+        are not the city alone (token_sort_ratio), so an address's street keeps its rank."""
+        assert parsed.postcode is not None
+        area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), reading.country)
+        if area is None or not area.city:
+            return []
+        covers = fuzz.token_sort_ratio(" ".join(reading.words), self.city_key(area.city)) / 100.0
+        return self.postcode_only(parsed, reading.country, PLACE_ALONE * covers) if covers >= CITY_MATCH else []
 
     # ------------------------------------------------------------ reverse
 
@@ -438,6 +514,40 @@ class Matcher:
             return GeocodeAnswer(results)
         note = f"no address within {REVERSE_RADII_M[-1] / 1000:g} km of the point{self.notes.coverage()}"
         return GeocodeAnswer([], (Note("NO_MATCH", note),))
+
+
+NEAR = re.compile(r"\s+near\s+(-?\d{1,2}(?:\.\d+)?)\s*,\s*(-?\d{1,3}(?:\.\d+)?)\s*$", re.IGNORECASE)
+
+
+def near_point(text: str) -> tuple[str, LatLon | None]:
+    """"pharmacy near 49.41,8.69" → ("pharmacy", the point); other texts unchanged."""
+    match = NEAR.search(text)
+    if match is None:
+        return text, None
+    lat, lon = float(match.group(1)), float(match.group(2))
+    if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+        return text, None
+    return text[: match.start()], LatLon(lat, lon)
+
+
+def kind_score(metres: float) -> float:
+    """A POI of the asked kind: KIND_MATCH, less up to KIND_DISTANCE_SHARE with its distance
+    (over KIND_DISTANCE_M), so the nearest come first."""
+    return KIND_MATCH * (1.0 - KIND_DISTANCE_SHARE * min(1.0, metres / KIND_DISTANCE_M))
+
+
+def number_not_found(parsed: ParsedQuery, best: GeocodeResult) -> tuple[Note, ...]:
+    """A house number asked that no street found holds: said so, beside the street (or the town)
+    answered in its place. A POI that carries the number is no such case."""
+    number = parsed.house_number
+    if number is None or best.type not in ("street", "place"):
+        return ()
+    where = ", ".join(p for p in (best.address.street, best.address.city) if p)
+    if best.type == "street":
+        message = f"house number {number.text} was not found on {where}: the street is answered"
+    else:
+        message = f"no street with house number {number.text} was found: {where or best.name} is answered"
+    return (Note("HOUSE_NUMBER_NOT_FOUND", message),)
 
 
 def address_identity(row: AddressRow) -> tuple[str | None, ...]:

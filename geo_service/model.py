@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 RESULT_TYPES = ("address", "street", "place", "poi")
+# How much of the query a result matched (issue 34, item 4), finest first: the house number
+# (tagged, or estimated along an addr:interpolation way), only the street, the postcode's
+# area, a place (a suburb, a square), a POI, a city, town or village.
+MATCH_LEVELS = ("houseNumber", "interpolated", "street", "postcode", "place", "poi", "city")
+CITY_CATEGORIES = frozenset({"place=city", "place=town", "place=village", "place=municipality"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,17 @@ class GeocodeResult:
     category: str | None = None  # OSM key=value of a place or POI
     distance_m: float | None = None  # reverse geocoding: from the asked point
     interpolated: bool = False
+
+
+def match_level(result: GeocodeResult) -> str:
+    """The result's MATCH_LEVELS entry, read from its type and category."""
+    if result.type == "address":
+        return "interpolated" if result.interpolated else "houseNumber"
+    if result.type == "place":
+        if result.category == "postcode":
+            return "postcode"
+        return "city" if result.category in CITY_CATEGORIES else "place"
+    return result.type  # street, poi
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Why an answer is empty, said in `notes` (issue 10): a filter country without data, a country
 the text names against the filter, a town the map does not hold, or a map that covers elsewhere.
 
-Only empty answers get notes: a result list speaks for itself, and guessing at which words
-were meant as a town costs time on every query.
+Of answers with results, only one that matched less than asked gets a note (a house number not
+on the map, `matcher.number_not_found`): each result's `matchLevel` says the rest, and guessing
+at which words were meant as a town costs time on every query.
 """
 
 from __future__ import annotations

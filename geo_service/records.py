@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# A named object with one of these tags is a POI; its category is the first one's key=value
+# (`extract.poi_category`). The geocoder's kinds of places (kinds.py) ask for these categories.
+POI_KEYS = ("amenity", "shop", "tourism", "leisure", "office", "historic", "craft", "healthcare", "sport")
+POI_VALUES = {
+    "railway": {"station", "halt", "tram_stop"},
+    "public_transport": {"station"},
+    "aeroway": {"aerodrome", "terminal"},
+    "natural": {"peak", "beach", "cave_entrance"},
+    "building": {"church", "cathedral", "public", "civic", "government", "museum", "school", "university"},
+}
+
 
 @dataclass
 class Address:

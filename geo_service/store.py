@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,10 @@ class IndexReader:
         """Names whose key is exactly one of `keys`; with `first_of_group` only the most important
         of each group (every name of an index without groups)."""
         return self._names_where("key", keys, country, self._first(country, 1) if first_of_group else "")
+
+    def pois_of(self, categories: Collection[str], country: str | None) -> list[NameRow]:
+        """Every POI of the categories ("amenity=pharmacy"), of the country if given."""
+        return self._names_where("category", sorted(categories), country, " AND kind = 'poi'")
 
     def names_by_ids(self, ids: list[int], country: str | None) -> list[NameRow]:
         return self._names_where("id", ids, country)

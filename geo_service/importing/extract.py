@@ -20,6 +20,7 @@ import osmium
 
 from geo_service.countries import alpha3_from_tag
 from geo_service.parser import HouseNumber, house_numbers_of_tag
+from geo_service.records import POI_KEYS, POI_VALUES
 
 PLACE_TYPES = {
     "city": 1.0,
@@ -38,14 +39,6 @@ PLACE_TYPES = {
     "city_block": 0.3,
 }
 SETTLEMENTS = ("city", "town", "village", "hamlet")
-POI_KEYS = ("amenity", "shop", "tourism", "leisure", "office", "historic", "craft", "healthcare", "sport")
-POI_VALUES = {
-    "railway": {"station", "halt", "tram_stop"},
-    "public_transport": {"station"},
-    "aeroway": {"aerodrome", "terminal"},
-    "natural": {"peak", "beach", "cave_entrance"},
-    "building": {"church", "cathedral", "public", "civic", "government", "museum", "school", "university"},
-}
 # Highways that are not streets anyone lives on or asks for.
 SKIPPED_HIGHWAYS = {"platform", "bus_stop", "proposed", "construction", "abandoned", "razed", "elevator", "corridor"}
 INTERPOLATION_STEPS = {"odd": 2, "even": 2, "all": 1, "1": 1, "2": 2}

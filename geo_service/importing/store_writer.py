@@ -34,6 +34,7 @@ CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
 CREATE INDEX names_by_key ON names (key, nth);
 CREATE INDEX names_by_key_in_country ON names (key, country, nth_in_country);
 CREATE INDEX names_by_group ON names (group_id, nth);
+CREATE INDEX names_by_category ON names (category);
 CREATE INDEX names_by_group_in_country ON names (group_id, country, nth_in_country);
 CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
 """

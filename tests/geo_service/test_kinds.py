@@ -1,0 +1,124 @@
+"""Kinds of places in the user's language (issue 34, item 2): "Apotheke München", "pharmacie
+Monaco", "ravintola Helsinki", "pharmacy near 48.137,11.575" find POIs of that kind, from iD's
+tagging schema (vendored by make install), in the place named, nearest its centre first.
+
+Cases are drawn by rule from each index: its city with most POIs, that city's most common
+kinds of POI, and each kind's preset name in English, German, French and Finnish.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import pytest
+
+from common.geo import LatLon, haversine_m
+from gateway.vendor import ID_TAGGING_SCHEMA, KIND_LANGUAGES
+from geo_service.index import LoadedIndex
+from geo_service.kinds import KindVocabulary, PresetWords, kind_vocabulary, preset_words
+from geo_service.matcher import KIND_DISTANCE_M
+from geo_service.model import GeocodeAnswer, GeocodeQuery, match_level
+from geo_service.normalize import Normalizer
+
+INDEXES = ("munich", "heidelberg", "andorra_monaco_helsinki", "all_extracts")
+ASKED_LANGUAGES = ("en", "de", "fr", "fi")
+
+
+@pytest.fixture(params=INDEXES)
+def index(request: pytest.FixtureRequest) -> LoadedIndex:
+    loaded: LoadedIndex = request.getfixturevalue(request.param)
+    return loaded
+
+
+def ask(index: LoadedIndex, text: str, limit: int = 5) -> GeocodeAnswer:
+    return index.matcher.geocode(GeocodeQuery(text=text, limit=limit))
+
+
+def test_the_schema_is_vendored_in_every_language() -> None:
+    """make install vendors it; under CI its absence is a failure, never a skip."""
+    words = preset_words(ID_TAGGING_SCHEMA.directory)
+    assert {w.language for w in words} == set(KIND_LANGUAGES), os.environ.get("CI")
+    assert ID_TAGGING_SCHEMA.installed()
+
+
+def test_names_win_over_search_terms_and_shared_words_ask_every_kind() -> None:
+    presets = [
+        PresetWords("amenity=bar", "en", "Bar", ("pub",)),
+        PresetWords("amenity=restaurant", "en", "Restaurant", ("bar", "dining", "EV")),
+        PresetWords("amenity=bank", "de", "Bank", ()),
+        PresetWords("amenity=bench", "de", "Bank", ()),
+        PresetWords("amenity=place_of_worship", "en", "Place of Worship", ()),
+    ]
+    kinds = KindVocabulary(presets, Normalizer().key)
+    assert kinds.kinds["bar"] == {"amenity=bar"}  # only a term of restaurants
+    assert kinds.kinds["dining"] == {"amenity=restaurant"}
+    assert kinds.kinds["bank"] == {"amenity=bank", "amenity=bench"}
+    assert "ev" not in kinds.kinds  # too short a term: an abbreviation
+    found = kinds.find(["place", "of", "worship", "munchen"])
+    assert found is not None and (found.kind, found.rest) == ("place of worship", "munchen")
+    assert kinds.find(["hauptstrasse", "heidelberg"]) is None
+
+
+def kinds_of_the_busiest_city(index: LoadedIndex) -> tuple[str, list[str]]:
+    """The city with most POIs, and its three most common kinds of POI (at least 3 of each)."""
+    connection = index.reader.connection()
+    (city,) = connection.execute(
+        "SELECT city FROM names WHERE kind = 'poi' AND city IS NOT NULL GROUP BY city ORDER BY count(*) DESC LIMIT 1"
+    ).fetchone()
+    counts = Counter(c for (c,) in connection.execute("SELECT category FROM names WHERE kind = 'poi' AND city = ?", (city,)))
+    return city, [c for c, n in counts.most_common() if n >= 3 and known(index, c)][:3]
+
+
+def known(index: LoadedIndex, category: str) -> bool:
+    return any(w.category == category and w.name for w in preset_words())
+
+
+def test_a_kind_in_each_language_and_a_city_finds_that_kind_there_nearest_the_centre_first(index: LoadedIndex) -> None:
+    city, categories = kinds_of_the_busiest_city(index)
+    assert categories, city
+    vocabulary = kind_vocabulary(tuple(sorted(index.matcher.normalizer.expansions.items())))
+    asked = 0
+    for category in categories:
+        for word in {w.name for w in preset_words() if w.category == category and w.name and w.language in ASKED_LANGUAGES}:
+            found = vocabulary.find(index.matcher.normalizer.words(word))
+            assert found is not None
+            there = len([p for p in index.reader.pois_of(found.categories, None) if p.city == city])
+            answer = ask(index, f"{word} {city}")
+            of_kind = answer.results[: min(5, there)]  # then other answers may follow, below them
+            assert len(of_kind) == min(5, there) >= 3, (word, city, answer.notes)
+            for result in of_kind:
+                assert (result.category in found.categories, result.address.city, match_level(result)) == (
+                    True, city, "poi"), (word, result)  # fmt: skip
+            scores = [r.score for r in of_kind]
+            assert scores == sorted(scores, reverse=True)
+            asked += 1
+    assert asked >= len(categories)
+
+
+def test_a_kind_near_a_point_answers_the_nearest_of_that_kind(index: LoadedIndex) -> None:
+    city, categories = kinds_of_the_busiest_city(index)
+    category = categories[0]
+    lat, lon, name = index.reader.connection().execute(
+        "SELECT lat, lon, name FROM names WHERE kind = 'poi' AND category = ? AND city = ? ORDER BY id LIMIT 1",
+        (category, city),
+    ).fetchone()
+    word = category.partition("=")[2].replace("_", " ")  # the tag's value: English words
+    answer = ask(index, f"{word} near {lat:.6f},{lon:.6f}")
+    assert answer.results[0].name == name
+    here = LatLon(lat, lon)
+    assert all(haversine_m(here, LatLon(r.lat, r.lon)) <= KIND_DISTANCE_M for r in answer.results)
+
+
+def test_a_kind_the_place_lacks_is_no_result_and_a_note_not_a_street_that_resembles_it(
+    all_extracts: LoadedIndex,
+) -> None:
+    """Heidelberg's extract holds no pharmacy: "Apotheke Heidelberg" was the street
+    Apothekergasse. A name that is exactly what was asked still answers ("Marktplatz", a square)."""
+    answer = ask(all_extracts, "Apotheke Heidelberg")
+    assert answer.results == [] and [n.code for n in answer.notes] == ["KIND_NOT_FOUND"]
+    assert "amenity=pharmacy" in answer.notes[0].message
+    square = ask(all_extracts, "Marktplatz Heidelberg").results[0]
+    assert (square.type, square.address.street) == ("street", "Marktplatz")
+    for text, street in (("Am Markt, Heidelberg", "Am Markt"), ("Apothekergasse Heidelberg", "Apothekergasse")):
+        assert ask(all_extracts, text).results[0].address.street == street
