@@ -18,5 +18,8 @@ DEFAULT_ROUTE_TYPE = "fastest"
 # The media types a geocoder batch may be sent as (POST /v1/geocoder/batch): CSV, or one JSON
 # object per line under the names JSON-lines writers use. The geocoder reads them, the job
 # service accepts them for `?async=true`, the spec lists them.
+# The languages the platform reads and answers in: every shared extract's and its neighbours'.
+# The geocoder's kinds of places (iD's presets) and names of other languages (name:<lang>) use them.
+LANGUAGES = ("en", "de", "fr", "fi", "sv", "ca", "es", "it", "nl", "pt", "pl", "cs", "da", "nb")
 GEOCODER_BATCH_CSV_TYPES = ("text/csv", "text/plain")
 GEOCODER_BATCH_JSON_LINES_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")

@@ -26,6 +26,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.vocabulary import LANGUAGES
+
 STATIC_DIR = Path(__file__).with_name("static")
 VENDOR_DIR = STATIC_DIR / "vendor"
 NPMRC_FILES = (Path(".npmrc"), Path.home() / ".npmrc", Path("/etc/npmrc"))
@@ -97,7 +99,7 @@ AXE_CORE = NpmPackage(
 )
 # The geocoder's words for kinds of places in many languages (issue 34, item 2): iD's preset
 # names and search terms, the tagging schema the OSM editors share (geo_service/kinds.py).
-KIND_LANGUAGES = ("en", "de", "fr", "fi", "sv", "ca", "es", "it", "nl", "pt", "pl", "cs", "da", "nb")
+KIND_LANGUAGES = LANGUAGES
 ID_TAGGING_SCHEMA = NpmPackage(
     name="@openstreetmap/id-tagging-schema",
     version="7.2.0",

@@ -7,6 +7,7 @@ places and POIs of the extract; several inputs are merged into one dataset.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -93,13 +94,25 @@ def places_as_names(extract: Extract, addresses: list[Address], context: Context
         )
         key = context.normalizer.key(place.name)
         seen.add((key, where.country))
-        names.append(
-            Named(
-                "place", place.name, key, place.lat, place.lon, city=city, country=where.country,
-                importance=PLACE_TYPES.get(place.place_type, 0.3), category=f"place={place.place_type}",
-            )
-        )
+        named = Named(
+            "place", place.name, key, place.lat, place.lon, city=city, country=where.country,
+            importance=PLACE_TYPES.get(place.place_type, 0.3), category=f"place={place.place_type}",
+        )  # fmt: skip
+        names += [named, *variant_names(named, place.variants, context.normalizer)]
     return names + cities_of_addresses(addresses, seen, context.normalizer)
+
+
+def variant_names(named: Named, variants: tuple[str, ...], normalizer: Normalizer) -> list[Named]:
+    """The object again under each of its other names (a row each, searched like any name; the
+    answer shows the name it was found by). Names that normalize alike are one."""
+    keys = {named.key}
+    rows = []
+    for variant in variants:
+        key = normalizer.key(variant)
+        if key and key not in keys:
+            keys.add(key)
+            rows.append(replace(named, name=variant, key=key))
+    return rows
 
 
 def cities_of_addresses(
@@ -138,12 +151,11 @@ def pois_as_names(extract: Extract, context: Context) -> list[Named]:
             or context.locator.nearest_settlement(poi.lat, poi.lon, country)
             or context.default_city(country)
         )
-        names.append(
-            Named(
-                "poi", poi.name, context.normalizer.key(poi.name), poi.lat, poi.lon, city=city,
-                postcode=poi.tags.postcode or boundary_postcode(where.boundaries), country=country,
-                importance=0.3, category=poi.category, street=poi.tags.street_or_place,
-                house_number=poi.house_number_text,
-            )
-        )
+        named = Named(
+            "poi", poi.name, context.normalizer.key(poi.name), poi.lat, poi.lon, city=city,
+            postcode=poi.tags.postcode or boundary_postcode(where.boundaries), country=country,
+            importance=0.3, category=poi.category, street=poi.tags.street_or_place,
+            house_number=poi.house_number_text,
+        )  # fmt: skip
+        names += [named, *variant_names(named, poi.variants, context.normalizer)]
     return names

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import osmium
 
+from common.vocabulary import LANGUAGES
 from geo_service.countries import alpha3_from_tag
 from geo_service.parser import HouseNumber, house_numbers_of_tag
 from geo_service.records import POI_KEYS, POI_VALUES
@@ -39,6 +40,10 @@ PLACE_TYPES = {
     "city_block": 0.3,
 }
 SETTLEMENTS = ("city", "town", "village", "hamlet")
+VARIANT_KEYS = ("alt_name", "old_name", "official_name", "short_name", "loc_name")
+# A landmark's names in 14 languages and its old and short names: more are kept as noise.
+MAX_VARIANTS = 12
+MIN_VARIANT_LETTERS = 2
 # Highways that are not streets anyone lives on or asks for.
 SKIPPED_HIGHWAYS = {"platform", "bus_stop", "proposed", "construction", "abandoned", "razed", "elevator", "corridor"}
 INTERPOLATION_STEPS = {"odd": 2, "even": 2, "all": 1, "1": 1, "2": 2}
@@ -82,6 +87,7 @@ class RawPlace:
     place_type: str
     lat: float
     lon: float
+    variants: tuple[str, ...] = ()  # its other names (name_variants)
 
 
 @dataclass
@@ -92,6 +98,7 @@ class RawPoi:
     house_number_text: str | None
     lat: float
     lon: float
+    variants: tuple[str, ...] = ()  # its other names (name_variants)
 
 
 @dataclass
@@ -143,6 +150,20 @@ def poi_category(tags: Any) -> str | None:
         if value in values:
             return f"{key}={value}"
     return None
+
+
+def name_variants(tags: Any, name: str) -> tuple[str, ...]:
+    """A POI's or place's other names (issue 34, item 3): alt_name, old_name, official_name,
+    short_name, loc_name (";"-separated lists) and name:<lang> in the platform's LANGUAGES
+    (Helsinki's Swedish, Monaco's Italian, Andorra's Spanish), each once, at most MAX_VARIANTS."""
+    found: list[str] = []
+    for key in (*VARIANT_KEYS, *(f"name:{language}" for language in LANGUAGES)):
+        value = tags.get(key)
+        if value:
+            found += [v.strip() for v in value.split(";")]
+    # "24/7" (opening hours tagged as a short name) is no name: a variant needs some letters.
+    named = (v for v in found if v != name and sum(c.isalpha() for c in v) >= MIN_VARIANT_LETTERS)
+    return tuple(dict.fromkeys(named))[:MAX_VARIANTS]
 
 
 def is_settlement_area(tags: Any) -> bool:
@@ -219,11 +240,12 @@ class _Reader:
                     self.numbered_nodes[node_id] = (raw, point)
         name = tags.get("name")
         category = poi_category(tags) if name else None
-        if name and category:
-            self.extract.pois.append(RawPoi(name, category, address, value, *point))
         place = tags.get("place")
+        variants = name_variants(tags, name) if name and (category or place in PLACE_TYPES) else ()
+        if name and category:
+            self.extract.pois.append(RawPoi(name, category, address, value, *point, variants))
         if name and place in PLACE_TYPES:
-            self.extract.places.append(RawPlace(name, place, *point))
+            self.extract.places.append(RawPlace(name, place, *point, variants))
 
     def node(self, node: Any) -> None:
         tags = node.tags
