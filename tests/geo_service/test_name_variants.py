@@ -35,7 +35,7 @@ def variants_in(path: Path) -> list[tuple[str, str, LatLon]]:
     """(variant, its object's name, the node's place) of every named POI or place node."""
     found = []
     for node in osmium.FileProcessor(str(path)).with_filter(osmium.filter.KeyFilter("name")):
-        if not node.is_node() or not (poi_category(node.tags) or node.tags.get("place") in PLACE_TYPES):
+        if not isinstance(node, osmium.osm.Node) or not (poi_category(node.tags) or node.tags.get("place") in PLACE_TYPES):
             continue  # what the index holds as a POI or a place
         name = node.tags["name"]
         values = [v.strip() for k in KEYS if (value := node.tags.get(k)) for v in value.split(";")]
