@@ -3,7 +3,7 @@
 
 The words are iD's preset names and search terms (`@openstreetmap/id-tagging-schema`, the
 tagging schema the OSM editors share, vendored at install by gateway/vendor.py) in the
-languages of gateway.vendor.KIND_LANGUAGES. Only presets of one tag the importer keeps as a
+platform's languages (common.vocabulary.LANGUAGES). Only presets of one tag the importer keeps as a
 POI's category count (records.POI_KEYS and POI_VALUES). A preset's name wins over another
 preset's search term: "bar" is the name of amenity=bar and only a search term of
 amenity=restaurant in English, so "bar" asks for bars. A word that names several kinds (German

@@ -29,7 +29,7 @@ from geo_service.model import GeocodeAnswer, GeocodeQuery, GeocodeResult, Note, 
 from geo_service.normalize import Normalizer, compact
 from geo_service.notes import EmptyAnswerNotes
 from geo_service.parser import HouseNumber, ParsedQuery, parse_query, parse_structured
-from geo_service.store import AddressRow, IndexReader, NameRow
+from geo_service.store import AddressRow, IndexReader, NameRow, PostcodeArea
 
 CANDIDATES = 60
 CANDIDATE_MEMO = 4096  # distinct (words, country): a few MB
@@ -470,25 +470,23 @@ class Matcher:
         name = None if kind == "place" and row.name == row.city else row.name
         return GeocodeResult(row.lat, row.lon, address, kind, score, name=name or row.name, category=row.category)
 
-    def postcode_only(self, parsed: ParsedQuery, country: str | None, score: float = PLACE_ALONE) -> list[tuple[GeocodeResult, float]]:
-        """The postcode's area: the centre of its addresses, with the postcode in the answer."""
-        assert parsed.postcode is not None
-        area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
-        if area is None:
-            return []
-        address = ResultAddress(postcode=area.postcode, city=area.city, country=area.country)
-        return [(GeocodeResult(area.lat, area.lon, address, "place", score, category="postcode"), 1.0)]
+    def postcode_only(self, parsed: ParsedQuery, country: str | None) -> list[tuple[GeocodeResult, float]]:
+        area = self.postcode_area(parsed, country)
+        return [] if area is None else [postcode_result(area, PLACE_ALONE)]
 
     def postcode_of_city(self, parsed: ParsedQuery, reading: Reading) -> list[tuple[GeocodeResult, float]]:
         """"80331 München": when the words are just the postcode's city, the postcode's area
         (above the city itself, which would drop the postcode). Words that also name a street
         are not the city alone (token_sort_ratio), so an address's street keeps its rank."""
-        assert parsed.postcode is not None
-        area = self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), reading.country)
+        area = self.postcode_area(parsed, reading.country)
         if area is None or not area.city:
             return []
         covers = fuzz.token_sort_ratio(" ".join(reading.words), self.city_key(area.city)) / 100.0
-        return self.postcode_only(parsed, reading.country, PLACE_ALONE * covers) if covers >= CITY_MATCH else []
+        return [postcode_result(area, PLACE_ALONE * covers)] if covers >= CITY_MATCH else []
+
+    def postcode_area(self, parsed: ParsedQuery, country: str | None) -> PostcodeArea | None:
+        assert parsed.postcode is not None
+        return self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
 
     # ------------------------------------------------------------ reverse
 
@@ -532,6 +530,12 @@ def near_point(text: str) -> tuple[str, LatLon | None]:
     if not (-90 <= lat <= 90 and -180 <= lon <= 180):
         return text, None
     return text[: match.start()], LatLon(lat, lon)
+
+
+def postcode_result(area: PostcodeArea, score: float) -> tuple[GeocodeResult, float]:
+    """The postcode's area: the centre of its addresses, with the postcode in the answer."""
+    address = ResultAddress(postcode=area.postcode, city=area.city, country=area.country)
+    return GeocodeResult(area.lat, area.lon, address, "place", score, category="postcode"), 1.0
 
 
 def kind_score(metres: float) -> float:

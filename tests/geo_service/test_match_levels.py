@@ -9,7 +9,9 @@ and Andorra + Monaco + Helsinki in one) and on all five as one map.
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from gateway.docs import SPEC_PATH
 from geo_service.formatter import result_json
 from geo_service.index import LoadedIndex
 from geo_service.model import MATCH_LEVELS, GeocodeAnswer, GeocodeQuery, match_level
@@ -94,4 +96,7 @@ def test_postcode_and_city_answer_the_postcode_s_area_and_keep_the_postcode(inde
 
 
 def test_the_levels_are_the_documented_ones() -> None:
-    assert MATCH_LEVELS == ("houseNumber", "interpolated", "street", "postcode", "place", "poi", "city")
+    """The spec lists exactly the levels the code answers."""
+    spec = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+    documented = spec["components"]["schemas"]["GeocodeResult"]["properties"]["matchLevel"]["enum"]
+    assert tuple(documented) == MATCH_LEVELS == ("houseNumber", "interpolated", "street", "postcode", "place", "poi", "city")
