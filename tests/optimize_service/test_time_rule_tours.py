@@ -5,6 +5,7 @@ open, or left out as `closed-at-time` with the road, its rule and the next openi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -13,6 +14,10 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient
 
+from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.model import Options
+from optimize_service.stops.planner import TIMED_SEARCH_LEAST_SHARE, search_seconds
+from optimize_service.stops.solver import default_time_limit
 from route_service.importing.importer import ImportResult
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, optimize_client, route_server
 
@@ -122,3 +127,27 @@ async def test_a_stop_reached_after_the_zone_closes_is_left_out(client: Client) 
     assert status == 200, body
     assert [(u["index"], u["reason"]) for u in body["unassigned"]] == [(4, "closed-at-time")]
     assert "when the tour reaches it" in body["unassigned"][0]["message"]
+
+
+def test_a_tour_at_a_time_searches_less_to_leave_room_for_its_road_tour() -> None:
+    """Its legs are routed on our graph after the search, about as long as its matrix took:
+    the search gives up twice the matrix's time, down to half its default; a `timeLimit` given
+    stands, and a tour without a time searches its default."""
+    at_eight = Options(start_time=tuesday("08:00"), timed=True)
+    default = default_time_limit(100)
+    assert search_seconds(100, at_eight, 0.1) == round(default - 0.2, 3)
+    assert search_seconds(100, at_eight, 5.0) == default * TIMED_SEARCH_LEAST_SHARE
+    assert search_seconds(100, replace(at_eight, timed=False), 0.1) is None
+    assert search_seconds(100, replace(at_eight, time_limit_s=2.0), 5.0) == 2.0
+
+
+async def test_the_planner_gives_a_tour_at_a_time_the_shorter_search(client: Client) -> None:
+    grid = [(49.401 + 0.003 * i, 8.676 + 0.005 * j) for i in range(4) for j in range(5)]
+    query = f"?startTime={quote(tuesday('12:00').isoformat())}"
+    status, timed = await post(client, f"/v1/optimize/stops{query}", tour(BISMARCKPLATZ, *grid))
+    assert status == 200, timed
+    status, plain = await post(client, "/v1/optimize/stops", tour(BISMARCKPLATZ, *grid))
+    assert status == 200, plain
+    assert len(timed["stops"]) > EXACT_MAX_STOPS  # searched, not solved exactly
+    assert plain["solver"]["timeLimit"] == default_time_limit(len(plain["stops"]))
+    assert timed["solver"]["timeLimit"] < default_time_limit(len(timed["stops"]))

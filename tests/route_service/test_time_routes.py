@@ -17,6 +17,8 @@ from common.geo import LatLon
 from route_service.app import create_app
 from route_service.dataset import Dataset
 from route_service.formatter import isochrone_body, route_body
+from route_service.graph_engine.snap import SnapPoint
+from route_service.graph_engine.timed import NO_PIECES, overrides, snap_at_state, state_zones
 from route_service.importing.graph_build import build_graph
 from route_service.importing.importer import ImportResult
 from route_service.model import Restrictions, RouteQuery, RouteTime
@@ -259,3 +261,36 @@ def test_minutes_whose_rules_hold_alike_share_one_state_and_a_change_gives_anoth
     for hour, state in states.items():  # the shared state is each minute's own
         assert state.pieces[piece] == timed.piece_at("car", piece, datetime.fromisoformat(TUESDAY.format(hour)), None)
     assert states["08:00"].pieces[piece].destination_only and not states["14:00"].pieces[piece].forward
+
+
+def test_a_state_s_snaps_zones_and_weights_are_found_once_for_all_its_minutes(
+    heidelberg: ProviderRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tour's hundred legs leave at minutes of a few states: where their stops snap, the
+    delivery zones and the edge weights are found once per state (`TimedState.facts`), and
+    found again for another state."""
+    provider = heidelberg.sources["graph"]
+    assert isinstance(provider, GraphProvider)
+    engine, timed = provider.engine, provider.engine.timed
+    snaps: list[tuple[float, float]] = []
+    plain_snap_at = engine.snap_at
+
+    def counted_snap_at(vehicle: str, lat: float, lon: float, **options: Any) -> SnapPoint | None:
+        snaps.append((lat, lon))
+        return plain_snap_at(vehicle, lat, lon, **options)
+
+    monkeypatch.setattr(engine, "snap_at", counted_snap_at)
+    at = {hour: timed.state("car", datetime.fromisoformat(TUESDAY.format(hour)), None) for hour in ("08:00", "08:07", "14:00")}
+    point = LatLon(*map(float, HAUPTSTRASSE.split(",")))
+    morning = snap_at_state(engine, "car", point, at["08:00"], 50.0)
+    asked = len(snaps)
+    assert asked >= 1 and snap_at_state(engine, "car", point, at["08:07"], 50.0) is morning
+    assert len(snaps) == asked  # the same state's snap, not found again
+    snap_at_state(engine, "car", point, at["14:00"], 50.0)
+    assert len(snaps) > asked  # another state's
+    graph = engine.road.vehicles["car"]
+    weights = overrides(engine.road, graph, "fastest", at["08:00"], NO_PIECES)
+    assert overrides(engine.road, graph, "fastest", at["08:07"], NO_PIECES) is weights
+    assert not weights[1].flags.writeable  # shared between queries: never written
+    assert overrides(engine.road, graph, "fastest", at["14:00"], NO_PIECES) is not weights
+    assert state_zones(engine.road, at["08:00"]) is state_zones(engine.road, at["08:07"])
