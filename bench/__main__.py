@@ -34,6 +34,7 @@ SECTIONS = (
     "engines",
     "import_choice",
     "geocoder",
+    "geocoder_places",
     "geocoder_batch",
     "country_lookup",
     "optimize",

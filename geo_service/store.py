@@ -308,6 +308,18 @@ class IndexReader:
         row = self.connection().execute("SELECT geometry FROM names WHERE id = ?", (street_id,)).fetchone()
         return json.loads(row[0]) if row and row[0] else None
 
+    def short_word_shares(self, max_letters: int) -> dict[str, float]:
+        """The share of the distinct name keys that hold each word of at most `max_letters`
+        letters ("de", "am", "bar", "weg"): the matcher reads the most common as no name's own."""
+        counts: dict[str, int] = {}
+        keys = 0
+        for (key,) in self.connection().execute("SELECT DISTINCT key FROM names"):
+            keys += 1
+            for word in set(str(key).split()):
+                if len(word) <= max_letters:
+                    counts[word] = counts.get(word, 0) + 1
+        return {word: count / max(1, keys) for word, count in counts.items()}
+
     def trigram_document_counts(self) -> dict[str, int]:
         """How many names contain each trigram: the matcher leaves out the most common ones."""
         connection = self.connection()
