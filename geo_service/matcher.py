@@ -418,7 +418,8 @@ class Matcher:
 
     def find_own_words(self, text: str) -> tuple[str, ...]:
         """The words of `text` that say something of their own (COMMON_WORD_SHARE)."""
-        return tuple(w for w in text.split() if len(w) > 2 and not w.isdigit() and w not in self.generic_words)
+        # only words of letters: "0ad" of a postcode written "0AD 200", "4-6", "3a" are numbers
+        return tuple(w for w in text.split() if len(w) > 2 and w.isalpha() and w not in self.generic_words)
 
     def names_else(self, words: tuple[str, ...], row: NameRow, city_given: bool) -> bool:
         """Whether a word left over is not explained by the candidate: by its city's words (when
