@@ -7,6 +7,8 @@ seeded, on each extract's own index and on all five as one index:
 - place name: a place node (city ... locality) with a name of its own, asked alone; within 200 m.
 - other name: an alt_name, old_name, official_name, short_name, loc_name or name:<lang> of
   such a POI or place that no other object carries; within 100 m.
+- part of a name: the longest word (≥ 6 letters) of such a POI's name of several words that no
+  other name of the extract holds as a word ("Tuomiokirkko"), asked alone; within 100 m.
 - kind in a city: the preset name (en, de, fr, fi, iD's tagging schema) of each kind with at
   least 3 POIs in one of the index's three busiest cities, then the city; correct when the top
   result is a POI of that kind in that city.
@@ -30,7 +32,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import osmium
@@ -58,9 +60,11 @@ TOP1_GOAL = 0.95
 FALSE_POSITIVE_GOAL = 0.02
 VARIANTS = (*VARIANT_KEYS, *(f"name:{language}" for language in LANGUAGES))
 
-POI_NAME, PLACE_NAME, OTHER_NAME, KIND, POSTCODE, NOT_ON_THE_MAP = (
-    "POI name", "place name", "other name", "kind in a city", "postcode and city", "not on the map")  # fmt: skip
-POSITIVE_KINDS = (POI_NAME, PLACE_NAME, OTHER_NAME, KIND, POSTCODE)
+POI_NAME, PLACE_NAME, OTHER_NAME, PART, KIND, POSTCODE, NOT_ON_THE_MAP = (
+    "POI name", "place name", "other name", "part of a name", "kind in a city", "postcode and city",
+    "not on the map")  # fmt: skip
+POSITIVE_KINDS = (POI_NAME, PLACE_NAME, OTHER_NAME, PART, KIND, POSTCODE)
+PART_LETTERS = 6
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Extract:
     places: list[tuple[str, LatLon]]
     variants: list[tuple[str, LatLon]]
     postcodes: dict[str, Counter[str]]
+    parts: list[tuple[str, LatLon]] = field(default_factory=list)
 
 
 def read_extract(path: Path) -> Extract:
@@ -110,8 +115,17 @@ def read_extract(path: Path) -> Extract:
     once = {n for n, count in names.items() if count == 1}
     place_names = Counter(n.casefold() for n, _ in places)
     usable = [(n, p) for n, p in places if place_names[n.casefold()] == 1]
+    # A part: the longest word of a POI's name of several words that no other name of the
+    # extract holds as a word ("Tuomiokirkko" of "Helsingin tuomiokirkko").
+    words = Counter(w for name in names for w in set(name.split()))
+    parts = []
+    for name, point in own_name(pois, once):
+        mine = [w for w in name.split() if w.isalpha() and len(w) >= PART_LETTERS and words[w.casefold()] == 1]
+        if len(name.split()) > 1 and mine:
+            parts.append((max(mine, key=len), point))
     return Extract(set(names), own_name(pois, once), own_name(usable, set(place_names)), own_name(variants, once),
-                   {code: cities for code, cities in postcodes.items() if ";" not in code and "," not in code})  # fmt: skip
+                   {code: cities for code, cities in postcodes.items() if ";" not in code and "," not in code},
+                   parts)  # fmt: skip
 
 
 def own_name(items: list[tuple[str, LatLon]], allowed: set[str]) -> list[tuple[str, LatLon]]:
@@ -145,15 +159,21 @@ def of_kind(categories: frozenset[str], city: str) -> Callable[[GeocodeAnswer], 
     return check
 
 
+def draw(*where: str) -> random.Random:
+    """A draw of its own per map and kind of case: adding a kind leaves the others' cases as they were."""
+    return random.Random(f"{SEED}-{'-'.join(where)}")
+
+
 def sample(items: list[tuple[str, LatLon]], count: int, rng: random.Random) -> list[tuple[str, LatLon]]:
     return rng.sample(items, min(count, len(items)))
 
 
-def name_cases(extract: Extract, rng: random.Random) -> list[Case]:
+def name_cases(extract: Extract, city: str) -> list[Case]:
     return [
-        *(Case(POI_NAME, n, near(p, POI_TOLERANCE_M)) for n, p in sample(extract.pois, PER_KIND, rng)),
-        *(Case(PLACE_NAME, n, the_place(n, p)) for n, p in sample(extract.places, PER_KIND, rng)),
-        *(Case(OTHER_NAME, n, near(p, POI_TOLERANCE_M)) for n, p in sample(extract.variants, PER_KIND, rng)),
+        *(Case(POI_NAME, n, near(p, POI_TOLERANCE_M)) for n, p in sample(extract.pois, PER_KIND, draw(city, POI_NAME))),
+        *(Case(PLACE_NAME, n, the_place(n, p)) for n, p in sample(extract.places, PER_KIND, draw(city, PLACE_NAME))),
+        *(Case(OTHER_NAME, n, near(p, POI_TOLERANCE_M)) for n, p in sample(extract.variants, PER_KIND, draw(city, OTHER_NAME))),
+        *(Case(PART, n, near(p, POI_TOLERANCE_M)) for n, p in sample(extract.parts, PER_KIND, draw(city, PART))),
     ]
 
 
@@ -222,7 +242,6 @@ def cell(values: list[bool], goal: float, higher: bool = True) -> str:
 
 
 def run() -> str:
-    rng = random.Random(SEED)
     extracts = {city: read_extract(OSM / f"{city}.osm.pbf") for city in CITIES}
     columns: dict[str, dict[str, list[bool]]] = {}
     misses: dict[str, list[str]] = {}
@@ -233,22 +252,25 @@ def run() -> str:
         for city in CITIES:
             index = build_index((city,), root)
             others = [e for c, e in extracts.items() if c != city]
-            cases = [*name_cases(extracts[city], rng), *kind_cases(index, rng), *postcode_cases(extracts[city], rng)]
+            cases = [*name_cases(extracts[city], city), *kind_cases(index, draw(city, KIND)),
+                     *postcode_cases(extracts[city], draw(city, POSTCODE))]  # fmt: skip
             every_case += [c for c in cases if c.kind != KIND]
-            outcomes, missed, took = judged(index, [*cases, *absent_cases(extracts[city], others, rng, NOT_ON_MAP)])
+            absent = absent_cases(extracts[city], others, draw(city, NOT_ON_THE_MAP), NOT_ON_MAP)
+            outcomes, missed, took = judged(index, [*cases, *absent])
             columns[city], misses[city] = outcomes, missed
             times += took
             index.reader.close()
         whole = build_index(CITIES, root)
         # a name another extract carries too is no longer one object's: asked only when still unique
         counted = Counter(name for e in extracts.values() for name in e.every_name)
-        kept = [c for c in every_case if c.kind == POSTCODE or counted[c.text.casefold()] == 1]
-        outcomes, missed, _ = judged(whole, kept + kind_cases(whole, rng))
+        counted_words = Counter(w for e in extracts.values() for name in e.every_name for w in set(name.split()))
+        kept = [c for c in every_case if c.kind == POSTCODE or (counted_words if c.kind == PART else counted)[c.text.casefold()] == 1]
+        outcomes, missed, _ = judged(whole, kept + kind_cases(whole, draw("all", KIND)))
         whole.reader.close()
         for city in CITIES:  # each extract's names asked of the other four merged
             rest = tuple(c for c in CITIES if c != city)
             index = build_index(rest, root)
-            absent = absent_cases(merged([extracts[c] for c in rest]), [extracts[city]], rng, NOT_ON_MAP // len(CITIES))
+            absent = absent_cases(merged([extracts[c] for c in rest]), [extracts[city]], draw("all", city), NOT_ON_MAP // len(CITIES))
             more, more_missed, _ = judged(index, absent)
             outcomes[NOT_ON_THE_MAP] += more[NOT_ON_THE_MAP]
             missed += more_missed

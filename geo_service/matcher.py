@@ -58,6 +58,9 @@ MIN_NAME_SIMILARITY = 0.78
 # least this similar, more the more of the name it covers.
 PREFIX_SIMILARITY = 0.8
 MIN_PREFIX_CHARS = 4
+# So do whole words inside a longer name ("Tuomiokirkko" of "Helsingin tuomiokirkko", issue 34,
+# item 3), from this many letters: bench/geocoder_places.py, docs/decisions.md.
+MIN_PART_CHARS = 6
 # Below this a result is more likely wrong than right: answer nothing. Measured (bench/geocoder.py,
 # five extracts in one index): no correct top answer scored under 0.6, and nonsense such as
 # "jukexegasse 41, rituna" (two letters off Junkergasse, town unknown) scored 0.51.
@@ -208,13 +211,19 @@ class Matcher:
             # Places of the kind, and names matched as asked ("Marktplatz Heidelberg", the square;
             # "Centrum", a Helsinki district), not a name that merely resembles the kind's word
             # ("Apothekergasse" for "Apotheke Heidelberg").
-            results = [(r, w) for r, w in results if r.score >= NAMED_AS_ASKED or kind.is_of_kind(r)] + kind.results
+            results = [(r, w) for r, w in results if r.score >= NAMED_AS_ASKED or self.of_kind_there(kind, r)]
+            results += kind.results
         ranked = rank(results, query.limit)
         if kind and not ranked:
             return GeocodeAnswer([], (kind.note(self.notes.coverage()),))
         if not ranked:
             return GeocodeAnswer(ranked, self.notes.why_empty(query, parsed, named_country))
         return GeocodeAnswer(ranked, number_not_found(parsed, ranked[0]))
+
+    def of_kind_there(self, kind: KindAsked, result: GeocodeResult) -> bool:
+        """A name's result of the kind asked, in the place asked if one was ("Apotheke Heidelberg"
+        is no Bio-Apotheke in Munich, whose name holds the word)."""
+        return kind.is_of_kind(result) and (not kind.words.rest or self.city_key(result.address.city) == kind.words.rest)
 
     def search(self, parsed: ParsedQuery, country: str | None) -> tuple[list[tuple[GeocodeResult, float]], str | None]:
         """Results of one parse, and the country the text ends with (if any)."""
@@ -363,7 +372,8 @@ class Matcher:
 
     @staticmethod
     def name_similarity(span_texts: list[str], keys: list[str]) -> np.ndarray:
-        """(spans, candidates) in 0..1: rapidfuzz ratio, with and without spaces, or the prefix rule."""
+        """(spans, candidates) in 0..1: rapidfuzz ratio, with and without spaces, or the prefix
+        and whole-word-part rules."""
         compact_spans = [compact(s) for s in span_texts]
         compact_keys = [compact(k) for k in keys]
         similarity = (
@@ -379,6 +389,14 @@ class Matcher:
             for c in [c for c, key in enumerate(compact_keys) if key.startswith(span) and key != span]:
                 prefix = PREFIX_SIMILARITY + (1 - PREFIX_SIMILARITY) * len(span) / len(compact_keys[c])
                 similarity[s, c] = max(similarity[s, c], prefix)
+        spaced = [f" {key} " for key in keys]
+        for s, span in enumerate(span_texts):
+            if len(compact_spans[s]) < MIN_PART_CHARS:
+                continue
+            needle = f" {span} "
+            for c in [c for c, key in enumerate(spaced) if needle in key and key != needle]:
+                part = PREFIX_SIMILARITY + (1 - PREFIX_SIMILARITY) * len(compact_spans[s]) / len(compact_keys[c])
+                similarity[s, c] = max(similarity[s, c], part)
         return similarity
 
     def city_key(self, city: str | None) -> str:
