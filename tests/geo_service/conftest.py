@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from common.datasets import read_current
+from common.geo import LatLon, haversine_m
 from geo_service.importing.importer import ImportResult, run_import
 from geo_service.index import LoadedIndex, open_index
+from geo_service.model import GeocodeQuery
 
 
 def build(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, *names: str) -> ImportResult:
@@ -66,3 +68,15 @@ def all_extracts(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     loaded = open_current(build(shared_osm, tmp_path_factory, *ALL_EXTRACTS).path.parent)
     yield loaded
     loaded.reader.close()
+
+
+def missed_near(index: LoadedIndex, cases: list[tuple[str, LatLon]], limit: int = 1,
+                metres: float = 100.0) -> list[tuple[str, list[str | None]]]:  # fmt: skip
+    """The texts none of whose first `limit` results lies within `metres` of its point, with
+    the names answered instead."""
+    missed = []
+    for text, point in cases:
+        results = index.matcher.geocode(GeocodeQuery(text=text, limit=limit)).results
+        if not any(haversine_m(point, LatLon(r.lat, r.lon)) <= metres for r in results):
+            missed.append((text, [r.name for r in results[:2]]))
+    return missed

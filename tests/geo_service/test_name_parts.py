@@ -16,10 +16,11 @@ from pathlib import Path
 import osmium
 import pytest
 
-from common.geo import LatLon, haversine_m
+from common.geo import LatLon
 from geo_service.importing.extract import poi_category
 from geo_service.index import LoadedIndex
 from geo_service.model import GeocodeQuery
+from tests.geo_service.conftest import missed_near
 
 INDEXES = {"munich": ("munich",), "heidelberg": ("heidelberg",), "andorra_monaco_helsinki": ("andorra", "monaco", "helsinki")}
 PER_INDEX = 60
@@ -52,11 +53,7 @@ def test_a_poi_is_found_by_a_word_of_its_name_no_other_name_holds(
     every = [case for city in INDEXES[index_name] for case in parts_in(shared_osm / f"{city}.osm.pbf")]
     cases = random.Random(index_name).sample(every, min(PER_INDEX, len(every)))
     assert len(cases) >= 30, index_name
-    missed = []
-    for word, point in cases:
-        results = index.matcher.geocode(GeocodeQuery(text=word, limit=1)).results
-        if not results or haversine_m(point, LatLon(results[0].lat, results[0].lon)) > 100:
-            missed.append((word, results[0].name if results else None))
+    missed = missed_near(index, cases)
     assert len(missed) <= (1 - LEAST_FOUND) * len(cases), missed
 
 

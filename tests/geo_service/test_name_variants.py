@@ -14,7 +14,7 @@ from pathlib import Path
 import osmium
 import pytest
 
-from common.geo import LatLon, haversine_m
+from common.geo import LatLon
 from common.vocabulary import LANGUAGES
 from geo_service.importing.extract import (
     MAX_VARIANTS,  # fmt: skip
@@ -24,7 +24,7 @@ from geo_service.importing.extract import (
     poi_category,
 )
 from geo_service.index import LoadedIndex
-from geo_service.model import GeocodeQuery
+from tests.geo_service.conftest import missed_near
 
 INDEXES = {"munich": ("munich",), "heidelberg": ("heidelberg",),
            "andorra_monaco_helsinki": ("andorra", "monaco", "helsinki"), "all_extracts": None}  # fmt: skip
@@ -57,10 +57,6 @@ def test_a_poi_or_place_is_found_by_each_of_its_other_names(
     shared = Counter(variant.casefold() for variant, _, _ in every)
     cases = [case for case in every if shared[case[0].casefold()] == 1]
     assert len(cases) >= (10 if index_name == "all_extracts" else 1), index_name
-    missed = []
-    for variant, name, point in cases:
-        results = index.matcher.geocode(GeocodeQuery(text=variant, limit=5)).results
-        if not any(haversine_m(point, LatLon(r.lat, r.lon)) <= 100 for r in results):
-            missed.append((variant, name, [r.name for r in results[:2]]))
+    missed = missed_near(index, [(variant, point) for variant, _, point in cases], limit=5)
     # Names alike elsewhere may outrank one (a chain's alt_name): nearly all are found.
     assert len(missed) <= 0.05 * len(cases), missed
