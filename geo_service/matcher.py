@@ -3,8 +3,11 @@
 1. The query is parsed into words, a house number and a postcode (parser.py).
 2. Candidates: names sharing trigrams with the words (bm25 order), the most common trigrams
    ("str", "ass") left out because they select everything.
-3. Every contiguous run of words is tried as the name; the words left over should be the
-   city. Name similarity times city agreement picks the best split for each candidate.
+3. Every contiguous run of words is tried as the name (whole, as the start of a longer name,
+   or as whole words inside one); the words left over should be the city. Name similarity
+   times city agreement picks the best split for each candidate. A candidate that leaves a
+   word of its own unexplained, or lacks a word of the name asked, is no answer: the text
+   names something else (COMMON_WORD_SHARE).
 4. A street candidate with a house number asked becomes its address (exact number, then
    the same number with another suffix); without one it stays a street, with a lower score.
    Places and POIs compete on their names. Postcode agreement adjusts every score.
