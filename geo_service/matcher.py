@@ -102,8 +102,6 @@ UNEXPLAINED_WEIGHT = 0.5
 # 7.8 %, "am" 1.5 %, "bar" 1.0 %, "der" 0.9 % on the five extracts as one index), not a name of its
 # own; "tor" (0.13 %) is: "Brandenburger Tor" is not "Brandenburger Straße".
 COMMON_WORD_SHARE = 0.004
-# But a town asked with a street the map lacks ("Gibtesnichtweg 5, München") stays the fallback
-# at PLACE_WITH_NUMBER, which says no more than that the town was found.
 COMMON_WORD_LETTERS = 4
 CITY_WORD_SIMILARITY = 85
 # A word of the name asked may carry a typo: one letter off a 4-letter word is 75 alike. A
@@ -151,7 +149,8 @@ class Candidate:
     similarity: float  # of the name, 0..1
     city_factor: float
     # a word left over that neither its name nor its town explains (COMMON_WORD_SHARE): no answer,
-    # unless as the town a street the map lacks was asked in
+    # but a town asked with a street the map lacks ("Gibtesnichtweg 5, München") stays the
+    # fallback at PLACE_WITH_NUMBER, which says no more than that the town was found
     names_else: bool = False
 
 

@@ -586,7 +586,6 @@ def matrix_at(engine: GraphEngine, vehicle: str, route_type: str, sources: list[
         at = evaluated_at.get(len(sources) + j, departure)
         if at is not None:
             groups.setdefault((at, zone_of(engine, vehicle, meant[len(sources) + j], at, size)), []).append(j)
-    weights = ZoneWeights(engine.road, vehicle, route_type)
     cells: list[list[Cell | None]] = [[None] * len(dests) for _ in sources]
     for (at, _), members in groups.items():
         state = timed.state(vehicle, at, size)
@@ -596,7 +595,7 @@ def matrix_at(engine: GraphEngine, vehicle: str, route_type: str, sources: list[
             if origin is None:
                 continue
             reached = [(j, t) for j, t in zip(members, targets, strict=True) if t is not None]
-            row_weights = weights.at(state, [origin.piece, *(t.piece for _, t in reached)])
+            row_weights = zone_weights(engine.road, vehicle, route_type, state, [origin.piece, *(t.piece for _, t in reached)])
             row = engine.one_to_many(vehicle, route_type, origin, [t for _, t in reached], closed, row_weights, both)
             for (j, _), cell in zip(reached, row, strict=True):
                 cells[i][j] = cell
@@ -604,25 +603,18 @@ def matrix_at(engine: GraphEngine, vehicle: str, route_type: str, sources: list[
                        [s for s in meant[len(sources):] if s is not None], points)  # fmt: skip
 
 
-class ZoneWeights:
-    """A matrix's timed weights, by time and the delivery zones its row and column open: most
-    rows share them (building them took a fifth of a row's time on Heidelberg)."""
+def zone_weights(road: RoadGraph, vehicle: str, route_type: str, state: TimedState, ends: list[int]) -> TimedWeights:
+    """A matrix row's timed weights: the state's, with the delivery zones its row and column
+    open. Most rows share them (building them took a fifth of a row's time on Heidelberg), so
+    they are kept in the state's memo by the zones kept open."""
+    zone = state_zones(road, state)
+    kept = frozenset(zone[p] for p in ends if p in zone)
 
-    def __init__(self, road: RoadGraph, vehicle: str, route_type: str) -> None:
-        self.road, self.vehicle, self.route_type = road, vehicle, route_type
-        self.zones: dict[datetime, dict[int, int]] = {}
-        self.found: dict[tuple[datetime, frozenset[int]], TimedWeights] = {}
+    def build() -> TimedWeights:
+        shut = np.array([p for p, z in zone.items() if z not in kept], dtype=np.int64)
+        return matrix_overrides(road, vehicle, route_type, state, shut)
 
-    def at(self, state: TimedState, ends: list[int]) -> TimedWeights:
-        zone = self.zones.get(state.at)
-        if zone is None:
-            zone = self.zones[state.at] = state_zones(self.road, state)
-        kept = frozenset(zone[p] for p in ends if p in zone)
-        key = (state.at, kept)
-        if key not in self.found:
-            shut = np.array([p for p, z in zone.items() if z not in kept], dtype=np.int64)
-            self.found[key] = matrix_overrides(self.road, self.vehicle, self.route_type, state, shut)
-        return self.found[key]
+    return state.facts.memo(("matrix weights", vehicle, route_type, kept), build)
 
 
 def timed_point(timed: TimedRoads, vehicle: str, index: int, piece: int, departure: datetime,
