@@ -21,5 +21,14 @@ DEFAULT_ROUTE_TYPE = "fastest"
 # The languages the platform reads and answers in: every shared extract's and its neighbours'.
 # The geocoder's kinds of places (iD's presets) and names of other languages (name:<lang>) use them.
 LANGUAGES = ("en", "de", "fr", "fi", "sv", "ca", "es", "it", "nl", "pt", "pl", "cs", "da", "nb")
+# The languages of turn instructions (issue 35): the translation files of the pinned
+# osrm-text-instructions (gateway.vendor; route_service.instructions renders them), in its
+# order; a test checks the list against the files installed. And the units of spoken distances.
+INSTRUCTION_LANGUAGES = (
+    "ar", "ca", "da", "de", "en", "eo", "es", "es-ES", "fi", "fr", "he", "hu", "id", "it", "ja", "ko",
+    "my", "nl", "no", "pl", "pt-BR", "pt-PT", "ro", "ru", "sl", "sv", "tr", "uk", "vi", "yo", "zh-Hans",
+)  # fmt: skip
+UNITS = ("metric", "imperial")
+DEFAULT_UNITS = "metric"
 GEOCODER_BATCH_CSV_TYPES = ("text/csv", "text/plain")
 GEOCODER_BATCH_JSON_LINES_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")

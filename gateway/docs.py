@@ -12,7 +12,15 @@ import yaml
 from aiohttp import web
 
 from common.errors import ApiError, UpstreamError, all_error_classes
-from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
+from common.vocabulary import (
+    DEFAULT_ROUTE_TYPE,
+    DEFAULT_UNITS,
+    DEFAULT_VEHICLE,
+    INSTRUCTION_LANGUAGES,
+    ROUTE_TYPES,
+    UNITS,
+    VEHICLES,
+)
 from gateway.vendor import SWAGGER_UI
 from gateway.webpages import page_headers
 
@@ -35,6 +43,9 @@ def write_vocabulary(spec: dict[str, Any]) -> None:
     parameters = spec["components"]["parameters"]
     parameters["vehicle"]["schema"].update(enum=list(VEHICLES), default=DEFAULT_VEHICLE)
     parameters["type"]["schema"].update(enum=list(ROUTE_TYPES), default=DEFAULT_ROUTE_TYPE)
+    language = parameters["language"]
+    language["description"] += f" Supported: {', '.join(INSTRUCTION_LANGUAGES)}."
+    parameters["units"]["schema"].update(enum=list(UNITS), default=DEFAULT_UNITS)
 
 
 def write_example_answers(spec: dict[str, Any]) -> None:
@@ -69,7 +80,7 @@ OPTIONAL_EXAMPLES: dict[str, object] = {
     "weight": 40, "axleLoad": 11.5, "gpsAccuracy": 10, "async": "true", "timeLimit": 2, "strict": "true",
     "filename": "trips.csv", "avoid": '{"type":"Polygon","coordinates":[[[24.94,60.168],[24.946,60.168],[24.946,60.171],[24.94,60.171],[24.94,60.168]]]}',
     "startTime": "2026-11-23T08:00:00+02:00", "departureTime": "2026-12-01T08:00:00+01:00",
-    "arrivalTime": "2026-12-01T08:30:00+01:00",
+    "arrivalTime": "2026-12-01T08:30:00+01:00", "language": "de", "units": "imperial",
 }  # fmt: skip
 
 

@@ -41,7 +41,8 @@ class NpmPackage:
     name: str
     version: str
     integrity: str  # "sha512-<base64>", as the registry's `dist.integrity`
-    # Paths inside the tarball (under `package/`) -> where they go under <root>/<name>/.
+    # Paths inside the tarball (under `package/`) -> where they go under <root>/<name>/; a path
+    # ending in "/" is a folder: every regular file under it, under the target folder.
     files: dict[str, str]
     # Where it goes: the pages' code under the served static folder; test tools elsewhere.
     root: Path = VENDOR_DIR
@@ -111,8 +112,34 @@ ID_TAGGING_SCHEMA = NpmPackage(
     },
     root=STATIC_DIR.parents[1] / "geo_service" / "vendor",
 )
-PAGE_PACKAGES = (SWAGGER_UI, LEAFLET, ID_TAGGING_SCHEMA)  # what the image needs (`--pages-only`, the Dockerfile)
-PACKAGES = (*PAGE_PACKAGES, AXE_CORE)
+# Turn instructions in the driver's language (issue 35): the translation files OSRM's own
+# text-instruction library renders from (route_service/instructions.py reads them), and its
+# fixtures, the expected sentence of every maneuver in every language, for the tests.
+OSRM_TEXT_INSTRUCTIONS_VERSION = "0.15.0"
+OSRM_TEXT_INSTRUCTIONS_INTEGRITY = (
+    "sha512-VxhAtFZ1H4mYJxbHI2nN94GCrWkbScSuD12slCxuAFkgAJdZPnAKjvymH2gTaRtcn7u0sJmn+BUpaME5ndW9hQ=="
+)
+OSRM_TEXT_INSTRUCTIONS = NpmPackage(
+    name="osrm-text-instructions",
+    version=OSRM_TEXT_INSTRUCTIONS_VERSION,
+    integrity=OSRM_TEXT_INSTRUCTIONS_INTEGRITY,
+    files={
+        "languages/translations/": "translations/",
+        "languages/grammar/": "grammar/",
+        "LICENSE.txt": "LICENSE.txt",
+    },
+    root=STATIC_DIR.parents[1] / "route_service" / "vendor",
+)
+OSRM_TEXT_FIXTURES = NpmPackage(
+    name="osrm-text-instructions",
+    version=OSRM_TEXT_INSTRUCTIONS_VERSION,
+    integrity=OSRM_TEXT_INSTRUCTIONS_INTEGRITY,
+    files={"test/fixtures/v5/": "fixtures/", "LICENSE.txt": "LICENSE.txt"},
+    root=STATIC_DIR.parents[1] / "tests" / "vendor",
+)
+# what the image needs (`--pages-only`, the Dockerfile)
+PAGE_PACKAGES = (SWAGGER_UI, LEAFLET, ID_TAGGING_SCHEMA, OSRM_TEXT_INSTRUCTIONS)
+PACKAGES = (*PAGE_PACKAGES, AXE_CORE, OSRM_TEXT_FIXTURES)
 
 
 class VendorError(RuntimeError):
@@ -141,10 +168,16 @@ def unpack(package: NpmPackage, tarball: bytes) -> None:
     """Only the listed files, as regular files: nothing else of the tarball reaches the disk."""
     staging = package.directory.with_name(f".{package.basename}.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    wanted = {f"package/{source}": target for source, target in package.files.items()}
+    wanted = {f"package/{source}": target for source, target in package.files.items() if not source.endswith("/")}
+    folders = {f"package/{source}": target for source, target in package.files.items() if source.endswith("/")}
+    found_in = set()
     with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as archive:
         for member in archive.getmembers():
             target = wanted.pop(member.name, None)
+            folder = next((f for f in folders if member.name.startswith(f) and member.isfile()), None)
+            if target is None and folder is not None and ".." not in member.name.split("/"):
+                target = folders[folder] + member.name[len(folder) :]
+                found_in.add(folder)
             if target is None:
                 continue
             if not member.isfile():
@@ -155,6 +188,7 @@ def unpack(package: NpmPackage, tarball: bytes) -> None:
             path = staging / target
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content.read())
+    wanted |= {folder: target for folder, target in folders.items() if folder not in found_in}
     if wanted:
         shutil.rmtree(staging, ignore_errors=True)
         raise VendorError(f"{package.name} {package.version} lacks {', '.join(sorted(wanted))}")

@@ -26,6 +26,8 @@ def cache_key(query: RouteQuery, provider: str, dataset: str) -> str:
         str(query.emergency_radius_m),
         str(query.steps),
         repr(query.restrictions),  # avoid polygons and truck dimensions, in full: hashed below
+        query.wording.language,
+        query.wording.units,
         provider,
         dataset,
     )

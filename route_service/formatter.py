@@ -16,8 +16,9 @@ import numpy as np
 
 from common.osm_inputs import ATTRIBUTION
 from route_service.dataset import Dataset
-from route_service.instructions import instruction
+from route_service.instructions import StepText, instruction, voice_instruction
 from route_service.model import (
+    ENGLISH,
     EmergencySegment,
     IsochroneQuery,
     IsochroneResult,
@@ -35,6 +36,7 @@ from route_service.model import (
     Step,
     TimeRuleMet,
     WaypointsResult,
+    Wording,
 )
 from route_service.providers.base import Capabilities
 
@@ -70,13 +72,17 @@ def maneuver(item: Maneuver) -> dict[str, Any]:
     return body
 
 
-def step(item: Step) -> dict[str, Any]:
-    """A turn-by-turn step (OSRM), or a street without turn data (the graph provider)."""
+def step(item: Step, wording: Wording, before_m: float, leg_index: int, leg_count: int) -> dict[str, Any]:
+    """A turn-by-turn step (OSRM, Valhalla), or a street without turn data (the graph
+    provider). `before_m`: the distance driven up to its maneuver (the step before's)."""
     if item.maneuver is None:
         return {"name": item.name, "distance": item.distance_m, "duration": item.duration_s,
                 "geometryIndex": item.geometry_index}  # fmt: skip
-    return {
-        "instruction": instruction(item.maneuver, item.name),
+    text = StepText.of(item.maneuver, item.name, item.mode, item.signs)
+    sentence = instruction(text, wording.language, leg_index, leg_count)
+    body = {
+        "instruction": sentence,
+        "voiceInstruction": voice_instruction(sentence, before_m, wording),
         "name": item.name,
         "distance": item.distance_m,
         "duration": item.duration_s,
@@ -84,23 +90,31 @@ def step(item: Step) -> dict[str, Any]:
         "maneuver": maneuver(item.maneuver),
         "geometryIndex": item.geometry_index,
     }
+    signs = item.signs
+    for key, value in (("ref", signs.ref), ("destinations", signs.destinations), ("exits", signs.exits)):
+        if value:
+            body[key] = value
+    return body
 
 
-def leg(item: Leg) -> dict[str, Any]:
+def leg(item: Leg, wording: Wording = ENGLISH, index: int = 0, count: int = 1) -> dict[str, Any]:
+    """`index` of `count` legs: the arrival at a leg's end names which destination it is."""
+    before = [0.0, *(s.distance_m for s in item.steps)][: len(item.steps)]
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
         "summary": item.summary,
-        "steps": [step(s) for s in item.steps],
+        "steps": [step(s, wording, b, index, count) for s, b in zip(item.steps, before, strict=True)],
     }
 
 
-def route(item: Route) -> dict[str, Any]:
+def route(item: Route, wording: Wording = ENGLISH) -> dict[str, Any]:
+    count = len(item.legs)
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
         "geometry": geometry(item.geometry),
-        "legs": [leg(each) for each in item.legs],
+        "legs": [leg(each, wording, index, count) for index, each in enumerate(item.legs)],
         "emergencySegments": [emergency_segment(s) for s in item.emergency_segments],
     }
 
@@ -108,7 +122,9 @@ def route(item: Route) -> dict[str, Any]:
 def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: str) -> dict[str, Any]:
     """The best route first, then the alternatives."""
     return {
-        "routes": [route(r) for r in result.routes],
+        "routes": [route(r, query.wording) for r in result.routes],
+        "language": query.wording.language,
+        "units": query.wording.units,
         "provider": provider,
         "vehicle": query.vehicle,
         "type": query.route_type,

@@ -44,7 +44,7 @@ from route_service.traces import DEFAULT_GPS_ACCURACY_M, GPX_MEDIA_TYPES, trace_
 async def route(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     dataset, registry = state.ready()
-    parsed = parse_route(request.query, registry)
+    parsed = parse_route(request.query, registry, request.headers)
     async with state.admission.admit(caller_of(request.headers), route_cost(parsed.query, parsed.provider)) as admitted:
         body, cache = await state.route(parsed, dataset)
     return web.Response(body=body, content_type="application/json", headers={"X-Cache": cache, **admitted.headers})

@@ -96,6 +96,18 @@ NO_RESTRICTIONS = Restrictions()
 
 
 @dataclass(frozen=True)
+class Wording:
+    """The language (a code of `instructions.INSTRUCTION_LANGUAGES`) and units an answer's
+    sentences are written in (issue 35)."""
+
+    language: str = "en"
+    units: str = "metric"
+
+
+ENGLISH = Wording()
+
+
+@dataclass(frozen=True)
 class RouteQuery:
     origin: LatLon
     destination: LatLon
@@ -105,6 +117,7 @@ class RouteQuery:
     emergency_radius_m: int = 0
     steps: bool = True
     restrictions: Restrictions = NO_RESTRICTIONS
+    wording: Wording = ENGLISH  # the steps' sentences: the formatter's, no provider reads it
 
 
 @dataclass(frozen=True)
@@ -140,6 +153,23 @@ class Maneuver:
     exit: int | None = None  # roundabouts: which exit
 
 
+@dataclass(frozen=True, slots=True)
+class Signs:
+    """What a driver reads at a maneuver besides the street's name (OSRM's step fields), for
+    the sentence (route_service.instructions)."""
+
+    ref: str = ""  # the road's number, "B37;B45"
+    destinations: str = ""  # the signs' destinations, "A5: Frankfurt, Karlsruhe"
+    exits: str = ""  # exit numbers, "4A;4B"
+    rotary_name: str = ""
+    lanes: tuple[bool, ...] = ()  # the lanes at the maneuver, left to right: usable or not
+    motorway: bool = False  # the road taken is a motorway (its number says it better than a name)
+    driving_side: str = ""  # "right", "left"; "" unknown (Valhalla): an off ramp then says its side
+
+
+NO_SIGNS = Signs()
+
+
 @dataclass(slots=True)
 class Step:
     """One stretch of a leg along one street. OSRM's steps carry a maneuver and a mode; the
@@ -151,6 +181,7 @@ class Step:
     geometry_index: tuple[int, int]  # first and last index into Route.geometry
     mode: str = ""
     maneuver: Maneuver | None = None
+    signs: Signs = NO_SIGNS
 
 
 @dataclass(slots=True)

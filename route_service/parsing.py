@@ -14,6 +14,7 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
+from common.languages import parse_language
 from common.params import (
     json_kind,
     number_or_nan,
@@ -26,7 +27,15 @@ from common.params import (
     short,
 )
 from common.vehicles import VEHICLE_TABLE
-from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
+from common.vocabulary import (
+    DEFAULT_ROUTE_TYPE,
+    DEFAULT_UNITS,
+    DEFAULT_VEHICLE,
+    INSTRUCTION_LANGUAGES,
+    ROUTE_TYPES,
+    UNITS,
+    VEHICLES,
+)
 from route_service.model import (
     ISOCHRONE_METRICS,
     MATRIX_ANNOTATIONS,
@@ -41,14 +50,18 @@ from route_service.model import (
     RouteTime,
     TruckDimensions,
     WaypointsQuery,
+    Wording,
 )
 from route_service.providers.base import IsochroneRequest, MatchRequest, MatrixRequest, RouteRequest, WaypointsRequest
 from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
 
 MAX_MATRIX_SIDE = 1000
-def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteRequest:
-    """GET /v1/route's parameters; raises one InvalidParameter listing every violation."""
+NO_HEADERS: Mapping[str, str] = {}
+def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
+                headers: Mapping[str, str] = NO_HEADERS) -> RouteRequest:  # fmt: skip
+    """GET /v1/route's parameters (and Accept-Language); raises one InvalidParameter listing
+    every violation."""
     errors = ParameterErrors()
     origin = parse_latlon(params, "from", errors)
     destination = parse_latlon(params, "to", errors)
@@ -56,6 +69,7 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
+    wording = parse_wording(params, headers, errors)
     name = params.get("provider")  # the registry reads it (common.providers: the one rule)
     restrictions = Restrictions(
         avoid=parse_avoid(params, [("from", origin), ("to", destination)], errors),
@@ -75,8 +89,17 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry) -> RouteR
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     # the time stays in the query (the answer says it, the cache tells it apart) even when no
     # rule by time is near and the provider chosen ignores it
-    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions)
+    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions, wording)
     return RouteRequest(query, provider.name, provider.route)
+
+
+
+def parse_wording(params: Mapping[str, str], headers: Mapping[str, str], errors: ParameterErrors) -> Wording:
+    """`language` (BCP 47, else Accept-Language, else English; common.languages) and `units`
+    of the steps' sentences (issue 35)."""
+    language = parse_language(params, headers, INSTRUCTION_LANGUAGES, errors)
+    units = parse_choice(params, "units", errors, default=DEFAULT_UNITS, choices=UNITS)
+    return Wording(language, units)
 
 
 def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> RouteTime | None:

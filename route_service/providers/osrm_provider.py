@@ -27,6 +27,7 @@ from common.vehicles import VEHICLE_TABLE
 from common.vocabulary import ROUTE_TYPES, VEHICLES
 from route_service.model import (
     MAX_ALTERNATIVES,
+    NO_SIGNS,
     NOT_ASKED,
     Cost,
     CostQuery,
@@ -43,6 +44,7 @@ from route_service.model import (
     Route,
     RouteQuery,
     RouteResult,
+    Signs,
     Snapped,
     Step,
     WaypointsQuery,
@@ -477,7 +479,28 @@ def to_step(step: Any, start: int, end: int) -> Step:
         int(raw["exit"]) if "exit" in raw else None,
     )
     distance, duration = round(float(step["distance"]), 1), round(float(step["duration"]), 1)
-    return Step(str(step["name"]), distance, duration, (start, end), str(step["mode"]), maneuver)
+    return Step(str(step["name"]), distance, duration, (start, end), str(step["mode"]), maneuver, signs_of(step))
+
+
+def member(item: Any, key: str, default: Any) -> Any:
+    return item[key] if key in item else default  # noqa: SIM401 - the binding's objects have no get
+
+
+SIDE_ONLY = {side: Signs(driving_side=side) for side in ("right", "left")}
+
+
+def signs_of(step: Any) -> Signs:
+    """The step's signs for its sentence; most steps have none (one shared object). The
+    binding's objects answer `in` and `[]`, not `get`."""
+    crossings = member(step, "intersections", ())
+    crossing = crossings[0] if len(crossings) else {}
+    lanes, classes = member(crossing, "lanes", ()), member(crossing, "classes", ())
+    side = str(member(step, "driving_side", ""))
+    texts = [str(member(step, key, "")) for key in ("ref", "destinations", "exits", "rotary_name")]
+    if not (any(texts) or len(lanes) or len(classes)):
+        return SIDE_ONLY.get(side, NO_SIGNS)
+    valid = tuple(bool(lane["valid"]) for lane in lanes)
+    return Signs(texts[0], texts[1], texts[2], texts[3], valid, "motorway" in [str(c) for c in classes], side)
 
 
 def to_match(response: Any, count: int, detail: bool = False) -> MatchResult:

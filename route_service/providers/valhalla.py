@@ -33,6 +33,7 @@ from common.vehicles import VEHICLE_TABLE
 from route_service import polyline, valhalla_tiles
 from route_service.model import (
     EVERY_PROFILE,
+    NO_SIGNS,
     TRUCK_PARAMETERS,
     IsochroneQuery,
     IsochroneResult,
@@ -46,6 +47,7 @@ from route_service.model import (
     Route,
     RouteQuery,
     RouteResult,
+    Signs,
     Snapped,
     Step,
     TruckDimensions,
@@ -410,7 +412,21 @@ def to_step(maneuver: dict[str, Any], offset: int, geometry: np.ndarray, clock: 
             modifier=modifier,
             exit=maneuver.get("roundabout_exit_count") if kind == "roundabout" else None,
         ),
+        signs=signs_of(maneuver.get("sign")),
     )
+
+
+def signs_of(sign: dict[str, Any] | None) -> Signs:
+    """Valhalla's sign elements as OSRM writes them: exits "4A;4B", destinations "B37: Heidelberg"."""
+    if not sign:
+        return NO_SIGNS
+
+    def texts(key: str) -> list[str]:
+        return [str(element.get("text", "")) for element in sign.get(key, []) if element.get("text")]
+
+    branches, towards = ",".join(texts("exit_branch_elements")), ",".join(texts("exit_toward_elements"))
+    destinations = f"{branches}: {towards}" if branches and towards else branches or towards
+    return Signs(exits=";".join(texts("exit_number_elements")), destinations=destinations)
 
 
 def to_match(answer: dict[str, Any], count: int, detail: bool, clock: float = 1.0) -> MatchResult:

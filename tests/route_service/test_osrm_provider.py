@@ -10,7 +10,7 @@ import pytest
 
 from common.errors import ApiError, InvalidParameter, NoRouteFound, ParameterErrors, PointNotRoutable
 from common.geo import LatLon
-from route_service.instructions import instruction
+from route_service.instructions import StepText, instruction
 from route_service.model import MatrixQuery, Route, RouteQuery, Step
 from route_service.providers.osrm_provider import OsrmProvider, translate
 from route_service.providers.registry import ProviderRegistry
@@ -68,8 +68,13 @@ def test_route_answer_shape(osrm_hd: OsrmProvider) -> None:
     assert len(steps) >= 3
     assert steps[0].maneuver is not None and steps[0].maneuver.type == "depart"
     assert steps[-1].maneuver is not None and steps[-1].maneuver.type == "arrive"
-    assert instruction(steps[0].maneuver, steps[0].name).startswith("Head ")
-    assert instruction(steps[-1].maneuver, steps[-1].name).startswith("You have arrived")
+    first, last_step = steps[0], steps[-1]
+    assert first.maneuver is not None
+    assert instruction(StepText.of(first.maneuver, first.name, first.mode, first.signs)).startswith("Head ")
+    assert last_step.maneuver is not None
+    assert instruction(StepText.of(last_step.maneuver, last_step.name, last_step.mode, last_step.signs)).startswith(
+        "You have arrived"
+    )
     assert sum(s.distance_m for s in steps) == pytest.approx(route.distance_m, abs=1.0)
     last = 0
     for step in steps:  # the geometry index walks the overview geometry without gaps

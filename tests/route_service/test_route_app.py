@@ -198,3 +198,34 @@ async def test_truck_dimensions_over_http(client: Client) -> None:
     response = await client.get(base + "&height=abc", headers=PROBLEM)
     problem = await response.json()
     assert response.status == 400 and problem["detail"].startswith("height: must be a number of m")
+
+
+async def test_instructions_in_the_language_asked(client: Client) -> None:
+    """`language` (issue 35): German sentences, said in the answer; Accept-Language without it;
+    each language cached apart."""
+    english = await (await client.get(f"/v1/route?{OK}")).json()
+    german = await (await client.get(f"/v1/route?{OK}&language=de-AT")).json()
+    finnish = await (await client.get(f"/v1/route?{OK}", headers={"Accept-Language": "cs, fi;q=0.8"})).json()
+    assert (english["language"], german["language"], finnish["language"]) == ("en", "de", "fi")
+    first = [body["routes"][0]["legs"][0]["steps"][0]["instruction"] for body in (english, german, finnish)]
+    assert first[0].startswith("Head ") and first[1].startswith("Fahren Sie Richtung") and len(set(first)) == 3
+    last = german["routes"][0]["legs"][0]["steps"][-1]["instruction"]
+    assert last.startswith("Sie haben Ihr Ziel erreicht")
+
+
+async def test_spoken_distances_in_the_units_asked(client: Client) -> None:
+    body = await (await client.get(f"/v1/route?{OK}&units=imperial")).json()
+    steps = body["routes"][0]["legs"][0]["steps"]
+    assert body["units"] == "imperial"
+    assert steps[0]["voiceInstruction"] == steps[0]["instruction"]  # the start: nothing before it
+    assert steps[1]["voiceInstruction"].startswith("In ") and steps[1]["voiceInstruction"].split(",")[0][-2:] in ("ft", "mi")
+
+
+async def test_an_unsupported_language_is_a_400_naming_the_supported(client: Client) -> None:
+    legacy = await client.get(f"/v1/route?{OK}&language=xx&units=furlongs", headers=LEGACY)
+    assert legacy.status == 400
+    messages = [d["message"] for d in (await legacy.json())["details"]]
+    assert [m.split(":")[0] for m in messages] == ["language", "units"]
+    assert "de, en" in messages[0].split("supported: ")[1]
+    problem = await client.get(f"/v1/route?{OK}&language=xx", headers=PROBLEM)
+    assert problem.status == 400 and (await problem.json())["detail"].startswith("language: unsupported language")
