@@ -25,6 +25,7 @@ SECTIONS = (
     "route_engine",
     "route_emergency",
     "route_http",
+    "instructions",
     "matrix",
     "dynamic_costs",
     "time_rules",

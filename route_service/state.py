@@ -22,6 +22,7 @@ from common.admission import Admission
 from common.datasets import read_current
 from common.errors import ApiError, DatasetNotReady
 from common.service import dump_json
+from route_service import street_names
 from route_service.cache import RouteCache, cache_key
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import DEFAULT_MATRIX_CELLS, MatrixLimits, RouteConfig, parse_matrix_cells
@@ -131,6 +132,7 @@ class RouteState:
             return cached, "hit"
         self.counters["cache_misses"] += 1
         result = await self.calls.route(request)
+        result = street_names.of_dataset(dataset.path).translated(result, request.query.wording.language)
         body = dump_json(route_body(result, request.query, request.provider, dataset.hash))
         self.cache.put(key, body)
         return body, "miss"

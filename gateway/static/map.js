@@ -48,7 +48,13 @@
   const latLon = (p) => `${p.lat},${p.lon}`;
   const shown = (p) => `${p.lat.toFixed(5)}, ${p.lon.toFixed(5)}`;
   const toLatLngs = (coordinates) => coordinates.map(([lon, lat]) => [lat, lon]);
-  function metres(m) {
+  // A distance in metres as the "Units" select says (or `units`, the units an answer was written in):
+  // km and m, or miles and, below a tenth of a mile, feet.
+  function metres(m, units = $("units").value) {
+    if (units === "imperial") {
+      const miles = m / 1609.344;
+      return miles >= 0.1 ? `${miles.toFixed(miles >= 10 ? 0 : 1)} mi` : `${Math.round(m / 0.3048)} ft`;
+    }
     return m >= 1000 ? `${(m / 1000).toFixed(m >= 10000 ? 0 : 1)} km` : `${Math.round(m)} m`;
   }
   function seconds(s) {
@@ -73,6 +79,10 @@
   function profile() {
     return { vehicle: $("vehicle").value || undefined, type: $("route-type").value || undefined };
   }
+  // The route's wording: its instructions' language and units (GET /v1/route's `language` and `units`).
+  function wording() {
+    return { language: $("language").value || undefined, units: $("units").value || undefined };
+  }
   // The "Leaving at" field as ISO 8601 with this browser's UTC offset (the API needs one);
   // undefined when empty: the answers then hold at any time.
   function departure() {
@@ -94,6 +104,46 @@
   function mode() {
     return document.querySelector("input[name=mode]:checked").value;
   }
+
+  // ---- the instructions' language --------------------------------------------------------
+  // The languages GET /v1/route writes instructions in: INSTRUCTION_LANGUAGES of
+  // common/vocabulary.py, in its order (/v1/providers, where the vehicles come from, does not
+  // list them; tests/integration/test_web_pages.py checks that the two lists agree).
+  const INSTRUCTION_LANGUAGES = [
+    "ar", "ca", "da", "de", "en", "eo", "es", "es-ES", "fi", "fr", "he", "hu", "id", "it", "ja", "ko",
+    "my", "nl", "no", "pl", "pt-BR", "pt-PT", "ro", "ru", "sl", "sv", "tr", "uk", "vi", "yo", "zh-Hans",
+  ];
+  // Tags of the same written language filed under another code (common/languages.py ALIASES).
+  const LANGUAGE_ALIASES = { nb: "no", nn: "no", zh: "zh-hans", "zh-cn": "zh-hans", "zh-sg": "zh-hans" };
+
+  // The supported code a BCP 47 tag means, by the API's own rule (common/languages.py): the tag
+  // itself (any case), else its primary language ("de-AT" → "de"; "pt" → "pt-BR"), else English.
+  function instructionLanguage(tag) {
+    const byLower = new Map(INSTRUCTION_LANGUAGES.map((code) => [code.toLowerCase(), code]));
+    const wanted = String(tag || "").trim().toLowerCase().replace(/_/g, "-");
+    const primary = wanted.split("-")[0];
+    for (const candidate of [wanted, LANGUAGE_ALIASES[wanted], primary, LANGUAGE_ALIASES[primary]]) {
+      if (candidate && byLower.has(candidate)) return byLower.get(candidate);
+    }
+    return INSTRUCTION_LANGUAGES.find((code) => primary && code.toLowerCase().split("-")[0] === primary) || "en";
+  }
+
+  // Each language named in itself ("de – Deutsch"), the code alone where the browser cannot name it.
+  function languageOption(code) {
+    let name = "";
+    try {
+      name = new Intl.DisplayNames([code], { type: "language" }).of(code) || "";
+    } catch (_) {
+      name = "";
+    }
+    const option = element("option", name && name !== code ? `${code} – ${name}` : code);
+    option.value = code;
+    option.lang = code;
+    return option;
+  }
+
+  $("language").replaceChildren(...INSTRUCTION_LANGUAGES.map(languageOption));
+  $("language").value = instructionLanguage(navigator.language);
 
   // ---- the API ----------------------------------------------------------------------------
   function api(method, path, { query, body } = {}) {
@@ -427,9 +477,13 @@
     const alternatives = capabilities.alternatives ? $("alternatives").value : 0;
     try {
       const answer = await api("GET", "/v1/route", {
-        query: { from: latLon(state.from), to: latLon(state.to), alternatives, ...profile(), departureTime: departure() },
+        query: {
+          from: latLon(state.from), to: latLon(state.to), alternatives, ...profile(), departureTime: departure(), ...wording(),
+        },
       });
       state.routes = answer.routes || [];
+      // The language and units its instructions are written in: its distances and steps shown so too.
+      Object.assign(state, { routeLanguage: answer.language, routeUnits: answer.units });
       showRoute(0);
       const moved = drawSnaps([[state.from, answer.snappedFrom, "start"], [state.to, answer.snappedTo, "end"]]);
       const found = state.routes.length;
@@ -445,6 +499,7 @@
   const MOVED_NOTE_M = 100;
   function drawSnaps(pairs) {
     const notes = [];
+    const length = (m) => metres(m, state.routeUnits);
     for (const [clicked, snapped, role] of pairs) {
       if (!clicked || !snapped) continue;
       if (snapped.distance > 1) {
@@ -453,7 +508,7 @@
         }).addTo(layers.routes);
       }
       if (snapped.distance > MOVED_NOTE_M) {
-        notes.push(`the ${role} was moved ${metres(snapped.distance)} to the nearest road${snapped.name ? ` (${snapped.name})` : ""}`);
+        notes.push(`the ${role} was moved ${length(snapped.distance)} to the nearest road${snapped.name ? ` (${snapped.name})` : ""}`);
       }
     }
     return notes.length ? ` Note: ${notes.join("; ")}.` : "";
@@ -473,6 +528,7 @@
 
   function showRoute(selected) {
     layers.routes.clearLayers();
+    const length = (m) => metres(m, state.routeUnits); // in the units of the answer's instructions
     const order = state.routes.map((_, i) => i).filter((i) => i !== selected);
     order.push(selected); // the selected route drawn last, on top
     for (const i of order) {
@@ -487,7 +543,7 @@
     }
     const list = state.routes.map((r, i) => {
       const item = element("li", null, i === selected ? "selected" : "");
-      item.append(button(`${i === 0 ? "Best" : "Alternative"}: ${metres(r.distance)}, ${seconds(r.duration)}`, () => showRoute(i)));
+      item.append(button(`${i === 0 ? "Best" : "Alternative"}: ${length(r.distance)}, ${seconds(r.duration)}`, () => showRoute(i)));
       return item;
     });
     $("routes").replaceChildren(...list);
@@ -495,11 +551,15 @@
     for (const leg of state.routes[selected].legs || []) {
       for (const step of leg.steps || []) {
         const item = element("li", `${step.instruction || (step.name ? `Follow ${step.name}` : "Continue")} `);
-        if (step.distance > 0) item.append(element("span", metres(step.distance), "distance"));
+        item.dir = "auto"; // Arabic and Hebrew read from the right
+        if (step.distance > 0) item.append(element("span", length(step.distance), "distance"));
         steps.push(item);
       }
     }
     $("steps").replaceChildren(...steps);
+    // Said in the answer's language by screen readers, whatever the page's own.
+    if (state.routeLanguage) $("steps").lang = state.routeLanguage;
+    else $("steps").removeAttribute("lang");
   }
 
   // ---- stops: optimization and matrix -------------------------------------------------------

@@ -56,10 +56,12 @@ from route_service.importing.osrm_components import (
     read_components,
     tiny_main_networks,
 )
+from route_service.importing.street_names import FILE_NAME as NAMES_FILE
+from route_service.importing.street_names import write_street_names
 
-# 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
+# 6: street names by language (street_names.json, issue 35); 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
-IMPORTER_VERSION = "5"
+IMPORTER_VERSION = "6"
 ALGORITHMS = ("auto", "mld+ch", "mld", "ch")
 # `auto`: each fastest profile one algorithm. CH for car and truck: their matrices need it (a 100x100 car
 # table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in Monaco) and their routes
@@ -371,6 +373,7 @@ def build_dataset(
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
     per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, choice.algorithm, jobs, progress, extents)
+    street_names = progress.run("street names by language", lambda: write_street_names(pbf, work / NAMES_FILE))
     # Every step has read it; serving never does. Kept, it was 1x the PBF of the routing data on
     # disk (issue 30's target is 6x).
     pbf.unlink()
@@ -390,6 +393,7 @@ def build_dataset(
         "profiles": per_profile,
         "graph": graph,
         "valhalla": tiles,
+        "street_names": street_names,
         "seconds": round(progress.elapsed(), 2),
         "disk_bytes": dir_bytes(work),
     }

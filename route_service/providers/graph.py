@@ -40,6 +40,7 @@ from route_service.graph_engine.timed import (
     snap_at_state,
 )
 from route_service.graph_format import GRAPH_FILE
+from route_service.maneuvers import with_maneuvers
 from route_service.model import (
     EVERY_PROFILE,
     TRUCK_PARAMETERS,
@@ -338,16 +339,18 @@ def to_snapped(point: SnapPoint, engine: GraphEngine) -> Snapped:
 
 
 def to_route(path: PathResult, with_steps: bool = True) -> Route:
+    """The route, its steps one per street with maneuvers read from the line (route_service.maneuvers)."""
+    geometry = np.round(np.asarray(path.geometry, dtype=np.float64).reshape(-1, 2), 7)
     leg = Leg(
         distance_m=round(path.distance_m, 1),
         duration_s=round(path.duration_s, 1),
         summary=", ".join(dict.fromkeys(s.name for s in path.stretches if s.name))[:200],
-        steps=steps(path.stretches, path.spans) if with_steps else [],
+        steps=with_maneuvers(steps(path.stretches, path.spans), geometry) if with_steps else [],
     )
     return Route(
         distance_m=round(path.distance_m, 1),
         duration_s=round(path.duration_s, 1),
-        geometry=np.round(np.asarray(path.geometry, dtype=np.float64).reshape(-1, 2), 7),
+        geometry=geometry,
         legs=[leg],
         emergency_segments=[
             EmergencySegment(start, end, round(metres, 1), reason) for start, end, metres, reason in path.emergency

@@ -9,6 +9,7 @@ Screenshots of each step go to `var/test-artifacts/web/` (git-ignored), kept aft
 
 from __future__ import annotations
 
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,9 +23,12 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
 from common.config import REPO_ROOT
+from common.languages import match_language
+from common.vocabulary import INSTRUCTION_LANGUAGES
 from gateway.docs import openapi_spec
 from gateway.vendor import LEAFLET, SWAGGER_UI
 from launcher.stack import Stack
@@ -255,6 +259,47 @@ def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platfo
     wait_for(browser, lambda d: count(d, "path.isochrone") > 0, "the isochrones")
     assert "roads end within 60 min" in browser.find_element(By.ID, "isochrone-text").text
     browser.save_screenshot(str(artifacts / "map-final.png"))
+    assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
+    assert console_errors(browser) == []
+
+
+def test_map_writes_the_route_in_the_language_and_units_chosen(
+    browser: Chrome, full_platform: Stack, artifacts: Path
+) -> None:
+    """Issue 35: "Instructions in" lists the route's languages (the browser's own chosen at first)
+    and "Units" its units; both go with the route, and its steps come back in them."""
+    email, password = f"words-{uuid.uuid4().hex[:10]}@example.com", uuid.uuid4().hex
+    console_ok(full_platform, "add-user", email, "--password", password, "--tier", "standard")
+    browser.get(f"{full_platform.base_url}/map")
+    wait_for(browser, lambda d: d.execute_script("return Boolean(window.demoMap)"), "the map")
+    # map.js holds its own list of the languages: the same as the API's.
+    language = Select(browser.find_element(By.ID, "language"))
+    assert [option.get_attribute("value") for option in language.options] == list(INSTRUCTION_LANGUAGES)
+    browser_language = browser.execute_script("return navigator.language")
+    expected = match_language(browser_language, INSTRUCTION_LANGUAGES) or "en"
+    assert language.first_selected_option.get_attribute("value") == expected, browser_language
+    assert Select(browser.find_element(By.ID, "units")).first_selected_option.get_attribute("value") == "metric"
+
+    browser.find_element(By.ID, "login-user").send_keys(email)
+    browser.find_element(By.ID, "login-password").send_keys(password)
+    click(browser, "#login-button")
+    wait_for(browser, lambda d: "Ready" in d.find_element(By.ID, "status").text, "signed in")
+    language.select_by_value("de")
+    Select(browser.find_element(By.ID, "units")).select_by_value("imperial")
+    click(browser, "#fit-coverage")
+    (_, lat_a, lon_a), (_, lat_b, lon_b) = MONACO[4], MONACO[2]
+    click_map_at(browser, lat_a, lon_a)
+    click_map_at(browser, lat_b, lon_b)
+    wait_for(browser, lambda d: count(d, "path.route-selected") == 1 and count(d, "#steps li") > 0, "the route")
+    steps = browser.find_element(By.ID, "steps")
+    first = steps.find_element(By.CSS_SELECTOR, "li").text
+    assert first.startswith("Fahren Sie "), first
+    assert steps.get_attribute("lang") == "de"
+    # The page's own distances in the answer's units: miles, or feet below a tenth of a mile.
+    best = browser.find_element(By.CSS_SELECTOR, "#routes li").text
+    assert re.search(r"\d (mi|ft),", best), best
+    assert all(re.fullmatch(r"\d+(\.\d)? (mi|ft)", e.text) for e in steps.find_elements(By.CSS_SELECTOR, ".distance"))
+    browser.save_screenshot(str(artifacts / "map-route-german.png"))
     assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
     assert console_errors(browser) == []
 

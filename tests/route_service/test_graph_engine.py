@@ -128,7 +128,9 @@ def test_known_shortest_path(provider: GraphProvider, route_type: str) -> None:
     assert best.geometry[0] == pytest.approx((8.000, 49.000))
     assert best.geometry[-1] == pytest.approx((8.010, 49.005))
     assert best.emergency_segments == []
-    assert [s.name for s in best.legs[0].steps] == ["Westweg", "Nordweg"]
+    steps = best.legs[0].steps  # one per street, then the arrival (route_service.maneuvers)
+    assert [s.name for s in steps] == ["Westweg", "Nordweg", "Nordweg"]
+    assert [s.maneuver.type for s in steps if s.maneuver is not None] == ["depart", "turn", "arrive"]
 
 
 def test_oneway_is_respected(provider: GraphProvider) -> None:

@@ -9,9 +9,11 @@ import contextlib
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import osmium
 import pytest
 
 from common.errors import InvalidParameter, NoRouteFound, ParameterErrors, PointNotRoutable
@@ -33,6 +35,7 @@ from route_service.instructions import (
 )
 from route_service.model import RouteQuery, Signs, Wording
 from route_service.providers.registry import ProviderRegistry
+from route_service.street_names import StreetNames
 
 FIXTURES = OSRM_TEXT_FIXTURES.directory / "fixtures"
 # Every language of the shared extracts and their neighbours, as the translation set names them
@@ -181,3 +184,35 @@ def test_real_routes_read_in_every_language(city_maps: Callable[[str], ImportRes
                 assert step["instruction"] != in_english["instruction"], (language, step["instruction"])
     assert {"depart", "arrive", "turn"} <= kinds
 
+
+
+class WaysNamed(osmium.SimpleHandler):
+    """Every (name, name:sv) pair of the extract's streets, read with plain pyosmium."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pairs: set[tuple[str, str]] = set()
+
+    def way(self, way: Any) -> None:
+        if "highway" in way.tags and "name" in way.tags and "name:sv" in way.tags:
+            self.pairs.add((way.tags["name"], way.tags["name:sv"]))
+
+
+@pytest.mark.parametrize("name", ["helsinki", "all"])
+def test_street_names_in_the_language_asked(city_maps: Callable[[str], ImportResult], shared_osm: Path,
+                                            name: str) -> None:  # fmt: skip
+    """The README's Helsinki route in Swedish: each step's street as OSM names it in Swedish
+    where a way of that name has name:sv, the local name otherwise; Finnish keeps the names."""
+    result = city_maps(name)
+    registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
+    route = registry.providers["osrm"].route(RouteQuery(LatLon(60.1685, 24.9410), LatLon(60.1700, 24.9500)))
+    names = StreetNames.read(result.path)
+    reader = WaysNamed()
+    reader.apply_file(str(shared_osm / "helsinki.osm.pbf"))
+    local = [step.name for step in route.routes[0].legs[0].steps]
+    swedish = [step.name for step in names.translated(route, "sv-FI").routes[0].legs[0].steps]
+    changed = [(a, b) for a, b in zip(local, swedish, strict=True) if a != b]
+    assert ("Mannerheimintie", "Mannerheimvägen") in changed and len(changed) >= 3
+    assert all(pair in reader.pairs for pair in changed)
+    assert all(a == b for a, b in zip(local, swedish, strict=True) if not any(p[0] == a for p in reader.pairs))
+    assert [s.name for s in names.translated(route, "fi").routes[0].legs[0].steps] == local
