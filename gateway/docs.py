@@ -17,6 +17,7 @@ from common.vocabulary import (
     DEFAULT_UNITS,
     DEFAULT_VEHICLE,
     INSTRUCTION_LANGUAGES,
+    LANGUAGES,
     ROUTE_TYPES,
     UNITS,
     VEHICLES,
@@ -45,6 +46,7 @@ def write_vocabulary(spec: dict[str, Any]) -> None:
     parameters["type"]["schema"].update(enum=list(ROUTE_TYPES), default=DEFAULT_ROUTE_TYPE)
     language = parameters["language"]
     language["description"] += f" Supported: {', '.join(INSTRUCTION_LANGUAGES)}."
+    parameters["namesLanguage"]["description"] += f" Supported: {', '.join(LANGUAGES)}."
     parameters["units"]["schema"].update(enum=list(UNITS), default=DEFAULT_UNITS)
 
 

@@ -61,8 +61,12 @@ def result_json(result: GeocodeResult) -> dict[str, Any]:
     return body
 
 
-def response_json(results: list[GeocodeResult], provider: str, notes: Sequence[Note] = ()) -> dict[str, Any]:
+def response_json(results: list[GeocodeResult], provider: str, notes: Sequence[Note] = (),
+                  language: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """`language`: the one the names were asked in (issue 35), said in the answer."""
     body: dict[str, Any] = {"results": [result_json(r) for r in results], "provider": provider}
+    if language is not None:
+        body["language"] = language
     if notes:
         body["notes"] = [{"code": n.code, "message": n.message} for n in notes]
     return body

@@ -19,17 +19,17 @@ from geo_service.state import AUTOCOMPLETE, GEOCODE, REVERSE, STATE_KEY
 
 async def geocode(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    return json_response(await state.answer(GEOCODE, geocode_request(request.query, state.registry)))
+    return json_response(await state.answer(GEOCODE, geocode_request(request.query, state.registry, request.headers)))
 
 
 async def reverse(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    return json_response(await state.answer(REVERSE, reverse_request(request.query, state.registry)))
+    return json_response(await state.answer(REVERSE, reverse_request(request.query, state.registry, request.headers)))
 
 
 async def autocomplete(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    return json_response(await state.answer(AUTOCOMPLETE, autocomplete_request(request.query, state.registry)))
+    return json_response(await state.answer(AUTOCOMPLETE, autocomplete_request(request.query, state.registry, request.headers)))
 
 
 async def batch(request: web.Request) -> web.Response:

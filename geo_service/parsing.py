@@ -8,9 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors, UnsupportedMediaType
+from common.languages import accepted_languages, match_language, parse_language
 from common.params import parse_decimal, parse_int, parse_latlon_text
 from common.providers import requested_provider
-from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES
+from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES, LANGUAGES
 from geo_service.batch import MAX_JOB_LINES, MAX_SYNC_LINES, BatchLine, Form, LineKind
 from geo_service.config import MAX_ADDRESS_CHARS
 from geo_service.countries import ALPHA3_CODES
@@ -31,11 +32,29 @@ class ProviderRequest[Q]:
 
     provider: GeocodeProvider
     query: Q
+    # The answer's names in this language where OSM has them, local otherwise (issue 35, item 3);
+    # None: each result as found (the name it was found by).
+    language: str | None = None
 
 
 GeocodeRequest = ProviderRequest[GeocodeQuery]
 ReverseRequest = ProviderRequest[ReverseQuery]
 AutocompleteRequest = ProviderRequest[AutocompleteQuery]
+
+
+NO_HEADERS: Mapping[str, str] = {}
+
+
+def parse_names_language(params: Mapping[str, str], headers: Mapping[str, str], errors: ParameterErrors) -> str | None:
+    """`language` of the answer's names (common.languages' rule over the platform's LANGUAGES),
+    else Accept-Language's first match; None when neither names one: names as found."""
+    if "language" in params:
+        return parse_language(params, headers, LANGUAGES, errors)
+    for tag in accepted_languages(headers.get("Accept-Language", "")):
+        found = match_language(tag, LANGUAGES)
+        if found is not None:
+            return found
+    return None
 
 
 def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors: ParameterErrors) -> GeocodeProvider:
@@ -139,24 +158,28 @@ def parse_limit(params: Mapping[str, str], errors: ParameterErrors, default: int
     return parse_int(params, "limit", errors, default=default, minimum=1, maximum=MAX_LIMIT)
 
 
-def geocode_request(params: Mapping[str, str], registry: ProviderRegistry) -> GeocodeRequest:
+def geocode_request(params: Mapping[str, str], registry: ProviderRegistry,
+                    headers: Mapping[str, str] = NO_HEADERS) -> GeocodeRequest:
     errors = ParameterErrors()
     address, structured = parse_address_or_parts(params, errors)
     provider = parse_provider(params, registry, errors)
     country = parse_country(params, errors)
     limit = parse_limit(params, errors)
+    language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
-    return GeocodeRequest(provider, GeocodeQuery(address, country, limit, structured))
+    return GeocodeRequest(provider, GeocodeQuery(address, country, limit, structured), language)
 
 
-def reverse_request(params: Mapping[str, str], registry: ProviderRegistry) -> ReverseRequest:
+def reverse_request(params: Mapping[str, str], registry: ProviderRegistry,
+                    headers: Mapping[str, str] = NO_HEADERS) -> ReverseRequest:
     errors = ParameterErrors()
     lat = parse_coordinate(params, "lat", 90.0, errors)
     lon = parse_coordinate(params, "lon", 180.0, errors)
     provider = parse_provider(params, registry, errors)
     limit = parse_limit(params, errors, default=REVERSE_DEFAULT_LIMIT)
+    language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
-    return ReverseRequest(provider, ReverseQuery(lat, lon, limit))
+    return ReverseRequest(provider, ReverseQuery(lat, lon, limit), language)
 
 
 # ---------------------------------------------------------------- autocomplete
@@ -195,7 +218,8 @@ def parse_focus(params: Mapping[str, str], errors: ParameterErrors) -> tuple[flo
     return (parsed.lat, parsed.lon)
 
 
-def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry) -> AutocompleteRequest:
+def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry,
+                         headers: Mapping[str, str] = NO_HEADERS) -> AutocompleteRequest:
     errors = ParameterErrors()
     text = parse_text(params, errors)
     provider = parse_provider(params, registry, errors)
@@ -204,8 +228,9 @@ def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry) 
         params, "limit", errors, default=AUTOCOMPLETE_DEFAULT_LIMIT, minimum=1, maximum=AUTOCOMPLETE_MAX_LIMIT
     )
     focus = parse_focus(params, errors)
+    language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
-    return AutocompleteRequest(provider, AutocompleteQuery(text, country, limit, focus))
+    return AutocompleteRequest(provider, AutocompleteQuery(text, country, limit, focus), language)
 
 
 # ---------------------------------------------------------------- batches

@@ -66,3 +66,5 @@ class Dataset:
     vocabulary: set[str]
     default_country: str | None
     default_city: str | None
+    # (name, language) → the name in that language ("": the local name): see extract.count_translations
+    translations: dict[tuple[str, str], str] = field(default_factory=dict)

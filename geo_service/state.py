@@ -22,6 +22,7 @@ from geo_service.config import GeoConfig
 from geo_service.formatter import response_json
 from geo_service.index import IndexLoader
 from geo_service.model import AutocompleteQuery, GeocodeAnswer, GeocodeQuery, ReverseQuery
+from geo_service.names import names_in
 from geo_service.parsing import BatchRequest, ProviderRequest
 from geo_service.providers import DEFAULT_PROVIDER, GeocodeProvider, OsmIndexProvider, ProviderRegistry
 
@@ -67,13 +68,16 @@ class GeoState:
 
     async def answer[Q](self, operation: Operation[Q], request: ProviderRequest[Q]) -> dict[str, Any]:
         """The answer's JSON: cached, else asked of the request's provider and formatted."""
-        provider, query = request.provider, request.query
+        provider, query, language = request.provider, request.query, request.language
 
         async def compute() -> dict[str, Any]:
             answer = await operation.call(provider, query)
-            return response_json(answer.results, provider.name, answer.notes)
+            results = answer.results
+            if language is not None:
+                results = names_in(results, provider.translations(language), provider.translations(""))
+            return response_json(results, provider.name, answer.notes, language)
 
-        return await self.answers.answer(operation.name, provider, operation.key_parts(query), compute)
+        return await self.answers.answer(operation.name, provider, (*operation.key_parts(query), language), compute)
 
     async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> list[LineAnswer]:
         """Every line's answer, in the batch's order: the geocoder's answer to the line's request

@@ -111,6 +111,7 @@ class IndexReader:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._translations: dict[str, dict[str, str]] = {}
         self.meta = {k: json.loads(v) for k, v in self.connection().execute("SELECT key, value FROM meta")}
         columns = {str(r[1]) for r in self.connection().execute("PRAGMA table_info(names)")}
         self.grouped = "group_id" in columns  # see the module doc; older indexes have no groups
@@ -125,6 +126,21 @@ class IndexReader:
             with self._lock:
                 self._connections.append(connection)
         return connection
+
+    def translations(self, language: str) -> dict[str, str]:
+        """Names in a language (OSM's name:<lang>), "" the objects' local names; {} for an index
+        built before they were kept. Read once per language."""
+        with self._lock:
+            table = self._translations.get(language)
+        if table is None:
+            try:
+                rows = self.connection().execute("SELECT name, translated FROM translations WHERE language = ?", (language,))
+                table = {str(name): str(translated) for name, translated in rows}
+            except sqlite3.OperationalError:  # no such table
+                table = {}
+            with self._lock:
+                self._translations[language] = table
+        return table
 
     def close(self) -> None:
         with self._lock:

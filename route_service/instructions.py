@@ -223,22 +223,36 @@ def tokenize(words: Book, sentence: str, tokens: dict[str, str | None]) -> str:
     """Fill a sentence's {token} and {token:grammar} places; an unknown token stays as it is.
     A token at the very start is capitalized where the language capitalizes sentences."""
     started_with_token = False
-
-    def fill(match: re.Match[str]) -> str:
-        nonlocal started_with_token
-        value = tokens.get(match.group(1))
+    parts = []
+    for literal, token, case, whole in pieces(sentence):
+        parts.append(literal)
+        if not token:
+            continue
+        value = tokens.get(token)
         if value is None:
-            return match.group(0)
-        value = grammarize(words, value, match.group(2))
-        if match.start() == 0 and words.capitalize:
+            parts.append(whole)
+            continue
+        value = grammarize(words, value, case)
+        if not literal and len(parts) == 1 and words.capitalize:
             started_with_token = True
             value = capitalized(words.language, value)
-        return value
-
-    output = TOKEN.sub(fill, sentence).replace("  ", " ")
+        parts.append(value)
+    output = "".join(parts).replace("  ", " ")
     if not started_with_token and words.capitalize:
         return capitalized(words.language, output)
     return output
+
+
+@lru_cache(maxsize=8192)
+def pieces(sentence: str) -> tuple[tuple[str, str, str | None, str], ...]:
+    """A sentence as (text before, token, grammar case, the place as written) pieces, parsed
+    once per sentence (a regex substitution per place was half of a sentence's time)."""
+    found, at = [], 0
+    for match in TOKEN.finditer(sentence):
+        found.append((sentence[at : match.start()], match.group(1), match.group(2), match.group(0)))
+        at = match.end()
+    found.append((sentence[at:], "", None, ""))
+    return tuple(found)
 
 
 def grammarize(words: Book, name: str, case: str | None) -> str:

@@ -55,7 +55,8 @@ def build_dataset(
             address.street_id = street_id
     # Streets stay as they are (addresses refer to them by position); nameless others go.
     others = places_as_names(extract, addresses, context) + pois_as_names(extract, context)
-    return Dataset(addresses, streets + [n for n in others if n.key], vocabulary, default_country, default_city)
+    names = streets + [n for n in others if n.key]
+    return Dataset(addresses, names, vocabulary, default_country, default_city, extract.translation_table())
 
 
 def merge_datasets(datasets: list[Dataset]) -> Dataset:
@@ -65,13 +66,15 @@ def merge_datasets(datasets: list[Dataset]) -> Dataset:
     addresses: list[Address] = []
     names: list[Named] = []
     vocabulary: set[str] = set()
+    translations: dict[tuple[str, str], str] = {}
     for dataset in datasets:
         for address in dataset.addresses:
             address.street_id += len(names)
         addresses += dataset.addresses
         names += dataset.names
         vocabulary |= dataset.vocabulary
-    return Dataset(addresses, names, vocabulary, datasets[0].default_country, datasets[0].default_city)
+        translations = dataset.translations | translations  # the first input's where two differ
+    return Dataset(addresses, names, vocabulary, datasets[0].default_country, datasets[0].default_city, translations)
 
 
 # ---------------------------------------------------------------- places and POIs

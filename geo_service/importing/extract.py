@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,9 @@ class Extract:
     places: list[RawPlace] = field(default_factory=list)
     pois: list[RawPoi] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
+    # (a name, a language, the object's name in it) → how many objects say so; language "":
+    # the object's local name, for a result found by one of its other names (issue 35, item 3)
+    translations: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
     def merge(self, other: Extract) -> None:
         self.addresses += other.addresses
@@ -128,6 +132,16 @@ class Extract:
         self.places += other.places
         self.pois += other.pois
         self.boundaries += other.boundaries
+        self.translations += other.translations
+
+    def translation_table(self) -> dict[tuple[str, str], str]:
+        """(name, language) → the translation most objects carry."""
+        best: dict[tuple[str, str], tuple[int, str]] = {}
+        for (name, language, translated), count in self.translations.items():
+            key = (name, language)
+            if key not in best or (count, translated) > best[key]:
+                best[key] = (count, translated)
+        return {key: translated for key, (_, translated) in best.items()}
 
 
 def address_tags(tags: Any) -> AddressTags:
@@ -164,6 +178,24 @@ def name_variants(tags: Any, name: str) -> tuple[str, ...]:
     # "24/7" (opening hours tagged as a short name) is no name: a variant needs some letters.
     named = (v for v in found if v != name and sum(c.isalpha() for c in v) >= MIN_VARIANT_LETTERS)
     return tuple(dict.fromkeys(named))[:MAX_VARIANTS]
+
+
+def count_translations(tags: Any, counts: Counter[tuple[str, str, str]]) -> None:
+    """A named object's names in the platform's languages (name:<lang>), for each name it is
+    known by; and its local name for each other name (alt_name … and name:<lang>)."""
+    name = tags.get("name")
+    if not name:
+        return
+    in_languages = {language: tags.get(f"name:{language}") for language in LANGUAGES}
+    in_languages = {language: other for language, other in in_languages.items() if other and other != name}
+    if not in_languages and not any(key in tags for key in VARIANT_KEYS):
+        return
+    known = [name, *name_variants(tags, name)]
+    for language, other in in_languages.items():
+        for each in known:
+            counts[(each, language, other)] += 1
+    for each in known[1:]:
+        counts[(each, "", name)] += 1
 
 
 def is_settlement_area(tags: Any) -> bool:
@@ -251,10 +283,12 @@ class _Reader:
         tags = node.tags
         if len(tags) == 0:
             return
+        count_translations(tags, self.extract.translations)
         self.add_addressable(tags, (node.location.lat, node.location.lon), node.id)
 
     def way(self, way: Any) -> None:
         tags = way.tags
+        count_translations(tags, self.extract.translations)
         if "addr:interpolation" in tags:
             self.interpolation(way)
             return
@@ -280,6 +314,7 @@ class _Reader:
             self.add_boundary(tags, rings, iso)
         if area.from_way():
             return  # closed ways were handled as ways
+        count_translations(tags, self.extract.translations)
         point = ring_centroid(rings)
         if point is not None:
             self.add_addressable(tags, point)

@@ -34,7 +34,7 @@ from geo_service.records import Dataset
 from geo_service.store import INDEX_FILE
 
 # 2: country from geometry (issue 10), autocomplete word table.
-IMPORTER_VERSION = "2"
+IMPORTER_VERSION = "3"  # 3: names in other languages (translations, issue 35)
 
 
 ImportResult = Imported[dict[str, int]]

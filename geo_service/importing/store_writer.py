@@ -27,6 +27,9 @@ CREATE TABLE addresses (
 CREATE VIRTUAL TABLE addresses_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon);
 CREATE TABLE name_words (word TEXT NOT NULL, name_id INTEGER NOT NULL, PRIMARY KEY (word, name_id)) WITHOUT ROWID;
 CREATE TABLE name_keys (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE);
+CREATE TABLE translations (
+    name TEXT NOT NULL, language TEXT NOT NULL, translated TEXT NOT NULL, PRIMARY KEY (language, name)
+) WITHOUT ROWID;
 CREATE VIRTUAL TABLE name_keys_fts USING fts5(key, content='name_keys', content_rowid='id', tokenize='trigram');
 """
 INDEXES = """
@@ -100,6 +103,10 @@ def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
             addresses_sql = f"INSERT INTO addresses VALUES ({','.join('?' * 12)})"  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             connection.executemany(addresses_sql, _address_rows(dataset.addresses))
             connection.executemany("INSERT INTO name_words VALUES (?, ?)", _name_word_rows(dataset.names))
+            connection.executemany(
+                "INSERT INTO translations VALUES (?, ?, ?)",
+                [(name, language, translated) for (name, language), translated in dataset.translations.items()],
+            )
             connection.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
             connection.execute("INSERT INTO name_keys (key) SELECT DISTINCT key FROM names ORDER BY key")
             connection.execute("INSERT INTO name_keys_fts(name_keys_fts) VALUES ('rebuild')")

@@ -37,6 +37,10 @@ class GeocodeProvider(Protocol):
         """Suggestions for a text being typed: its last word is a prefix."""
         ...
 
+    def translations(self, language: str) -> dict[str, str]:
+        """Names in a language ("": objects' local names by their other names), by name."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -89,6 +89,9 @@ class OsmIndexProvider:
             )
         return await self._run(lambda: autocompleter.complete(query))
 
+    def translations(self, language: str) -> dict[str, str]:
+        return self.index().reader.translations(language)
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)

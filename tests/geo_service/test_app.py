@@ -162,6 +162,7 @@ async def test_control_characters_are_ignored(client: Client, address: str) -> N
         ("street=Tal&postalCode=" + "1" * 21, INVALID, "ERROR_INVALID_PARAMETER", "postalCode"),
         ("street=" + "x" * 501, INVALID, "ERROR_INVALID_PARAMETER", "street"),
         ("city=" + "x" * 501, INVALID, "ERROR_INVALID_PARAMETER", "city"),
+        ("address=Tal&language=klingon", INVALID, "ERROR_INVALID_PARAMETER", "language"),
     ],
 )
 async def test_each_error_in_both_formats(client: Client, query: str, type_: str, code: str, parameter: str) -> None:
@@ -292,3 +293,17 @@ async def test_redis_down_changes_nothing(aiohttp_client: ClientFactory, munich_
     for _ in range(2):
         body = await get_json(client, "/v1/geocoder?address=Tal%204")
         assert body["results"][0]["address"]["houseNumber"] == "4"
+
+
+async def test_names_in_the_language_asked(client: Client) -> None:
+    """`language` (issue 35, item 3): the name OSM gives in it, the local one otherwise; the
+    answer says the language; Accept-Language without the parameter; cached apart."""
+    url = "/v1/geocoder?address=" + quote("Spielzeugmuseum München")
+    found = await get_json(client, url)
+    english = await get_json(client, url + "&language=en-GB")
+    italian = await get_json(client, url, headers={**LEGACY, "Accept-Language": "it-CH, en;q=0.5"})
+    assert found["results"][0]["name"] == "Spielzeugmuseum" and "language" not in found
+    assert (english["results"][0]["name"], english["language"]) == ("Toy Museum", "en")
+    assert (italian["results"][0]["name"], italian["language"]) == ("Spielzeugmuseum", "it")  # no name:it
+    back = await get_json(client, "/v1/geocoder?address=" + quote("Toy Museum München") + "&language=de")
+    assert back["results"][0]["name"] == "Spielzeugmuseum"
