@@ -29,14 +29,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
+from common.errors import ApiError, Violation
 from common.geo import LatLon
 from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
@@ -52,9 +56,11 @@ from route_service.model import (
     IsochroneResult,
     MatchQuery,
     MatchResult,
+    Matrix,
     MatrixQuery,
     MatrixResult,
     RouteResult,
+    TimedPointInfo,
     WaypointsQuery,
     WaypointsResult,
 )
@@ -67,6 +73,7 @@ from route_service.providers.base import (
     RouteRequest,
     WaypointsRequest,
 )
+from route_service.providers.graph import GraphProvider
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.providers.registry import load_graph_provider, load_valhalla_provider, resolve
 from route_service.providers.surface import SurfaceSnapper
@@ -337,6 +344,60 @@ class LargeCalls:
         self.pool.shutdown(wait=True, drain=drain)
 
 
+# A heavy graph matrix with at least this many sources is split between the child process and
+# the worker (ProviderCalls.split_matrix): below it a row's search (2-3 ms on Heidelberg) is
+# not worth a second process's hop.
+SPLIT_MATRIX_SOURCES = 40
+
+
+def splits(request: MatrixRequest) -> bool:
+    return request.provider == GraphProvider.name and len(request.query.sources) >= SPLIT_MATRIX_SOURCES
+
+
+def rows_split(query: MatrixQuery) -> tuple[MatrixQuery, MatrixQuery]:
+    half = len(query.sources) // 2
+    return replace(query, sources=query.sources[:half]), replace(query, sources=query.sources[half:])
+
+
+def renamed_rows(error: BaseException, offset: int) -> BaseException:
+    """The second half's error naming its sources as the whole matrix numbers them."""
+    if not isinstance(error, ApiError):
+        return error
+
+    def shifted(violation: Violation) -> Violation:
+        match = SOURCE.fullmatch(violation.parameter or "")
+        return violation if match is None else replace(violation, parameter=f"sources[{int(match.group(1)) + offset}]")
+
+    return error.renamed(shifted)
+
+
+SOURCE = re.compile(r"sources\[(\d+)\]")
+
+
+def joined_rows(head: MatrixResult, tail: MatrixResult, offset: int) -> MatrixResult:
+    """One matrix of two halves' rows (the same destinations)."""
+
+    def rows(first: Matrix, second: Matrix) -> Matrix:
+        if isinstance(first, np.ndarray) and isinstance(second, np.ndarray):
+            return first if first.size == 0 else np.vstack([first, second])
+        return [*list(first), *list(second)]
+
+    def renumbered(point: TimedPointInfo) -> TimedPointInfo:
+        match = SOURCE.fullmatch(point.parameter)
+        return point if match is None else replace(point, parameter=f"sources[{int(match.group(1)) + offset}]")
+
+    destinations = {p.parameter: p for p in head.timed_points if not SOURCE.fullmatch(p.parameter)}
+    timed = [p for p in head.timed_points if SOURCE.fullmatch(p.parameter)]
+    timed += [renumbered(p) for p in tail.timed_points if SOURCE.fullmatch(p.parameter)]
+    return replace(
+        head,
+        durations_s=rows(head.durations_s, tail.durations_s),
+        distances_m=rows(head.distances_m, tail.distances_m),
+        snapped_sources=[*head.snapped_sources, *tail.snapped_sources],
+        timed_points=[*timed, *destinations.values()],
+    )
+
+
 class ProviderCalls:
     """Runs provider calls where they cost the other requests least."""
 
@@ -346,6 +407,7 @@ class ProviderCalls:
         # OSRM holds the GIL, so the pool's hop and GIL hand-offs only cost (~15 % of a route).
         self.inline = inline
         self.large: LargeCalls | None = None  # set once the dataset is loaded
+        self.split_matrices = 0  # matrices answered by the child and the worker together (tests)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
@@ -370,9 +432,26 @@ class ProviderCalls:
         large matrices go there."""
         if heavy is None:
             heavy = request.provider == OsrmProvider.name and is_large_matrix(request.query)
+        if self.large is not None and heavy and splits(request):
+            return await self.split_matrix(request, self.large)
         if self.large is not None and heavy:
             return await self.large.matrix(request.provider, request.query)
         return await self.run(request.plugin, request.query)
+
+    async def split_matrix(self, request: MatrixRequest, large: LargeCalls) -> MatrixResult:
+        """The first half of the rows in the child process, the rest here at the same time: a
+        graph matrix's rows are independent searches, so two cores answer it in about half the
+        time (a tour at a time waits for its matrix, issue 33)."""
+        self.split_matrices += 1
+        first, rest = rows_split(request.query)
+        answers = await asyncio.gather(large.matrix(request.provider, first), self.run(request.plugin, rest),
+                                       return_exceptions=True)  # fmt: skip
+        for index, answer in enumerate(answers):
+            if isinstance(answer, BaseException):
+                raise answer if index == 0 else renamed_rows(answer, len(first.sources))
+        head, tail = answers
+        assert isinstance(head, MatrixResult) and isinstance(tail, MatrixResult)
+        return joined_rows(head, tail, len(first.sources))
 
     async def route_waypoints(self, request: WaypointsRequest) -> WaypointsResult:
         if self.large is not None and request.provider == self.large.provider and is_large_route(request.query):

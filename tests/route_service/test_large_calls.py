@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestClient
 from common.geo import LatLon
 from common.vehicles import VEHICLE_TABLE
 from route_service.app import create_app
-from route_service.calls import LARGE_MATRIX_CELLS, LARGE_ROUTE_WAYPOINTS
+from route_service.calls import LARGE_MATRIX_CELLS, LARGE_ROUTE_WAYPOINTS, SPLIT_MATRIX_SOURCES
 from route_service.config import RouteConfig
 from route_service.importing.importer import ImportResult
 from route_service.model import MatrixQuery, WaypointsQuery
@@ -105,3 +105,26 @@ async def test_a_long_tour_from_the_child_equals_the_providers(client: Client, o
     assert (body["distance"], body["duration"]) == (expected.distance_m, expected.duration_s)
     assert len(body["legs"]) == len(points) - 1 and len(body["geometry"]["coordinates"]) == len(expected.geometry)
 
+
+
+async def test_a_heavy_graph_matrix_is_split_between_child_and_worker(client: Client) -> None:
+    """Rows of a heavy graph matrix at a time (issue 33: a tour's matrix) are computed half in
+    the child, half in the worker: the answer is the rows' own, sources numbered as sent."""
+    points = as_json(dense_points(SPLIT_MATRIX_SOURCES + 10, seed=5))
+    timed = {"provider": "graph", "departureTime": "2026-12-01T08:00:00+01:00", "annotations": ["duration"]}
+    calls = client.app[STATE_KEY].calls
+    before = calls.split_matrices
+    whole = await client.post("/internal/matrix", json={"sources": points, "destinations": points, **timed})
+    assert whole.status == 200 and calls.split_matrices == before + 1
+    half = len(points) // 2
+    parts = [await client.post("/internal/matrix", json={"sources": rows, "destinations": points, **timed})
+             for rows in (points[:half], points[half:])]  # fmt: skip
+    assert calls.split_matrices == before + 1  # each part is below the split's size
+    body, first, second = await whole.json(), await parts[0].json(), await parts[1].json()
+    assert body["durations"] == first["durations"] + second["durations"]
+    assert body["sources"] == first["sources"] + second["sources"]
+    at_sea = [*points[:-1], {"lat": 49.0, "lon": 8.0}]  # no road near: the last source, as sent
+    refused = await client.post("/internal/matrix", json={"sources": at_sea, "destinations": points[:3], **timed},
+                                headers=LEGACY)  # fmt: skip
+    assert refused.status == 400
+    assert f"sources[{len(at_sea) - 1}]" in (await refused.json())["details"][0]["message"]
