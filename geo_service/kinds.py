@@ -92,6 +92,7 @@ class KindVocabulary:
                     terms.setdefault(key(term), set()).add(preset.category)
         self.kinds = {word: frozenset(c) for word, c in terms.items() if word and word not in names}
         self.kinds |= {word: frozenset(c) for word, c in names.items() if word}
+        self.preset_names = frozenset(word for word in names if word)
 
     @property
     def available(self) -> bool:
@@ -103,7 +104,8 @@ class KindVocabulary:
             for start in range(len(words) - size + 1):
                 kind = " ".join(words[start : start + size])
                 if categories := self.kinds.get(kind):
-                    return KindWords(kind, categories, " ".join([*words[:start], *words[start + size :]]))
+                    rest = " ".join([*words[:start], *words[start + size :]])
+                    return KindWords(kind, categories, rest, kind in self.preset_names)
         return None
 
 
@@ -115,6 +117,7 @@ class KindWords:
     kind: str
     categories: frozenset[str]
     rest: str
+    preset_name: bool = True  # a preset's name ("Apotheke"), not only a search term ("KappAhl")
 
 
 @lru_cache(maxsize=8)

@@ -276,10 +276,12 @@ class Matcher:
     def kind_asked(self, parsed: ParsedQuery, country: str | None, near: LatLon | None) -> KindAsked | None:
         """"Apotheke Heidelberg", "pharmacy near 49.41,8.69", "pharmacie": the POIs of the kind the
         words name, in the place the other words name (nearest its centre first), near the point
-        (within KIND_DISTANCE_M), or anywhere. None when the words are no kind, or other words are
+        (within KIND_DISTANCE_M), or anywhere (a preset's name only, not a search term alone). None when the words are no kind, or other words are
         left that name no place exactly: then they are a name ("Hotel Adler", "Am Markt")."""
         found = self.kinds.find(parsed.words) if self.kinds.available and parsed.house_number is None else None
-        if found is None:
+        if found is None or (not found.preset_name and not found.rest and near is None):
+            # A search term alone is no kind: iD's terms hold brands ("KappAhl", "Cubus" for a
+            # clothes shop in Finnish) that are names elsewhere (bench geocoder_places)
             return None
         pois = self.reader.pois_of(found.categories, country)
         if found.rest:
