@@ -122,3 +122,17 @@ def test_a_kind_the_place_lacks_is_no_result_and_a_note_not_a_street_that_resemb
     assert (square.type, square.address.street) == ("street", "Marktplatz")
     for text, street in (("Am Markt, Heidelberg", "Am Markt"), ("Apothekergasse Heidelberg", "Apothekergasse")):
         assert ask(all_extracts, text).results[0].address.street == street
+
+
+def test_a_search_term_alone_is_no_kind_but_a_preset_name_is(index: LoadedIndex) -> None:
+    """iD's search terms hold brands ("KappAhl", "Cubus": a clothes shop in Finnish): asked
+    alone, a term is a name, not every POI of its kind; a preset's name alone still is a kind,
+    and a term with a place too. Drawn by rule: terms of one word that no name of the index holds."""
+    kinds = index.matcher.kinds
+    terms = sorted(word for word in kinds.kinds if word not in kinds.preset_names and " " not in word)
+    unknown = [t for t in terms[:: max(1, len(terms) // 300)] if not index.reader.names_with_keys([t], None)][:60]
+    assert len(unknown) >= 30
+    answered_as_kind = [t for t in unknown if any(r.category in kinds.kinds[t] for r in ask(index, t).results)]
+    assert len(answered_as_kind) <= 0.1 * len(unknown), answered_as_kind[:10]
+    restaurants = ask(index, "restaurant").results
+    assert restaurants and all(r.category == "amenity=restaurant" for r in restaurants)
