@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -242,8 +242,49 @@ class Matcher:
 
     def parse(self, query: GeocodeQuery) -> ParsedQuery:
         if query.structured is not None:
-            return parse_structured(query.structured, self.normalizer)
-        return parse_query(query.text, self.normalizer, self.postcodes.keys())
+            return self.in_local_names(parse_structured(query.structured, self.normalizer))
+        return self.in_local_names(parse_query(query.text, self.normalizer, self.postcodes.keys()))
+
+    @cached_property
+    def local_names(self) -> dict[str, str]:
+        """A street's or place's other names (name:<lang>, alt_name …) → its local name, as
+        normalized keys: "mannerheimvagen" → "mannerheimintie" (the index's translations table).
+        A POI's other names are names of their own in the index ("Heidelberg Hbf")."""
+        table = {}
+        for other, local in self.reader.translations("").items():
+            key, local_key = self.normalizer.key(other), self.normalizer.key(local)
+            if key and local_key and key != local_key and len(key.split()) <= MAX_OTHER_NAME_WORDS:
+                table[key] = local_key
+        return {key: local for key, local in table.items() if self.names_a_street_or_place(local)}
+
+    def names_a_street_or_place(self, key: str) -> bool:
+        """Whether a street or place of the map is named so (a bus stop named in Swedish is not)."""
+        return any(row.kind != "poi" for row in self.reader.names_with_keys([key], None))
+
+    def in_local_names(self, parsed: ParsedQuery) -> ParsedQuery:
+        """Another reading of words that name a street or place in another of its languages:
+        its local name ("Mannerheimvägen 10 Helsingfors" as Mannerheimintie 10 Helsinki:
+        addresses are keyed by the local names), unless a street or place of the map is named so
+        itself. An alternative, searched when the text as written finds nothing convincing
+        ("McDonalds Stachus" is a POI's name, Stachus Karlsplatz's other name)."""
+        words, table = list(parsed.words), self.local_names
+        if not table:
+            return parsed
+        out, at = [], 0
+        while at < len(words):
+            for size in range(min(MAX_OTHER_NAME_WORDS, len(words) - at), 0, -1):
+                run = " ".join(words[at : at + size])
+                local = table.get(run)
+                if local is not None and not self.names_a_street_or_place(run):
+                    out += local.split()
+                    at += size
+                    break
+            else:
+                out.append(words[at])
+                at += 1
+        if out == words:
+            return parsed
+        return replace(parsed, alternatives=(*parsed.alternatives, replace(parsed, words=tuple(out), alternatives=())))
 
     def readings(self, words: list[str], asked: str | None) -> tuple[list[Reading], str | None]:
         """A country named at the end of the text ("…, Finland") filters like `country`. When the
@@ -678,6 +719,10 @@ def address_postcode_factor(address: AddressRow, postcode: str | None) -> float:
 def address_result(row: AddressRow, score: float) -> GeocodeResult:
     address = ResultAddress(row.street, row.house_number, row.postcode, row.city, row.country)
     return GeocodeResult(row.lat, row.lon, address, "address", score, interpolated=row.interpolated)
+
+
+# The longest other name read as a local one, in words ("Helsingfors domkyrka" has two).
+MAX_OTHER_NAME_WORDS = 4
 
 
 def rank(results: Iterable[tuple[GeocodeResult, float]], limit: int) -> list[GeocodeResult]:

@@ -56,6 +56,11 @@ AUTOCOMPLETE = Operation[AutocompleteQuery]("autocomplete", answer_autocomplete,
 LineFound = dict[str, Any] | ApiError  # a batch line's answer JSON, or its request's violations
 
 
+def key_parts[Q](operation: Operation[Q], request: ProviderRequest[Q]) -> tuple[Any, ...]:
+    """What of a request decides its answer: the operation's query parts and the names' language."""
+    return (*operation.key_parts(request.query), request.language)
+
+
 def operation_of(query: GeocodeQuery | ReverseQuery) -> Operation[Any]:
     return REVERSE if isinstance(query, ReverseQuery) else GEOCODE
 
@@ -77,7 +82,7 @@ class GeoState:
                 results = names_in(results, provider.translations(language), provider.translations(""))
             return response_json(results, provider.name, answer.notes, language)
 
-        return await self.answers.answer(operation.name, provider, (*operation.key_parts(query), language), compute)
+        return await self.answers.answer(operation.name, provider, key_parts(operation, request), compute)
 
     async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> list[LineAnswer]:
         """Every line's answer, in the batch's order: the geocoder's answer to the line's request
@@ -110,7 +115,7 @@ class GeoState:
                 (
                     line,
                     line_request,
-                    self.answers.key(operation.name, line_request.provider, operation.key_parts(line_request.query)),
+                    self.answers.key(operation.name, line_request.provider, key_parts(operation, line_request)),
                 )
             )
         stored = await asyncio.gather(*(self.answers.stored(key) for _, _, key in asked))

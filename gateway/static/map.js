@@ -387,6 +387,28 @@
   });
 
   const COORDINATES = /^\s*(-?\d{1,2}(?:\.\d+)?)\s*,\s*(-?\d{1,3}(?:\.\d+)?)\s*$/;
+  // A search shows its 5 best results; a search for a kind of place ("Apotheke München",
+  // "restaurant near 48.137,11.575") up to 10 of them. The geocoder is asked for 10 and an answer
+  // of another sort keeps its first 5: the same results as a request for 5 (it ranks, then cuts).
+  const SEARCH_RESULTS = 5;
+  const PLACES_OF_A_KIND = 10;
+
+  // An answer is places of a kind when its best result is a POI and another POI of the answer
+  // has the same category (OSM key=value): those are all drawn and listed to pick one.
+  function kindOf(results) {
+    const [first] = results;
+    if (!first || first.matchLevel !== "poi" || !first.category) return null;
+    const others = results.slice(1).filter((r) => r.matchLevel === "poi" && r.category === first.category);
+    return others.length ? first.category : null;
+  }
+
+  // A POI's label is led by its name: the rest of it says where it is ("" for a result without
+  // a name: its label is all there is).
+  function whereIs(result) {
+    if (!result.name) return "";
+    const lead = `${result.name}, `;
+    return result.label.startsWith(lead) ? result.label.slice(lead.length) : result.label;
+  }
 
   async function geocode(text) {
     busy("Searching…");
@@ -397,8 +419,13 @@
       const typed = COORDINATES.exec(text);
       const answer = typed
         ? { results: [{ coordinate: { lat: Number(typed[1]), lon: Number(typed[2]) }, label: text, type: "coordinates", score: 1 }] }
-        : await api("GET", "/v1/geocoder", { query: { address: text.slice(0, 500), limit: 5 } });
-      const results = answer.results || [];
+        : await api("GET", "/v1/geocoder", { query: { address: text.slice(0, 500), limit: PLACES_OF_A_KIND } });
+      const kind = kindOf(answer.results || []);
+      if (kind) {
+        showPlaces(answer.results, kind);
+        return;
+      }
+      const results = (answer.results || []).slice(0, SEARCH_RESULTS);
       const bounds = [];
       for (const result of results) {
         const point = { lat: result.coordinate.lat, lon: result.coordinate.lon, name: result.label };
@@ -427,6 +454,79 @@
     } catch (error) {
       fail(error);
     }
+  }
+
+  // Places of a kind: every one a marker (its name and address on hover, and in a popup with the
+  // buttons on a click), the map fitted to them all, and a list to pick one from with the keyboard.
+  // The name's button picks one: the map centred on it as on a single result (zoom 16), its popup
+  // open, the others still drawn; "from", "to" and "stop" use it as they use any result.
+  function showPlaces(results, category) {
+    const markers = [];
+    const items = [];
+    let picked = -1;
+    // The place picked: its marker larger and amber, its entry in bold and said to be the current one.
+    const pick = (n) => {
+      if (picked >= 0) {
+        markers[picked].setStyle({ fillColor: "#ad1457" }).setRadius(7);
+        items[picked].classList.remove("selected");
+        items[picked].querySelector(".place-name").removeAttribute("aria-current");
+      }
+      picked = n;
+      markers[n].setStyle({ fillColor: "#ffb300" }).setRadius(10).bringToFront();
+      items[n].classList.add("selected");
+      items[n].querySelector(".place-name").setAttribute("aria-current", "true");
+    };
+    results.forEach((result, n) => {
+      const point = { lat: result.coordinate.lat, lon: result.coordinate.lon, name: result.label };
+      const name = result.name || result.label;
+      const where = whereIs(result);
+      const said = (node) => {
+        node.append(element("strong", name));
+        if (where) node.append(element("br"), element("span", where));
+        return node;
+      };
+      const uses = (then = () => {}) => [
+        button("from", () => { then(); setRoutePoint(point, "from"); }),
+        button("to", () => { then(); setRoutePoint(point, "to"); }),
+        button("stop", () => { then(); addStop(point); }),
+      ];
+      const popup = said(element("div", null, "place-popup"));
+      const actions = element("p");
+      actions.append(...uses(() => map.closePopup()));
+      popup.append(actions);
+      const marker = L.circleMarker([point.lat, point.lon], {
+        radius: 7,
+        className: "geocode-result geocode-place",
+        color: "#ad1457",
+        fillOpacity: 0.8,
+        bubblingMouseEvents: false, // a click picks the place, not a point of the map under it
+      })
+        .bindTooltip(said(element("span")))
+        .bindPopup(popup)
+        .on("click", () => {
+          pick(n);
+          items[n].scrollIntoView({ block: "nearest" });
+        })
+        .addTo(layers.search);
+      markers.push(marker);
+      const item = element("li");
+      const show = button(name, () => {
+        pick(n);
+        map.setView([point.lat, point.lon], 16);
+        marker.openPopup();
+      }, "place-name");
+      item.append(
+        show,
+        element("span", where ? ` ${where} ` : " ", "place-where"),
+        element("span", `(${result.matchLevel || result.type}, score ${result.score.toFixed(2)})`, "detail"),
+        ...uses(),
+      );
+      items.push(item);
+    });
+    $("search-results").replaceChildren(...items);
+    map.fitBounds(markers.map((m) => m.getLatLng()), { padding: [40, 40], maxZoom: 16 });
+    const kind = category.split("=").pop().replace(/_/g, " "); // "amenity=pharmacy": pharmacy
+    status(`${results.length} places found (${kind}), all on the map: pick one in the list or on the map.`);
   }
 
   // ---- clicks on the map --------------------------------------------------------------------

@@ -75,3 +75,35 @@ def test_names_come_back_in_the_language_asked(index_name: str, request: pytest.
             wrong.append((other, unnamed, name, str(back[0].name)))
     assert asked >= 0.8 * len(cases)
     assert len(wrong) <= 0.02 * asked, wrong[:10]
+
+
+def swedish_addresses(path: Path) -> list[tuple[str, str, str]]:
+    """(Swedish street name, local street name, house number) of an address on each street
+    that has a name:sv, read with plain pyosmium."""
+    swedish: dict[str, str] = {}
+    numbers: dict[str, str] = {}
+    for item in osmium.FileProcessor(str(path)).with_filter(osmium.filter.KeyFilter("name", "addr:street")):
+        tags = item.tags
+        named = isinstance(item, osmium.osm.Way) and "highway" in tags and "name" in tags and tags.get("name:sv")
+        if named and tags["name:sv"] != tags["name"]:
+            swedish.setdefault(tags["name"], tags["name:sv"])
+        street, number = tags.get("addr:street"), tags.get("addr:housenumber")
+        if street and number and number.isdigit():
+            numbers.setdefault(street, number)
+    return [(sv, local, numbers[local]) for local, sv in sorted(swedish.items()) if local in numbers]
+
+
+@pytest.mark.parametrize("index_name", list(INDEXES))
+def test_an_address_in_another_language_finds_the_local_street(index_name: str, request: pytest.FixtureRequest,
+                                                               shared_osm: Path) -> None:  # fmt: skip
+    """"Mannerheimvägen 10 Helsingfors" is Mannerheimintie 10, Helsinki: Helsinki's streets by
+    their Swedish names, with the town's Swedish name."""
+    index: LoadedIndex = request.getfixturevalue(index_name)
+    cases = swedish_addresses(shared_osm / "helsinki.osm.pbf")
+    assert len(cases) >= 10
+    missed = []
+    for swedish, local, number in cases:
+        top = index.matcher.geocode(GeocodeQuery(text=f"{swedish} {number} Helsingfors", limit=1)).results
+        if not top or (top[0].address.street, top[0].address.house_number) != (local, number):
+            missed.append((swedish, local, number, top[0].address.street if top else None))
+    assert len(missed) <= 0.05 * len(cases), missed

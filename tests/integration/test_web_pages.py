@@ -23,6 +23,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.wait import WebDriverWait
 
@@ -176,14 +177,19 @@ def test_docs_draw_every_operation_and_try_one_with_a_token(
     assert console_errors(browser) == []
 
 
-def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platform: Stack, artifacts: Path) -> None:
-    email, password = f"map-{uuid.uuid4().hex[:10]}@example.com", uuid.uuid4().hex
-    console_ok(full_platform, "add-user", email, "--password", password, "--tier", "standard")
-    browser.get(f"{full_platform.base_url}/map")
+def open_map_signed_in(browser: Chrome, platform: Stack, prefix: str) -> None:
+    """/map, signed in as a new standard account (its email starts with `prefix`)."""
+    email, password = f"{prefix}-{uuid.uuid4().hex[:10]}@example.com", uuid.uuid4().hex
+    console_ok(platform, "add-user", email, "--password", password, "--tier", "standard")
+    browser.get(f"{platform.base_url}/map")
     wait_for(browser, lambda d: d.execute_script("return Boolean(window.demoMap)"), "the map")
     browser.find_element(By.ID, "login-user").send_keys(email)
     browser.find_element(By.ID, "login-password").send_keys(password)
     click(browser, "#login-button")
+
+
+def test_map_signs_in_geocodes_routes_and_optimizes(browser: Chrome, full_platform: Stack, artifacts: Path) -> None:
+    open_map_signed_in(browser, full_platform, "map")
 
     # Signed in: the loaded map's outline is drawn and the view fitted to it, without tiles.
     wait_for(browser, lambda d: count(d, "path.coverage-outline") > 0, "the coverage outline")
@@ -301,6 +307,86 @@ def test_map_writes_the_route_in_the_language_and_units_chosen(
     assert all(re.fullmatch(r"\d+(\.\d)? (mi|ft)", e.text) for e in steps.find_elements(By.CSS_SELECTOR, ".distance"))
     browser.save_screenshot(str(artifacts / "map-route-german.png"))
     assert "error" not in (browser.find_element(By.ID, "status").get_attribute("class") or "")
+    assert console_errors(browser) == []
+
+
+def search(driver: Chrome, text: str) -> None:
+    """The search box filled and sent; the autocomplete's list is closed by the sending."""
+    field = driver.find_element(By.ID, "search-input")
+    field.clear()
+    field.send_keys(text, Keys.ENTER)
+
+
+def test_map_shows_every_place_of_a_kind_and_picks_one_with_the_keyboard(
+    browser: Chrome, full_platform: Stack, artifacts: Path
+) -> None:
+    """Issue 34, item 6: a search for a kind of place ("Apotheke München": Munich's extract, the
+    test platform's geocoder, has 31 pharmacies) draws up to 10 of them at once, each with its
+    name and address, fits the map to them and lists them; the name's button picks one with the
+    keyboard and "from" uses it. A search of another sort still shows its 5 best results."""
+    open_map_signed_in(browser, full_platform, "kinds")
+    wait_for(browser, lambda d: "Ready" in d.find_element(By.ID, "status").text, "signed in")
+
+    search(browser, "Apotheke München")
+    wait_for(browser, lambda d: count(d, "#search-results li .place-name") >= 2, "the pharmacies listed")
+    entries = browser.find_elements(By.CSS_SELECTOR, "#search-results li")
+    assert 2 <= len(entries) <= 10
+    assert count(browser, "path.geocode-place") == len(entries)  # every one on the map at once
+    status = browser.find_element(By.ID, "status").text
+    assert f"{len(entries)} places found (pharmacy)" in status, status
+    names = [e.find_element(By.CSS_SELECTOR, ".place-name").text for e in entries]
+    assert len(set(names)) == len(names) and all(names), names
+    # The map is fitted to them all.
+    points = browser.execute_script(
+        "const out = []; window.demoMap.eachLayer((l) => { if (l.options && /geocode-place/.test(l.options.className || ''))"
+        " out.push([l.getLatLng().lat, l.getLatLng().lng]); }); return out;"
+    )
+    assert len(points) == len(entries)
+    assert all(browser.execute_script("return window.demoMap.getBounds().contains(arguments[0])", p) for p in points)
+    # Each marker says its name and address on hover.
+    tooltips = browser.execute_script(
+        "const out = []; window.demoMap.eachLayer((l) => { if (l.options && /geocode-place/.test(l.options.className || ''))"
+        " out.push(l.getTooltip().getContent().textContent); }); return out;"
+    )
+    wheres = [e.find_element(By.CSS_SELECTOR, ".place-where").text for e in entries]
+    # the city in the browser's language (its Accept-Language goes to the geocoder)
+    assert all("Munich" in w or "München" in w for w in wheres), wheres
+    assert sorted(tooltips) == sorted(n + w for n, w in zip(names, wheres, strict=True)), tooltips
+    browser.save_screenshot(str(artifacts / "map-kind.png"))
+
+    # A click on a marker picks its place (its popup opened, its entry marked), not a route point.
+    click_map_at(browser, *points[0])
+    wait_for(browser, lambda d: count(d, ".leaflet-popup .place-popup") == 1, "the clicked place's popup")
+    assert count(browser, "#search-results li.selected") == 1
+    assert browser.find_element(By.ID, "route-from").text == "\u2013"  # no start set
+
+    # The keyboard picks the second: its entry is the current one, the map shows it with its popup.
+    second = entries[1].find_element(By.CSS_SELECTOR, ".place-name")
+    browser.execute_script("arguments[0].focus()", second)
+    second.send_keys(Keys.ENTER)
+    wait_for(browser, lambda d: count(d, ".leaflet-popup .place-popup") == 1, "the picked place's popup")
+    assert "selected" in (entries[1].get_attribute("class") or "")
+    assert second.get_attribute("aria-current") == "true"
+    assert count(browser, "#search-results li.selected") == 1
+    assert names[1] in browser.find_element(By.CSS_SELECTOR, ".leaflet-popup .place-popup").text
+    assert browser.execute_script("return window.demoMap.getZoom()") == 16
+    browser.save_screenshot(str(artifacts / "map-kind-picked.png"))
+    # … and "from" uses it as any result: the route's start, named by its label.
+    entries[1].find_element(By.XPATH, ".//button[text()='from']").send_keys(Keys.ENTER)
+    wait_for(browser, lambda d: d.find_element(By.ID, "route-from").text.startswith(names[1]), "the route's start")
+
+    # No serious accessibility violation with the list and a popup open (axe-core, as test_accessibility).
+    from tests.integration.test_accessibility import serious_violations
+
+    found = serious_violations(browser)
+    assert found == [], "\n".join(map(str, found))
+
+    # A search of another sort keeps its 5 best, drawn as before: "Marienplatz" is a street first.
+    search(browser, "Marienplatz")
+    wait_for(browser, lambda d: count(d, "#search-results li") > 0, "the results")
+    assert count(browser, "#search-results li") == count(browser, "path.geocode-result") == 5
+    assert count(browser, "path.geocode-place") == 0 and count(browser, "#search-results .place-name") == 0
+    assert browser.find_element(By.ID, "status").text == "5 found."
     assert console_errors(browser) == []
 
 
