@@ -251,7 +251,7 @@ class Matcher:
         normalized keys: "mannerheimvagen" → "mannerheimintie" (the index's translations table).
         A POI's other names are names of their own in the index ("Heidelberg Hbf")."""
         table = {}
-        for other, local in self.reader.translations("").items():
+        for other, local in (self.reader.translations("street:") | self.reader.translations("place:")).items():
             key, local_key = self.normalizer.key(other), self.normalizer.key(local)
             if key and local_key and key != local_key and len(key.split()) <= MAX_OTHER_NAME_WORDS:
                 table[key] = local_key

@@ -79,7 +79,7 @@ class GeoState:
             answer = await operation.call(provider, query)
             results = answer.results
             if language is not None:
-                results = names_in(results, provider.translations(language), provider.translations(""))
+                results = names_in(results, language, provider.translations)
             return response_json(results, provider.name, answer.notes, language)
 
         return await self.answers.answer(operation.name, provider, key_parts(operation, request), compute)

@@ -128,8 +128,9 @@ class IndexReader:
         return connection
 
     def translations(self, language: str) -> dict[str, str]:
-        """Names in a language (OSM's name:<lang>), "" the objects' local names; {} for an index
-        built before they were kept. Read once per language."""
+        """Names in "<kind>:<language>" (OSM's name:<lang> of streets, places or POIs; "<kind>:"
+        their local names by their other names); {} for an index built before they were kept.
+        Read once per key."""
         with self._lock:
             table = self._translations.get(language)
         if table is None:

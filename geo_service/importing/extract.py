@@ -122,8 +122,9 @@ class Extract:
     places: list[RawPlace] = field(default_factory=list)
     pois: list[RawPoi] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
-    # (a name, a language, the object's name in it) → how many objects say so; language "":
-    # the object's local name, for a result found by one of its other names (issue 35, item 3)
+    # (a name, "<kind>:<language>", the object's name in it) → how many objects say so; kind:
+    # street, place or poi (a station named "Helsinki" is no town); language "": the object's
+    # local name, for a result found by one of its other names (issue 35, item 3)
     translations: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
     def merge(self, other: Extract) -> None:
@@ -180,12 +181,14 @@ def name_variants(tags: Any, name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(named))[:MAX_VARIANTS]
 
 
-def count_translations(tags: Any, counts: Counter[tuple[str, str, str]]) -> None:
+def count_translations(tags: Any, counts: Counter[tuple[str, str, str]], street: bool = False) -> None:
     """A named object's names in the platform's languages (name:<lang>), for each name it is
-    known by; and its local name for each other name (alt_name … and name:<lang>)."""
+    known by; and its local name for each other name (alt_name … and name:<lang>). Counted per
+    kind of object (`translation_kind`): a street's, a place's and a POI's names apart."""
     name = tags.get("name")
     if not name:
         return
+    kind = translation_kind(tags, street)
     in_languages = {language: tags.get(f"name:{language}") for language in LANGUAGES}
     in_languages = {language: other for language, other in in_languages.items() if other and other != name}
     if not in_languages and not any(key in tags for key in VARIANT_KEYS):
@@ -193,9 +196,18 @@ def count_translations(tags: Any, counts: Counter[tuple[str, str, str]]) -> None
     known = [name, *name_variants(tags, name)]
     for language, other in in_languages.items():
         for each in known:
-            counts[(each, language, other)] += 1
+            counts[(each, f"{kind}:{language}", other)] += 1
     for each in known[1:]:
-        counts[(each, "", name)] += 1
+        counts[(each, f"{kind}:", name)] += 1
+
+
+def translation_kind(tags: Any, street: bool) -> str:
+    """"street" (a highway way), "place" (a place or an administrative area) or "poi"."""
+    if street and "highway" in tags:
+        return "street"
+    if tags.get("place") or tags.get("boundary") == "administrative":
+        return "place"
+    return "poi"
 
 
 def is_settlement_area(tags: Any) -> bool:
@@ -288,7 +300,7 @@ class _Reader:
 
     def way(self, way: Any) -> None:
         tags = way.tags
-        count_translations(tags, self.extract.translations)
+        count_translations(tags, self.extract.translations, street=True)
         if "addr:interpolation" in tags:
             self.interpolation(way)
             return

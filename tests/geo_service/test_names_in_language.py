@@ -56,7 +56,6 @@ def test_names_come_back_in_the_language_asked(index_name: str, request: pytest.
     # answers what most of them say: only names of one object are asked.
     cases = [case for city in cities for case in named_in_languages(shared_osm / f"{city}.osm.pbf")
              if shared[case[0]] == 1 and shared[case[2]] == 1]  # fmt: skip
-    local = index.reader.translations("")
     assert len(cases) >= 20
     wrong, asked = [], 0
     for name, language, other, point, unnamed in cases:
@@ -65,13 +64,13 @@ def test_names_come_back_in_the_language_asked(index_name: str, request: pytest.
         if not found:
             continue  # finding it is test_name_variants' business
         asked += 1
-        answered = names_in(found[:1], index.reader.translations(language), local)[0].name
+        answered = names_in(found[:1], language, index.reader.translations)[0].name
         # two objects of one name with different translations: the one most objects carry
         if answered != other and answered == name:
             wrong.append((name, language, other, answered))
         # found by its other name, asked in a language it has no name in: its local name
         back = [r for r in index.matcher.geocode(GeocodeQuery(text=other, limit=5)).results if r.name == other]
-        if back and names_in(back[:1], index.reader.translations(unnamed), local)[0].name != name:
+        if back and names_in(back[:1], unnamed, index.reader.translations)[0].name != name:
             wrong.append((other, unnamed, name, str(back[0].name)))
     assert asked >= 0.8 * len(cases)
     assert len(wrong) <= 0.02 * asked, wrong[:10]
@@ -107,3 +106,14 @@ def test_an_address_in_another_language_finds_the_local_street(index_name: str, 
         if not top or (top[0].address.street, top[0].address.house_number) != (local, number):
             missed.append((swedish, local, number, top[0].address.street if top else None))
     assert len(missed) <= 0.05 * len(cases), missed
+
+
+@pytest.mark.parametrize("index_name", list(INDEXES))
+def test_a_town_is_named_by_the_town_not_by_a_station_of_its_name(index_name: str,
+                                                                  request: pytest.FixtureRequest) -> None:  # fmt: skip
+    """Helsinki's railway station is named "Helsinki" too, with its own Swedish name: an
+    address's town is translated by places only (Helsingfors), its street by streets only."""
+    index: LoadedIndex = request.getfixturevalue(index_name)
+    found = index.matcher.geocode(GeocodeQuery(text="Mannerheimintie 10 Helsinki", limit=1)).results
+    address = names_in(found, "sv", index.reader.translations)[0].address
+    assert (address.street, address.house_number, address.city) == ("Mannerheimvägen", "10", "Helsingfors")
