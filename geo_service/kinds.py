@@ -25,7 +25,9 @@ from geo_service.records import POI_KEYS, POI_VALUES
 
 log = logging.getLogger("geo_service")
 SCHEMA_DIR = Path(__file__).with_name("vendor") / "id-tagging-schema"
-MAX_KIND_WORDS = 3  # "place of worship", "fast food restaurant"
+# The longest kind read, in words: the vocabulary's longest name or term, at most this many
+# ("Magasin de matériel hi-fi", five; "place of worship", three).
+MAX_KIND_WORDS = 8
 # Search terms of fewer letters are mostly abbreviations ("AM", "EV") that read as other words.
 MIN_TERM_LETTERS = 4
 
@@ -93,6 +95,7 @@ class KindVocabulary:
         self.kinds = {word: frozenset(c) for word, c in terms.items() if word and word not in names}
         self.kinds |= {word: frozenset(c) for word, c in names.items() if word}
         self.preset_names = frozenset(word for word in names if word)
+        self.longest = min(MAX_KIND_WORDS, max((len(word.split()) for word in self.kinds), default=0))
 
     @property
     def available(self) -> bool:
@@ -100,7 +103,7 @@ class KindVocabulary:
 
     def find(self, words: Sequence[str]) -> KindWords | None:
         """The query's longest run of words that names a kind, and the other words."""
-        for size in range(min(MAX_KIND_WORDS, len(words)), 0, -1):
+        for size in range(min(self.longest, len(words)), 0, -1):
             for start in range(len(words) - size + 1):
                 kind = " ".join(words[start : start + size])
                 if categories := self.kinds.get(kind):
