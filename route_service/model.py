@@ -193,6 +193,10 @@ class Leg:
     summary: str = ""
     steps: list[Step] = field(default_factory=list)
     time_rules: list[TimeRuleMet] | None = None  # with a leg departure: the rules by time it met
+    # Not answered; for a tour routed in parts (route_service.split_tours): with a leg departure,
+    # when it arrives, and the points of its own line.
+    arrival: datetime | None = None
+    points: int = 0
 
 
 @dataclass
@@ -413,12 +417,37 @@ class WaypointsQuery:
     # time and each next one on arrival plus its waypoint's (`service_s`, seconds; a stop tour).
     leg_departures: tuple[datetime, ...] = ()
     service_s: tuple[float, ...] = ()
+    # A chained tour's departures as the caller expects them (its matrix's schedule): only to
+    # route the tour in parts at once (route_service.split_tours); the answer is the chained one.
+    expected_departures: tuple[datetime, ...] = ()
 
 
 @dataclass
 class WaypointsResult:
     route: Route  # legs: one per consecutive pair of waypoints, without steps
     snapped: list[Snapped]
+    # With leg departures: when the rules by time change around the tour (split tours); None: unknown.
+    rule_changes: RuleChanges | None = None
+
+
+@dataclass(frozen=True)
+class RuleChanges:
+    """Every time between `since` and `until` at which a rule by time on the map changes."""
+
+    since: datetime
+    until: datetime
+    times: tuple[datetime, ...]
+
+    def steady(self, start: datetime, end: datetime) -> bool:
+        """Whether every rule holds alike from `start` to `end` (known to)."""
+        return self.since <= start and end <= self.until and not any(start < t <= end for t in self.times)
+
+    def __or__(self, other: RuleChanges) -> RuleChanges:
+        """Both spans' changes, over the span known whole (from the later start if they leave a gap)."""
+        first, second = sorted((self, other), key=lambda c: c.since)
+        since = first.since if second.since <= first.until else second.since
+        times = tuple(sorted({t for t in (*first.times, *second.times) if t >= since}))
+        return RuleChanges(since, max(first.until, second.until), times)
 
 
 # ---------------------------------------------------------------- isochrones

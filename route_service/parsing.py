@@ -353,9 +353,12 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     time = RouteTime(departures[0]) if departures else RouteTime(start) if start else None
     restrictions = Restrictions(avoid=parse_avoid(body, named, errors), time=time)
     service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
+    expected = parse_leg_departures(body.get("expectedDepartures"), len(waypoints) - 1, errors, "expectedDepartures")
+    if expected and (start is None or departures):
+        errors.add("expectedDepartures", "only with departureTime and without legDepartures (a chained tour)")
     chosen_for = registry.moot_time(name, restrictions, waypoints)
     provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for)
-    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service)
+    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service, expected)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 
 
@@ -369,14 +372,15 @@ def parse_service_times(raw: Any, waypoints: int, errors: ParameterErrors) -> tu
     return tuple(float(v) for v in raw)
 
 
-def parse_leg_departures(raw: Any, legs: int, errors: ParameterErrors) -> tuple[datetime, ...]:
-    """The optimizer's `legDepartures` (issue 33): when each leg leaves, one per leg."""
+def parse_leg_departures(raw: Any, legs: int, errors: ParameterErrors, name: str = "legDepartures") -> tuple[datetime, ...]:
+    """The optimizer's `legDepartures` (issue 33): when each leg leaves, one per leg; or its
+    `expectedDepartures`, when it expects a chained tour's legs to leave."""
     if raw is None:
         return ()
     if not isinstance(raw, list) or len(raw) != legs or not all(isinstance(item, str) for item in raw):
-        errors.add("legDepartures", f"must be a list of {legs} ISO 8601 date-times, one per leg")
+        errors.add(name, f"must be a list of {legs} ISO 8601 date-times, one per leg")
         return ()
-    found = [parse_instant(item, f"legDepartures[{i}]", errors) for i, item in enumerate(raw)]
+    found = [parse_instant(item, f"{name}[{i}]", errors) for i, item in enumerate(raw)]
     return tuple(item for item in found if item is not None) if all(found) else ()
 
 

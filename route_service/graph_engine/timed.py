@@ -173,6 +173,15 @@ class TimedRoads:
                 forget_oldest(self._by_holds)
         return TimedState(at, found.pieces, found.facts)
 
+    def next_change(self, at: datetime) -> datetime:
+        """When any rule by time on the map next starts or stops to hold after `at` (for any
+        vehicle); a year on when none does. Until then every route is the same at any minute,
+        but for its times (`route_service.split_tours`)."""
+        horizon = at + timedelta(days=366)
+        with self._table_lock:
+            changes = [self.table.next_change(condition, at, where) for condition, where in self._slots]
+        return min([c for c in changes if c is not None and c < horizon], default=horizon)
+
     def slot_holds(self, at: datetime, size: dict[str, float] | None) -> tuple[bool, ...]:
         """Whether each distinct condition holds at `at` for a vehicle of `size`."""
         with self._table_lock:

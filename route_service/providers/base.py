@@ -114,6 +114,10 @@ class TimedRoadsSource(Protocol):
         """Whether any road with rules by time lies near the points (where their routes run)."""
         ...
 
+    def next_rule_change(self, at: datetime) -> datetime:
+        """When any rule by time next changes after `at` (a year on when none does)."""
+        ...
+
 
 class RouteProvider(Protocol):
     """One routing backend (OSRM, our graph) on one dataset."""

@@ -183,6 +183,9 @@ class GraphProvider:
             raise no_route(query.vehicle, query.restrictions, self.engine.road)
         return found
 
+    def next_rule_change(self, at: datetime) -> datetime:
+        return self.engine.timed.next_change(at)
+
     def timed_near(self, points: Sequence[LatLon]) -> bool:
         return self.engine.timed.near(list(points))
 

@@ -78,7 +78,7 @@ def resolve(
             isochrone=plugins.isochrone,
             detour=plugins.detour,
         )
-    legs = LegByLeg(plugins.route)
+    legs = LegByLeg(plugins.route, provider.next_rule_change if isinstance(provider, TimedRoadsSource) else None)
     return Capabilities(
         info=provider.info(),
         route=plugins.route,

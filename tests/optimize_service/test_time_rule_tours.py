@@ -19,6 +19,8 @@ from optimize_service.stops.model import Options
 from optimize_service.stops.planner import TIMED_SEARCH_LEAST_SHARE, search_seconds
 from optimize_service.stops.solver import default_time_limit
 from route_service.importing.importer import ImportResult
+from route_service.split_tours import SPLIT_TOUR_LEGS
+from route_service.state import STATE_KEY as ROUTE_STATE_KEY
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, optimize_client, route_server
 
 Client = TestClient[Any, Any]
@@ -151,3 +153,22 @@ async def test_the_planner_gives_a_tour_at_a_time_the_shorter_search(client: Cli
     assert len(timed["stops"]) > EXACT_MAX_STOPS  # searched, not solved exactly
     assert plain["solver"]["timeLimit"] == default_time_limit(len(plain["stops"]))
     assert timed["solver"]["timeLimit"] < default_time_limit(len(timed["stops"]))
+
+
+async def test_a_long_tour_at_a_time_is_routed_in_halves_at_the_matrix_s_times(
+    aiohttp_client: ClientFactory, aiohttp_server: ServerFactory, city_maps: Callable[[str], ImportResult],
+    redis_server: str,
+) -> None:  # fmt: skip
+    """The optimizer sends the legs' departures its matrix expects, so the route service routes
+    a tour of 40+ legs in two halves at once (route_service.split_tours); those times are close
+    enough that most legs hold as routed, across the old town's 12:45 and 13:30 changes."""
+    server = await route_server(aiohttp_server, city_maps("heidelberg"), redis_server)
+    client = await optimize_client(aiohttp_client, str(server.make_url("")).rstrip("/"))
+    calls = server.app[ROUTE_STATE_KEY].calls
+    grid = [(49.401 + 0.003 * i, 8.676 + 0.004 * j) for i in range(6) for j in range(7)]
+    query = f"?startTime={quote(tuesday('12:00').isoformat())}"
+    status, body = await post(client, f"/v1/optimize/stops{query}", tour(BISMARCKPLATZ, *grid))
+    assert status == 200, body
+    legs = len(body["stops"]) - 1
+    assert legs >= SPLIT_TOUR_LEGS and calls.split_tours == 1
+    assert calls.split_tour_legs_again < legs // 4, (calls.split_tour_legs_again, legs)
