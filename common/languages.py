@@ -11,8 +11,10 @@ a preference, so each of its tags is tried by weight and English answers when no
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 from common.errors import ParameterErrors
+from common.vocabulary import LANGUAGES
 
 DEFAULT_LANGUAGE = "en"
 # Tags that name the same written language as one a translation set files under another code.
@@ -51,18 +53,48 @@ def accepted_languages(header: str) -> list[str]:
     return [tag for _, _, tag in sorted(weighted)]
 
 
+# Request headers where a caller passes none (a parser called from code, not a request).
+NO_HEADERS: Mapping[str, str] = {}
+
+
+@overload
 def parse_language(params: Mapping[str, str], headers: Mapping[str, str], supported: Sequence[str],
-                   errors: ParameterErrors, name: str = "language") -> str:  # fmt: skip
-    """The language to answer in: `params[name]`, else Accept-Language, else English."""
+                   errors: ParameterErrors, name: str = ..., default: str = ...) -> str: ...  # fmt: skip
+@overload
+def parse_language(params: Mapping[str, str], headers: Mapping[str, str], supported: Sequence[str],
+                   errors: ParameterErrors, name: str = ..., *, default: None) -> str | None: ...  # fmt: skip
+def parse_language(params: Mapping[str, str], headers: Mapping[str, str], supported: Sequence[str],
+                   errors: ParameterErrors, name: str = "language",
+                   default: str | None = DEFAULT_LANGUAGE) -> str | None:  # fmt: skip
+    """The language to answer in: `params[name]`, else Accept-Language's first match, else
+    `default` (English; None where the answer then keeps what it found, the geocoder's names)."""
     asked = params.get(name)
     if asked is not None:
         found = match_language(str(asked), supported)
         if found is None:
             errors.add(name, f"unsupported language {str(asked)[:MAX_TAG_LENGTH]!r}; supported: {', '.join(supported)}")
-            return DEFAULT_LANGUAGE
+            return default
         return found
     for tag in accepted_languages(headers.get("Accept-Language", "")):
         found = match_language(tag, supported)
         if found is not None:
             return found
-    return DEFAULT_LANGUAGE
+    return default
+
+
+def names_in_languages(tags: Mapping[str, str], name: str) -> dict[str, str]:
+    """An OSM object's names in the platform's languages (`name:<lang>`) that differ from its
+    local `name` (the route importer's street names, the geocoder's translations)."""
+    found = {language: tags.get(f"name:{language}") for language in LANGUAGES}
+    return {language: other for language, other in found.items() if other and other != name}
+
+
+def most_carried[K](counts: Mapping[tuple[K, str], int]) -> dict[K, str]:
+    """For each key, the name most objects carry ((key, name) → how many); a tie goes to the
+    name last in alphabetical order, so that a table is the same whatever order objects came in.
+    A translation table, not per object: two "Kirchstraße" of two villages give one answer."""
+    best: dict[K, tuple[int, str]] = {}
+    for (key, name), count in counts.items():
+        if key not in best or (count, name) > best[key]:
+            best[key] = (count, name)
+    return {key: name for key, (_, name) in best.items()}

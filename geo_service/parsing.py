@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors, UnsupportedMediaType
-from common.languages import accepted_languages, match_language, parse_language
+from common.languages import NO_HEADERS, parse_language
 from common.params import parse_decimal, parse_int, parse_latlon_text
 from common.providers import requested_provider
 from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES, LANGUAGES
@@ -42,19 +42,12 @@ ReverseRequest = ProviderRequest[ReverseQuery]
 AutocompleteRequest = ProviderRequest[AutocompleteQuery]
 
 
-NO_HEADERS: Mapping[str, str] = {}
 
 
 def parse_names_language(params: Mapping[str, str], headers: Mapping[str, str], errors: ParameterErrors) -> str | None:
     """`language` of the answer's names (common.languages' rule over the platform's LANGUAGES),
     else Accept-Language's first match; None when neither names one: names as found."""
-    if "language" in params:
-        return parse_language(params, headers, LANGUAGES, errors)
-    for tag in accepted_languages(headers.get("Accept-Language", "")):
-        found = match_language(tag, LANGUAGES)
-        if found is not None:
-            return found
-    return None
+    return parse_language(params, headers, LANGUAGES, errors, default=None)
 
 
 def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors: ParameterErrors) -> GeocodeProvider:

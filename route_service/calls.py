@@ -353,6 +353,11 @@ class LargeCalls:
 SPLIT_MATRIX_SOURCES = 40
 
 
+def refused(answer: object) -> bool:
+    """A request's error (4xx), not a fault."""
+    return isinstance(answer, ApiError) and answer.status < 500
+
+
 def splits(request: MatrixRequest) -> bool:
     return request.provider == GraphProvider.name and len(request.query.sources) >= SPLIT_MATRIX_SOURCES
 
@@ -460,8 +465,8 @@ class ProviderCalls:
         parts = halves(request.query)
         first, rest = await asyncio.gather(large.route_waypoints(request.provider, parts.first),
                                            self.run(request.plugin, parts.rest), return_exceptions=True)  # fmt: skip
-        if parts.expected and (isinstance(first, ApiError) or isinstance(rest, ApiError)):
-            # an error at the expected times need not be the tour's: leg after leg, as chained
+        if parts.expected and (refused(first) or refused(rest)):
+            # a route's error at the expected times need not be the tour's: leg after leg, as chained
             return await self.run(request.plugin, request.query)
         if isinstance(first, BaseException):
             raise first

@@ -14,7 +14,7 @@ from typing import Any
 from common.areas import AvoidArea, check_points_outside, parse_avoid_area
 from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, ParameterErrors
 from common.geo import LatLon
-from common.languages import parse_language
+from common.languages import NO_HEADERS, parse_language
 from common.params import (
     json_kind,
     number_or_nan,
@@ -57,7 +57,6 @@ from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
 
 MAX_MATRIX_SIDE = 1000
-NO_HEADERS: Mapping[str, str] = {}
 def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
                 headers: Mapping[str, str] = NO_HEADERS) -> RouteRequest:  # fmt: skip
     """GET /v1/route's parameters (and Accept-Language); raises one InvalidParameter listing

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import osmium
 
+from common.languages import most_carried, names_in_languages
 from common.vocabulary import LANGUAGES
 from geo_service.countries import alpha3_from_tag
 from geo_service.parser import HouseNumber, house_numbers_of_tag
@@ -137,12 +138,8 @@ class Extract:
 
     def translation_table(self) -> dict[tuple[str, str], str]:
         """(name, language) → the translation most objects carry."""
-        best: dict[tuple[str, str], tuple[int, str]] = {}
-        for (name, language, translated), count in self.translations.items():
-            key = (name, language)
-            if key not in best or (count, translated) > best[key]:
-                best[key] = (count, translated)
-        return {key: translated for key, (_, translated) in best.items()}
+        return most_carried({((name, language), translated): count
+                             for (name, language, translated), count in self.translations.items()})  # fmt: skip
 
 
 def address_tags(tags: Any) -> AddressTags:
@@ -189,8 +186,7 @@ def count_translations(tags: Any, counts: Counter[tuple[str, str, str]], street:
     if not name:
         return
     kind = translation_kind(tags, street)
-    in_languages = {language: tags.get(f"name:{language}") for language in LANGUAGES}
-    in_languages = {language: other for language, other in in_languages.items() if other and other != name}
+    in_languages = names_in_languages(tags, name)
     if not in_languages and not any(key in tags for key in VARIANT_KEYS):
         return
     known = [name, *name_variants(tags, name)]

@@ -4,7 +4,8 @@ It reads only the request body, the answer body and its own road matrix (`Roads`
 route service by its caller): none of the solver's code, so a fault in the planner, the
 translation of a solver's answer or the formatter shows up here. It checks that no time window,
 shift, capacity, skill, break or pickup-before-delivery rule is broken, that every task is
-served once or listed as unassigned, and that times, loads and distances add up.
+served once or listed as unassigned, that each route keeps its vehicle's maxWorkingTime,
+maxDistance and maxStops, and that times, loads and distances add up.
 
 Used by the tests (tests/optimize_service/test_fleet_app.py, tests/integration) and by the
 quality bench (bench/fleet.py) on every answer, ours and the references'. A broken rule raises
@@ -21,7 +22,7 @@ import numpy as np
 LEG_TOLERANCE_S = 1.0  # the solver works in whole seconds of the road matrix's tenths
 LEG_TOLERANCE_M = 1.0
 MOMENT_TOLERANCE_S = 0.5  # answers carry whole seconds
-REASONS = ("no-route", "time-window", "capacity-or-time")
+REASONS = ("no-route", "time-window", "vehicle-limits", "capacity-or-time")
 
 
 class Infeasible(AssertionError):
@@ -148,7 +149,21 @@ def check_route(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, ro
     check_times(steps, tasks, roads, route, clock)
     check_loads(steps, vehicle, tasks)
     check_breaks(steps, vehicle, clock)
+    check_limits(route, vehicle, clock)
     return check_tasks(steps, vehicle, tasks)
+
+
+def check_limits(route: dict[str, Any], vehicle: dict[str, Any], clock: Clock) -> None:
+    """maxWorkingTime (leaving the start to arriving at the end), maxDistance and maxStops."""
+    steps, name = route["steps"], vehicle["id"]
+    if "maxWorkingTime" in vehicle:
+        working = clock.seconds(steps[-1]["arrival"]) - clock.seconds(steps[0]["departure"])
+        need(working <= vehicle["maxWorkingTime"] + MOMENT_TOLERANCE_S, f"{name} works longer than its maxWorkingTime")
+    if "maxDistance" in vehicle:
+        need(route["distance"] <= vehicle["maxDistance"] + LEG_TOLERANCE_M, f"{name} drives farther than its maxDistance")
+    if "maxStops" in vehicle:
+        stops = sum(step["type"] in ("job", "pickup", "delivery") for step in steps)
+        need(stops <= vehicle["maxStops"], f"{name} makes more stops than its maxStops")
 
 
 def check_times(steps: list[dict[str, Any]], tasks: Tasks, roads: Roads, route: dict[str, Any], clock: Clock) -> None:

@@ -24,6 +24,7 @@ MAX_SKILLS = 20
 MAX_PRIORITY = 100
 MAX_ID_LENGTH = 100
 MAX_HORIZON_S = 31 * 86_400  # every time must lie within 31 days after startTime
+MAX_DISTANCE_M = 10_000_000  # a route's maxDistance: 10 000 km
 MAX_SERVICE_TIME_S = 86_400
 MIN_TIME_LIMIT_S = 0.1
 MAX_TIME_LIMIT_S = 30.0
@@ -54,6 +55,19 @@ class Costs:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one route may hold (issue 36, item 3); None: no limit. The working time (from leaving
+    the start to arriving at the end) is also the shift's end, a route leaving at its start."""
+
+    working_s: int | None = None
+    distance_m: int | None = None
+    stops: int | None = None  # jobs, pickups and deliveries
+
+
+NO_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
 class FleetVehicle:
     id: str
     kind: str  # common.vocabulary.VEHICLES
@@ -64,6 +78,7 @@ class FleetVehicle:
     skills: frozenset[str] = frozenset()
     breaks: tuple[Break, ...] = ()
     costs: Costs = Costs()
+    limits: Limits = NO_LIMITS
 
 
 @dataclass(frozen=True)
@@ -168,7 +183,7 @@ class RoutePlan:
 class Unassigned:
     type: str  # job | shipment
     task: int
-    reason: str  # a stable word: no-route | time-window | capacity-or-time
+    reason: str  # a stable word: no-route | time-window | vehicle-limits | capacity-or-time
     message: str
 
 

@@ -22,6 +22,7 @@ from optimize_service.costs import Allowance
 from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DIMENSIONS,
+    MAX_DISTANCE_M,
     MAX_HORIZON_S,
     MAX_ID_LENGTH,
     MAX_PRIORITY,
@@ -39,13 +40,15 @@ from optimize_service.fleet.model import (
     FleetRequest,
     FleetShipment,
     FleetVehicle,
+    Limits,
     Place,
     Window,
 )
 from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
-VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs"}
+VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs", "maxWorkingTime",
+                  "maxDistance", "maxStops"}  # fmt: skip
 JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority"}
 SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority"}
 PLACE_FIELDS = {"location", "serviceTime", "timeWindows"}
@@ -155,7 +158,7 @@ def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, requ
 
 
 def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
-    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?}", ctx.errors)
+    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -167,11 +170,24 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
     breaks = parse_breaks(item.get("breaks"), f"{where}.breaks", ctx)
     costs = parse_costs(item.get("costs"), f"{where}.costs", ctx.errors)
+    limits = parse_limits(item, where, ctx.errors)
     if len(ctx.errors.violations) > before or start is None or shift is None:
         return None
+    if limits.working_s is not None:  # routes leave at the shift's start: it ends the shift
+        shift = Window(shift.start_s, min(shift.end_s, shift.start_s + limits.working_s))
     check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
     taken = tuple(b for _, b in breaks)
-    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs)
+    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits)
+
+
+def parse_limits(item: dict[str, Any], where: str, errors: ParameterErrors) -> Limits:
+    """maxWorkingTime (s), maxDistance (m) and maxStops of one route (issue 36, item 3)."""
+    working = parse_int(item.get("maxWorkingTime"), f"{where}.maxWorkingTime", 1, MAX_HORIZON_S, errors, default=None,
+                        required=False)  # fmt: skip
+    distance = parse_int(item.get("maxDistance"), f"{where}.maxDistance", 1, MAX_DISTANCE_M, errors, default=None,
+                         required=False)  # fmt: skip
+    stops = parse_int(item.get("maxStops"), f"{where}.maxStops", 1, MAX_STOPS, errors, default=None, required=False)
+    return Limits(working, distance, stops)
 
 
 def parse_kind(value: Any, where: str, errors: ParameterErrors) -> str:
@@ -298,10 +314,12 @@ def parse_id(value: Any, where: str, errors: ParameterErrors) -> str:
 
 
 def parse_int(
-    value: Any, where: str, low: int, high: int, errors: ParameterErrors, *, default: int | None
+    value: Any, where: str, low: int, high: int, errors: ParameterErrors, *, default: int | None, required: bool = True
 ) -> int | None:
+    """A whole number from `low` to `high`; missing: `default`, a violation when it is None and
+    the number `required`."""
     if value is None:
-        if default is None:
+        if default is None and required:
             errors.add(where, f"is required: a whole number from {low} to {high}")
         return default
     whole = is_number(value) and math.isfinite(value) and float(value).is_integer()

@@ -3,11 +3,14 @@ looks at each vehicle that could serve the task alone (skills and capacity) on t
 
 - `no-route`: no such vehicle has a road to it (and back to its end);
 - `time-window`: none can reach it within its time windows and still end within its shift;
-- `capacity-or-time`: some could alone, but the routes have no room left (capacity or time
-  taken by other tasks, which the solver preferred by priority and cost).
+- `vehicle-limits`: some could in time, but not within its maxDistance or maxStops;
+- `capacity-or-time`: some could alone, but the routes have no room left (capacity, time or
+  limits taken by other tasks, which the solver preferred by priority and cost).
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import numpy as np
 
@@ -17,11 +20,13 @@ from optimize_service.fleet.problem import NO_ROAD_S, FleetProblem
 MESSAGES = {
     "no-route": "no vehicle that may serve it has a road to it and back",
     "time-window": "no vehicle can reach it within its time windows and still end within its shift",
-    "capacity-or-time": "a vehicle could serve it alone, but no route had capacity or time left for it",
+    "vehicle-limits": "no vehicle that may serve it can do so within its maxDistance and maxStops",
+    "capacity-or-time": "a vehicle could serve it alone, but no route had capacity, time or room within its limits left for it",
 }
-
-
 OK = "ok"
+# The first of these some vehicle meets is the reason (ok: one could serve it alone).
+ORDER = (OK, "vehicle-limits", "time-window", "no-route")
+
 
 
 def explain(item: Unassigned, problem: FleetProblem) -> Unassigned:
@@ -31,9 +36,9 @@ def explain(item: Unassigned, problem: FleetProblem) -> Unassigned:
 
 
 def explain_alone(item: Unassigned, problem: FleetProblem) -> str:
-    """OK when some vehicle could serve the task alone, else time-window or no-route."""
-    reasons = [alone(item, index, problem) for index in candidates(item, problem)]
-    return OK if OK in reasons else ("time-window" if "time-window" in reasons else "no-route")
+    """OK when some vehicle could serve the task alone, else the nearest miss (`ORDER`)."""
+    reasons = {alone(item, index, problem) for index in candidates(item, problem)}
+    return next((reason for reason in ORDER if reason in reasons), "no-route")
 
 
 def candidates(item: Unassigned, problem: FleetProblem) -> list[int]:
@@ -57,7 +62,23 @@ def alone(item: Unassigned, vehicle_index: int, problem: FleetProblem) -> str:
     else:
         shipment = request.shipments[item.task]
         visits = [(where.pickups[item.task], shipment.pickup), (where.deliveries[item.task], shipment.delivery)]
-    return drive(vehicle, where.vehicle_starts[vehicle_index], where.vehicle_ends[vehicle_index], visits, durations)
+    ends = (where.vehicle_starts[vehicle_index], where.vehicle_ends[vehicle_index])
+    reason = drive(vehicle, *ends, visits, durations)
+    if reason == OK and not within_limits(vehicle, *ends, [location for location, _ in visits], problem):
+        return "vehicle-limits"
+    return reason
+
+
+def within_limits(vehicle: FleetVehicle, start: int, end: int | None, visits: list[int], problem: FleetProblem) -> bool:
+    """Whether serving only these visits keeps to the vehicle's maxDistance and maxStops."""
+    limits = vehicle.limits
+    if limits.stops is not None and len(visits) > limits.stops:
+        return False
+    if limits.distance_m is None:
+        return True
+    path = [start, *visits, *([] if end is None else [end])]
+    distances = problem.distances_m[vehicle.kind]
+    return sum(int(distances[a, b]) for a, b in pairwise(path)) <= limits.distance_m
 
 
 def drive(

@@ -32,13 +32,15 @@ EXPLORATION_LEVEL = 5  # VROOM's highest: 100 jobs x 5 vehicles in ~1.1 s on two
 
 def pyvrp_fits(request: FleetRequest) -> bool:
     """Whether PyVRP's model (optimize_service/fleet/pyvrp.py) is the request's whole problem:
-    jobs only, at most one time window each, no breaks, no skills, one priority."""
+    jobs only, at most one time window each, no breaks, no skills, one priority, no limit of
+    distance or stops (its distances are our costs there; maxWorkingTime is the shift's end)."""
     jobs = request.jobs
     return (
         bool(jobs)
         and not request.shipments
         and all(len(job.place.windows) == 1 and not job.skills for job in jobs)
         and all(not vehicle.breaks and not vehicle.skills for vehicle in request.vehicles)
+        and all(v.limits.distance_m is None and v.limits.stops is None for v in request.vehicles)
         and len({job.priority for job in jobs}) == 1
     )
 

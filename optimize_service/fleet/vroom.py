@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import vroom
 
-from optimize_service.fleet.model import FleetRequest, FleetVehicle, Place, Window
+from optimize_service.fleet.model import FleetRequest, FleetVehicle, Limits, Place, Window
 from optimize_service.fleet.problem import FleetProblem
 
 
@@ -75,7 +75,14 @@ def vroom_vehicle(
             for k, b in enumerate(vehicle.breaks)
         ],
         costs=vroom.VehicleCosts(fixed=costs.fixed, per_hour=costs.per_hour, per_km=costs.per_km),
+        **vroom_limits(vehicle.limits),
     )
+
+
+def vroom_limits(limits: Limits) -> dict[str, int]:
+    """maxStops and maxDistance as VROOM's own (maxWorkingTime is the shift's end already)."""
+    given = {"max_tasks": limits.stops, "max_distance": limits.distance_m}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def shipment_step(ident: int, location: int, place: Place) -> vroom.ShipmentStep:

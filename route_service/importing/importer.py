@@ -59,9 +59,10 @@ from route_service.importing.osrm_components import (
 from route_service.importing.street_names import FILE_NAME as NAMES_FILE
 from route_service.importing.street_names import write_street_names
 
+# 7: a street name's translations tied in count: the alphabetically last (common.languages.most_carried);
 # 6: street names by language (street_names.json, issue 35); 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
-IMPORTER_VERSION = "6"
+IMPORTER_VERSION = "7"
 ALGORITHMS = ("auto", "mld+ch", "mld", "ch")
 # `auto`: each fastest profile one algorithm. CH for car and truck: their matrices need it (a 100x100 car
 # table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in Monaco) and their routes

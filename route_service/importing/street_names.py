@@ -10,13 +10,13 @@ name, not its way.
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import osmium
 
-from common.vocabulary import LANGUAGES
+from common.languages import most_carried, names_in_languages
 
 FILE_NAME = "street_names.json"
 
@@ -24,27 +24,23 @@ FILE_NAME = "street_names.json"
 class StreetNameReader(osmium.SimpleHandler):
     def __init__(self) -> None:
         super().__init__()
-        self.seen: dict[str, defaultdict[str, Counter[str]]] = {lang: defaultdict(Counter) for lang in LANGUAGES}
+        self.seen: Counter[tuple[tuple[str, str], str]] = Counter()  # ((language, name), other) → ways
 
     def way(self, way: Any) -> None:
         tags = way.tags
         name = tags.get("name")
         if not name or "highway" not in tags:
             return
-        for language in LANGUAGES:
-            other = tags.get(f"name:{language}")
-            if other and other != name:
-                self.seen[language][name][other] += 1
+        for language, other in names_in_languages(tags, name).items():
+            self.seen[((language, name), other)] += 1
 
 
 def write_street_names(pbf: Path, out: Path) -> dict[str, int]:
     """Read the streets' names by language and write the table; answers how many names a language has."""
     reader = StreetNameReader()
     reader.apply_file(str(pbf))
-    table = {
-        language: {name: counts.most_common(1)[0][0] for name, counts in sorted(names.items())}
-        for language, names in reader.seen.items()
-        if names
-    }
+    table: dict[str, dict[str, str]] = {}
+    for (language, name), other in sorted(most_carried(reader.seen).items()):
+        table.setdefault(language, {})[name] = other
     out.write_text(json.dumps(table, ensure_ascii=False, sort_keys=True), encoding="utf-8")
     return {language: len(names) for language, names in table.items()}

@@ -308,3 +308,50 @@ async def test_each_vehicle_kind_drives_on_its_own_road_times(
     assert {route["kind"] for route in answer["routes"]} == {"car", "bicycle"}
     # The two kinds' times differ: a route checked on the other kind's matrix would not hold.
     assert not np.allclose(roads["car"].durations, roads["bicycle"].durations)
+
+
+async def test_vehicle_limits_hold_and_say_why_a_job_is_left_out(client: Client, monaco_route: TestServer) -> None:
+    """maxStops, maxWorkingTime and maxDistance of a route (issue 36, item 3) hold in the plan
+    (the checker reads them from the request), and bind: what no route can take is unassigned,
+    a job beyond every vehicle's maxDistance with the reason `vehicle-limits`."""
+    jobs: list[dict[str, Any]] = [{"id": f"j{i}", "location": point(i), "serviceTime": 300} for i in range(1, 9)]
+    first = {"startTime": START.isoformat(), "vehicles": [{"id": "van", "start": point(0)}], "jobs": jobs}
+    roads = await road_matrix(monaco_route, first)
+    cases: dict[str, tuple[dict[str, int], int | None]] = {
+        "maxStops": ({"maxStops": 3}, 3),
+        "maxWorkingTime": ({"maxWorkingTime": 1500}, None),
+    }
+    for name, (limit, most) in cases.items():
+        van = {"id": "van", "start": point(0), "end": point(0), **limit}
+        body = {"startTime": START.isoformat(), "vehicles": [van], "jobs": jobs}
+        status, answer = await post(client, body)
+        assert status == 200, answer
+        check_feasible(body, answer, roads)
+        served = sum(s["type"] == "job" for r in answer["routes"] for s in r["steps"])
+        assert 0 < served < len(jobs) and (most is None or served == most), (name, served)
+        assert {u["reason"] for u in answer["unassigned"]} == {"capacity-or-time"}, name
+    home = point(0)
+    far = max(jobs, key=lambda job: roads.leg(home, job["location"])[1])
+    reach = roads.leg(home, far["location"])[1] + roads.leg(far["location"], home)[1]
+    body = {"vehicles": [{"id": "van", "start": home, "end": home, "maxDistance": int(reach) - 50}], "jobs": jobs}
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    check_feasible(body, answer, roads)
+    reasons = {u["id"]: u["reason"] for u in answer["unassigned"]}
+    assert reasons[far["id"]] == "vehicle-limits" and answer["routes"][0]["distance"] <= reach - 50
+
+
+async def test_the_checker_catches_a_broken_limit(client: Client, monaco_route: TestServer) -> None:
+    body: dict[str, Any] = {"startTime": START.isoformat(), "vehicles": [{"id": "van", "start": point(0), "end": point(0)}],
+                            "jobs": [{"id": f"j{i}", "location": point(i), "serviceTime": 60} for i in range(1, 5)]}  # fmt: skip
+    status, answer = await post(client, body)
+    assert status == 200, answer
+    roads = await road_matrix(monaco_route, body)
+    check_feasible(body, answer, roads)
+    route = answer["routes"][0]
+    working = (datetime.fromisoformat(route["steps"][-1]["arrival"]) - datetime.fromisoformat(route["steps"][0]["departure"]))
+    van: dict[str, Any] = body["vehicles"][0]
+    for limit in ({"maxStops": 3}, {"maxDistance": route["distance"] - 10}, {"maxWorkingTime": working.seconds - 10}):
+        broken = {**body, "vehicles": [{**van, **limit}]}
+        with pytest.raises(AssertionError, match="max"):
+            check_feasible(broken, answer, roads)

@@ -16,6 +16,7 @@ from gateway.docs import openapi_spec
 from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DIMENSIONS,
+    MAX_DISTANCE_M,
     MAX_HORIZON_S,
     MAX_PRIORITY,
     MAX_SKILLS,
@@ -26,9 +27,11 @@ from optimize_service.fleet.model import (
     MIN_TIME_LIMIT_S,
     UNLIMITED_CAPACITY,
     Costs,
+    Limits,
     Window,
 )
 from optimize_service.fleet.parsing import parse_fleet_request
+from optimize_service.fleet.solver import pyvrp_fits
 
 NOW = datetime(2026, 11, 23, 6, 0, tzinfo=UTC)
 START = "2026-11-23T08:00:00+01:00"  # 07:00 UTC
@@ -328,6 +331,9 @@ def test_the_published_limits_are_the_codes() -> None:
     assert schemas["FleetJob"]["properties"]["priority"]["maximum"] == MAX_PRIORITY
     assert schemas["FleetJob"]["properties"]["timeWindows"]["maxItems"] == MAX_WINDOWS
     assert schemas["FleetVehicle"]["properties"]["breaks"]["maxItems"] == MAX_WINDOWS
+    limits = schemas["FleetVehicle"]["properties"]
+    assert (limits["maxStops"]["maximum"], limits["maxDistance"]["maximum"]) == (MAX_STOPS, MAX_DISTANCE_M)
+    assert limits["maxWorkingTime"]["maximum"] == MAX_HORIZON_S
     description = spec["paths"]["/v1/optimize/routes"]["post"]["description"]
     assert f"at most {MAX_STOPS} stops" in description and f"1 to {MAX_VEHICLES} vehicles" in description
     assert f"within {MAX_HORIZON_S // 86_400} days" in description
@@ -352,3 +358,28 @@ def test_breaks_are_ordered_and_must_fit_the_shift() -> None:
     assert set(found) == {"vehicles[0].breaks[0]", "vehicles[1].breaks", "vehicles[2].breaks", "vehicles[3].breaks[1]"}
     assert "after the breaks before it" in found["vehicles[3].breaks[1]"]
     assert "do not fit within the shift" in found["vehicles[1].breaks"]
+
+
+def test_vehicle_limits_are_typed_and_the_working_time_ends_the_shift() -> None:
+    """maxWorkingTime, maxDistance and maxStops (issue 36, item 3): a route leaves at its
+    shift's start, so its working time ends the shift; distance and stops limits leave PyVRP's
+    model (its distances are costs) to VROOM."""
+    shift = {"start": at("09:00"), "end": at("17:00")}
+    limited = vehicle(shift=shift, maxWorkingTime=4 * 3600, maxDistance=80_000, maxStops=12)
+    parsed = parse_fleet_request(body(vehicles=[limited], shipments=[]), NOW)
+    (van,) = parsed.vehicles
+    assert van.limits == Limits(4 * 3600, 80_000, 12)
+    assert (van.shift.start_s, van.shift.end_s) == (3600, 5 * 3600)  # 09:00 to 13:00, after 08:00
+    longer = parse_fleet_request(body(vehicles=[vehicle(shift=shift, maxWorkingTime=20 * 3600)], shipments=[]), NOW)
+    assert longer.vehicles[0].shift.end_s == 9 * 3600  # the shift's own end comes first
+    assert pyvrp_fits(parse_fleet_request(body(vehicles=[vehicle(maxWorkingTime=3600)], shipments=[]), NOW))
+    for limit in ({"maxDistance": 80_000}, {"maxStops": 12}):
+        assert not pyvrp_fits(parse_fleet_request(body(vehicles=[{**vehicle(), **limit}], shipments=[]), NOW))
+
+
+def test_bad_vehicle_limits_are_named_at_once() -> None:
+    bad = vehicle(maxWorkingTime=0, maxDistance=MAX_DISTANCE_M + 1, maxStops=1.5)
+    found = violations(body(vehicles=[bad, vehicle("v2", maxStops="3")]))
+    assert set(found) == {"vehicles[0].maxWorkingTime", "vehicles[0].maxDistance", "vehicles[0].maxStops",
+                          "vehicles[1].maxStops"}  # fmt: skip
+    assert "whole number from 1" in found["vehicles[0].maxWorkingTime"]
