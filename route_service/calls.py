@@ -475,6 +475,8 @@ class ProviderCalls:
         tour = joined(first, rest)
         if not parts.expected:
             return tour
+        if tour.rule_changes is None:  # nothing to tell which legs hold: leg after leg
+            return await self.run(request.plugin, request.query)
         chained, again = await self.run(on_time, request.query, tour, request.plugin)
         self.split_tour_legs_again += again
         return chained

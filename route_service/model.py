@@ -420,6 +420,9 @@ class WaypointsQuery:
     # A chained tour's departures as the caller expects them (its matrix's schedule): only to
     # route the tour in parts at once (route_service.split_tours); the answer is the chained one.
     expected_departures: tuple[datetime, ...] = ()
+    # A part of such a tour, routed at those times: its answer lists the rule changes around it
+    # (`WaypointsResult.rule_changes`; ~7-14 ms for a 10-hour span on Heidelberg, so only then).
+    with_rule_changes: bool = False
 
 
 @dataclass

@@ -57,7 +57,7 @@ def halves(query: WaypointsQuery) -> TourHalves:
     """The tour's first half of legs and the rest, which share the middle waypoint; a chained
     tour's at its expected departures."""
     expected = query.restrictions.time is not None and not query.leg_departures
-    routed = replace(query, leg_departures=query.expected_departures) if expected else query
+    routed = replace(query, leg_departures=query.expected_departures, with_rule_changes=True) if expected else query
     middle = (len(query.waypoints) - 1) // 2
     return TourHalves(part(routed, 0, middle + 1), part(routed, middle, len(query.waypoints)), middle, expected)
 

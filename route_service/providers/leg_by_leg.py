@@ -69,9 +69,9 @@ class LegByLeg:
         return WaypointsResult(route=route, snapped=snapped, rule_changes=self.rule_changes(query, legs))
 
     def rule_changes(self, query: WaypointsQuery, legs: list[Leg]) -> RuleChanges | None:
-        """With leg departures: the map's rule changes from an hour before the first to an hour
-        after the last arrival (a tour routed at expected times checks its legs against them)."""
-        if not query.leg_departures or self.next_rule_change is None or legs[-1].arrival is None:
+        """When asked, with leg departures: the map's rule changes from an hour before the first to
+        an hour after the last arrival (a tour routed at expected times checks its legs against them)."""
+        if not query.with_rule_changes or not query.leg_departures or self.next_rule_change is None or legs[-1].arrival is None:
             return None
         since, until = query.leg_departures[0] - RULE_MARGIN, legs[-1].arrival + RULE_MARGIN
         times, at = [], since
