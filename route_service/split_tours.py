@@ -107,8 +107,8 @@ def on_time(query: WaypointsQuery, tour: WaypointsResult, route_leg: RouteLeg) -
     leaves = query.restrictions.time.at + service(query, 0)
     for index, (leg, expected) in enumerate(zip(tour.route.legs, query.expected_departures, strict=True)):
         assert leg.arrival is not None
-        lasts = max(SETTLE, timedelta(seconds=leg.duration_s))
-        if tour.rule_changes.steady(min(expected, leaves) - MINUTE, max(expected, leaves) + lasts):
+        drive = timedelta(seconds=leg.duration_s)
+        if tour.rule_changes.steady(min(expected, leaves) - MINUTE, max(expected, leaves) + drive + max(SETTLE, drive)):
             legs[index] = later(leg, leaves - expected)
         else:
             again += 1
