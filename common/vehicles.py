@@ -44,3 +44,14 @@ VEHICLE_TABLE: dict[str, Vehicle] = {
     )
 }  # fmt: skip
 MOTORIZED = tuple(name for name, vehicle in VEHICLE_TABLE.items() if vehicle.motorized)
+
+
+# A truck's dimensions as requests name them → (route_service's TruckDimensions field, largest
+# accepted, unit): GET /v1/route's parameters, a matrix's `truck` object, a fleet truck's `truck`.
+TRUCK_DIMENSIONS = {
+    "height": ("height_m", 6.0, "m"),
+    "width": ("width_m", 4.0, "m"),
+    "length": ("length_m", 30.0, "m"),
+    "weight": ("weight_t", 60.0, "t"),
+    "axleLoad": ("axle_load_t", 20.0, "t"),
+}

@@ -79,7 +79,7 @@ class Optimizer:
         """Raises the request's violations (400, 413) within the tier's bounds."""
         fleet = parse_fleet_request(body, now or datetime.now(UTC), allowance)
         places, _ = locate(fleet)
-        check_cells(len(places.points), len(fleet.kinds), allowance, f"{len(places.points)} distinct places", "jobs")
+        check_cells(len(places.points), len(fleet.profiles), allowance, f"{len(places.points)} distinct places", "jobs")
         cap = capped_default(fleet_model.default_time_limit(fleet.stops), allowance)
         return replace(fleet, time_limit_s=cap) if fleet.time_limit_s is None and cap is not None else fleet
 
@@ -89,7 +89,7 @@ class Optimizer:
         lane = self.scheduler.lane_for_work(limit)
         self.scheduler.check_room(lane, limit)
         places, _ = locate(fleet)
-        return cost_of_fleet(len(places.points), len(fleet.kinds), limit, lane.parallel)
+        return cost_of_fleet(len(places.points), len(fleet.profiles), limit, lane.parallel)
 
     async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:
         return await plan_fleet(fleet, self.routes, self.scheduler, account)

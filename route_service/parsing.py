@@ -26,7 +26,7 @@ from common.params import (
     parse_latlon_text,
     short,
 )
-from common.vehicles import VEHICLE_TABLE
+from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import (
     DEFAULT_ROUTE_TYPE,
     DEFAULT_UNITS,
@@ -114,16 +114,6 @@ def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> Rout
     return None if at is None else RouteTime(at, arrival=given[0] == "arrivalTime")
 
 
-# A truck's dimensions per request: name → (TruckDimensions field, largest accepted, unit).
-TRUCK_DIMENSIONS = {
-    "height": ("height_m", 6.0, "m"),
-    "width": ("width_m", 4.0, "m"),
-    "length": ("length_m", 30.0, "m"),
-    "weight": ("weight_t", 60.0, "t"),
-    "axleLoad": ("axle_load_t", 20.0, "t"),
-}
-
-
 def parse_truck(
     source: Mapping[str, Any], vehicle: str, errors: ParameterErrors, prefix: str = ""
 ) -> TruckDimensions | None:
@@ -143,6 +133,17 @@ def parse_truck(
         else:
             values[field] = number
     return TruckDimensions(**values)
+
+
+def parse_truck_object(body: Mapping[str, Any], vehicle: str, errors: ParameterErrors) -> TruckDimensions | None:
+    """A body's `truck` object (a matrix's, a tour's): the dimensions as parse_truck reads them."""
+    truck = body.get("truck")
+    if truck is not None and not isinstance(truck, dict):
+        errors.add("truck", "must be an object {height?, width?, length?, weight?, axleLoad?}")
+        truck = None
+    for key in sorted(set(truck or {}) - set(TRUCK_DIMENSIONS))[:5]:
+        errors.add(f"truck.{str(key)[:40]}", f"is not a truck dimension (those are {', '.join(TRUCK_DIMENSIONS)})")
+    return parse_truck(truck or {}, vehicle, errors, prefix="truck.")
 
 
 def truck_number(raw: Any) -> float | None:
@@ -256,16 +257,10 @@ def matrix_request(
     named = [(f"sources[{i}]", p) for i, p in enumerate(sources)]
     if destinations is not sources:
         named += [(f"destinations[{j}]", p) for j, p in enumerate(destinations)]
-    truck = body.get("truck")
-    if truck is not None and not isinstance(truck, dict):
-        errors.add("truck", "must be an object {height?, width?, length?, weight?, axleLoad?}")
-        truck = None
-    for key in sorted(set(truck or {}) - set(TRUCK_DIMENSIONS))[:5]:
-        errors.add(f"truck.{str(key)[:40]}", f"is not a truck dimension (those are {', '.join(TRUCK_DIMENSIONS)})")
     departure = parse_matrix_departure(body, errors)
     restrictions = Restrictions(
         avoid=parse_avoid(body, named, errors),
-        truck=parse_truck(truck or {}, vehicle, errors, prefix="truck."),
+        truck=parse_truck_object(body, vehicle, errors),
         time=None if departure is None else RouteTime(departure),
     )
     chosen_for = registry.moot_time(name, restrictions, [*sources, *destinations])
@@ -350,7 +345,8 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     departures = parse_leg_departures(body.get("legDepartures"), len(waypoints) - 1, errors)
     start = parse_matrix_departure(body, errors)
     time = RouteTime(departures[0]) if departures else RouteTime(start) if start else None
-    restrictions = Restrictions(avoid=parse_avoid(body, named, errors), time=time)
+    restrictions = Restrictions(avoid=parse_avoid(body, named, errors), truck=parse_truck_object(body, vehicle, errors),
+                                time=time)  # fmt: skip
     service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
     expected = parse_leg_departures(body.get("expectedDepartures"), len(waypoints) - 1, errors, "expectedDepartures")
     if expected and (start is None or departures):

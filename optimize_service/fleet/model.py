@@ -79,6 +79,15 @@ class FleetVehicle:
     breaks: tuple[Break, ...] = ()
     costs: Costs = Costs()
     limits: Limits = NO_LIMITS
+    truck: tuple[tuple[str, float], ...] = ()  # a truck's dimensions (common.vehicles.TRUCK_DIMENSIONS), by name
+
+    @property
+    def profile(self) -> str:
+        """The road times and distances it drives on (issue 36, item 7): its kind's, and a
+        truck's with its dimensions (a 4 m truck avoids the 3.5 m underpass a van takes)."""
+        if not self.truck:
+            return self.kind
+        return f"{self.kind}({','.join(f'{name}={value:g}' for name, value in self.truck)})"
 
 
 @dataclass(frozen=True)
@@ -129,6 +138,14 @@ class FleetRequest:
     def kinds(self) -> list[str]:
         """The vehicle kinds used, in the order of the first vehicle of each."""
         return list(dict.fromkeys(vehicle.kind for vehicle in self.vehicles))
+
+    @property
+    def profiles(self) -> dict[str, int]:
+        """Each road profile used (`FleetVehicle.profile`) → its first vehicle: one matrix each."""
+        found: dict[str, int] = {}
+        for index, vehicle in enumerate(self.vehicles):
+            found.setdefault(vehicle.profile, index)
+        return found
 
 
 # (stops, seconds) between which the default time limit is interpolated; flat beyond the ends.

@@ -17,6 +17,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
+from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance
 from optimize_service.fleet.model import (
@@ -48,7 +49,7 @@ from optimize_service.stops.parsing import is_number, parse_coordinate, parse_st
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs", "maxWorkingTime",
-                  "maxDistance", "maxStops"}  # fmt: skip
+                  "maxDistance", "maxStops", "truck"}  # fmt: skip
 JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority"}
 SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority"}
 PLACE_FIELDS = {"location", "serviceTime", "timeWindows"}
@@ -158,7 +159,7 @@ def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, requ
 
 
 def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
-    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?}", ctx.errors)
+    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?, truck?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -171,13 +172,34 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
     breaks = parse_breaks(item.get("breaks"), f"{where}.breaks", ctx)
     costs = parse_costs(item.get("costs"), f"{where}.costs", ctx.errors)
     limits = parse_limits(item, where, ctx.errors)
+    truck = parse_truck(item.get("truck"), kind, f"{where}.truck", ctx.errors)
     if len(ctx.errors.violations) > before or start is None or shift is None:
         return None
     if limits.working_s is not None:  # routes leave at the shift's start: it ends the shift
         shift = Window(shift.start_s, min(shift.end_s, shift.start_s + limits.working_s))
     check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
     taken = tuple(b for _, b in breaks)
-    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits)
+    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck)
+
+
+def parse_truck(value: Any, kind: str, where: str, errors: ParameterErrors) -> tuple[tuple[str, float], ...]:
+    """A truck's `{height?, width?, length?, weight?, axleLoad?}` (m and t, as GET /v1/route's),
+    only for a kind that takes dimensions; by name."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict) or not VEHICLE_TABLE[kind].takes_dimensions:
+        errors.add(where, f"must be an object {{{', '.join(f'{n}?' for n in TRUCK_DIMENSIONS)}}}, for kind truck only")
+        return ()
+    check_keys(value, set(TRUCK_DIMENSIONS), where, errors)
+    found = []
+    for name in sorted(set(value) & set(TRUCK_DIMENSIONS)):
+        _, most, unit = TRUCK_DIMENSIONS[name]
+        number = value[name]
+        if not is_number(number) or not 0 < number <= most:
+            errors.add(f"{where}.{name}", f"must be a number of {unit} above 0 and at most {most:g}, got {short(number)}")
+        else:
+            found.append((name, float(number)))
+    return tuple(found)
 
 
 def parse_limits(item: dict[str, Any], where: str, errors: ParameterErrors) -> Limits:

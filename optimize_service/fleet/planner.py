@@ -72,9 +72,10 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
     `account`: who asked, so the lane takes turns between accounts ("": nobody's behalf)."""
     points, where = locate(request)
     async with scheduler.admit_work(fleet_time_limit(request), account) as (lane, job):
-        matrices = await asyncio.gather(*(kind_matrix(routes, points, kind, request) for kind in request.kinds))
-        durations = {kind: m[0] for kind, m in zip(request.kinds, matrices, strict=True)}
-        distances = {kind: m[1] for kind, m in zip(request.kinds, matrices, strict=True)}
+        profiles = request.profiles  # one matrix per road profile (issue 36, item 7)
+        matrices = await asyncio.gather(*(profile_matrix(routes, points, v, request) for v in profiles.values()))
+        durations = {name: m[0] for name, m in zip(profiles, matrices, strict=True)}
+        distances = {name: m[1] for name, m in zip(profiles, matrices, strict=True)}
         roads = {point: road for m in reversed(matrices) for point, road in m[2].items()}  # the first kind's
         request = with_road_windows(request, where, roads)
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
@@ -121,17 +122,21 @@ async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution
     return better(solutions)
 
 
-def profile(kind: str, request: FleetRequest) -> dict[str, Any]:
-    chosen: dict[str, Any] = {"vehicle": kind, "type": ROUTE_TYPE}
+def profile(vehicle_index: int, request: FleetRequest) -> dict[str, Any]:
+    """What the route service needs to drive as this vehicle: its kind, a truck's dimensions."""
+    vehicle = request.vehicles[vehicle_index]
+    chosen: dict[str, Any] = {"vehicle": vehicle.kind, "type": ROUTE_TYPE}
+    if vehicle.truck:
+        chosen["truck"] = dict(vehicle.truck)
     if request.avoid is not None:
         chosen["avoid"] = request.avoid.as_geojson()
     return chosen
 
 
-async def kind_matrix(
-    routes: RouteClient, points: Points, kind: str, request: FleetRequest
+async def profile_matrix(
+    routes: RouteClient, points: Points, vehicle: int, request: FleetRequest
 ) -> tuple[np.ndarray, np.ndarray, dict[int, RoadWindow]]:
-    """Integer seconds and metres between every two points for one vehicle kind; where no road
+    """Integer seconds and metres between every two points as this vehicle drives; where no road
     connects them, values no shift can hold (the solver leaves such tasks out). With startTime
     (issue 33) the matrix leaves then, and a point on a road closed at that time has the cells
     of its next opening and its road's windows (optimize_service.road_windows)."""
@@ -139,11 +144,11 @@ async def kind_matrix(
         "sources": [point_body(p) for p in points.points],
         "destinations": [point_body(p) for p in points.points],
         "annotations": ["duration", "distance"],
-        **profile(kind, request),
+        **profile(vehicle, request),
     }
     if request.timed:
         body |= {"departureTime": request.start_time.isoformat(), "whenOpen": True}
-    answer = await call(routes, "/internal/matrix", body, points.names, kind_field(kind, request))
+    answer = await call(routes, "/internal/matrix", body, points.names, f"vehicles[{vehicle}].kind")
     durations = np.array(answer["durations"], dtype=np.float64)
     distances = np.array(answer["distances"], dtype=np.float64)
     no_road = ~np.isfinite(durations) | ~np.isfinite(distances)
@@ -172,9 +177,8 @@ async def route_geometry(
     if len(order) < 2:
         here = [points.points[order[0]].lon, points.points[order[0]].lat]
         return RoutePlan(route.vehicle, route.steps, route.cost, [here, here]), {}
-    kind = request.vehicles[route.vehicle].kind
-    body: dict[str, Any] = {"waypoints": [point_body(points.points[i]) for i in order], **profile(kind, request)}
-    names, field = [points.names[i] for i in order], kind_field(kind, request)
+    body: dict[str, Any] = {"waypoints": [point_body(points.points[i]) for i in order], **profile(route.vehicle, request)}
+    names, field = [points.names[i] for i in order], f"vehicles[{route.vehicle}].kind"
     if request.timed:
         timed = {**body, "legDepartures": [(request.start_time + timedelta(seconds=s)).isoformat() for s in departures]}
         try:
@@ -198,11 +202,6 @@ def rules_met(legs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for rule in leg.get("timeRules", []):
             met.setdefault((rule["way"], rule["rule"]), rule)
     return list(met.values())
-
-
-def kind_field(kind: str, request: FleetRequest) -> str:
-    """The field that chose this vehicle kind: the first vehicle's of that kind."""
-    return f"vehicles[{next(i for i, v in enumerate(request.vehicles) if v.kind == kind)}].kind"
 
 
 async def call(routes: RouteClient, path: str, body: dict[str, Any], names: list[str], kind: str) -> Any:

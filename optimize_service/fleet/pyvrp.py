@@ -55,8 +55,8 @@ class Model:
 def leg_costs(problem: FleetProblem, vehicle: FleetVehicle) -> np.ndarray:
     """What each leg costs this vehicle, in 1/COST_SCALE units."""
     costs = vehicle.costs
-    durations = problem.durations_s[vehicle.kind].astype(np.int64)
-    distances = problem.distances_m[vehicle.kind].astype(np.int64)
+    durations = problem.durations_s[vehicle.profile].astype(np.int64)
+    distances = problem.distances_m[vehicle.profile].astype(np.int64)
     # per_km x metres x 3.6 = per_km x km x 3600; whole when per_km is (VROOM's costs are integers)
     return costs.per_hour * durations + np.rint(costs.per_km * distances * 3.6).astype(np.int64)
 
@@ -72,7 +72,7 @@ def with_free_end(matrix: np.ndarray) -> np.ndarray:
 
 
 def profile_key(vehicle: FleetVehicle) -> tuple[str, int, int]:
-    return (vehicle.kind, vehicle.costs.per_hour, vehicle.costs.per_km)
+    return (vehicle.profile, vehicle.costs.per_hour, vehicle.costs.per_km)
 
 
 def cost_profiles(problem: FleetProblem) -> dict[tuple[str, int, int], np.ndarray]:
@@ -233,7 +233,7 @@ def schedule(problem: FleetProblem, vehicle_index: int, jobs: list[int]) -> Rout
     """Our route for this vehicle serving `jobs` in order: times, loads, distances and cost."""
     request, where = problem.request, problem.locations
     vehicle = request.vehicles[vehicle_index]
-    durations, distances = problem.durations_s[vehicle.kind], problem.distances_m[vehicle.kind]
+    durations, distances = problem.durations_s[vehicle.profile], problem.distances_m[vehicle.profile]
     load = [
         sum(column) for column in zip([0] * request.dimensions, *(request.jobs[j].demand for j in jobs), strict=True)
     ]

@@ -56,7 +56,7 @@ def alone(item: Unassigned, vehicle_index: int, problem: FleetProblem) -> str:
     """One of ok, time-window or no-route: this vehicle serving only this task."""
     request, where = problem.request, problem.locations
     vehicle = request.vehicles[vehicle_index]
-    durations = problem.durations_s[vehicle.kind]
+    durations = problem.durations_s[vehicle.profile]
     if item.type == "job":
         visits = [(where.jobs[item.task], request.jobs[item.task].place)]
     else:
@@ -77,7 +77,7 @@ def within_limits(vehicle: FleetVehicle, start: int, end: int | None, visits: li
     if limits.distance_m is None:
         return True
     path = [start, *visits, *([] if end is None else [end])]
-    distances = problem.distances_m[vehicle.kind]
+    distances = problem.distances_m[vehicle.profile]
     return sum(int(distances[a, b]) for a, b in pairwise(path)) <= limits.distance_m
 
 

@@ -12,9 +12,9 @@ from optimize_service.fleet.problem import FleetProblem
 def vroom_input(problem: FleetProblem) -> vroom.Input:
     request, where = problem.request, problem.locations
     problem_input = vroom.Input()
-    for kind in request.kinds:
-        problem_input.set_durations_matrix(kind, problem.durations_s[kind].astype(np.uint32))
-        problem_input.set_distances_matrix(kind, problem.distances_m[kind].astype(np.uint32))
+    for profile in request.profiles:
+        problem_input.set_durations_matrix(profile, problem.durations_s[profile].astype(np.uint32))
+        problem_input.set_distances_matrix(profile, problem.distances_m[profile].astype(np.uint32))
     skill_ids = {skill: i for i, skill in enumerate(sorted(all_skills(request)))}
     for index, vehicle in enumerate(request.vehicles):
         problem_input.add_vehicle(
@@ -66,7 +66,7 @@ def vroom_vehicle(
         index,
         start=start,
         end=end,
-        profile=vehicle.kind,
+        profile=vehicle.profile,
         capacity=vroom.Amount(list(vehicle.capacity)),
         skills={skill_ids[s] for s in vehicle.skills},
         time_window=vroom.TimeWindow(vehicle.shift.start_s, vehicle.shift.end_s),

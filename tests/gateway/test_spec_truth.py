@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from common.areas import MAX_AREA_KM2, MAX_POLYGONS, MAX_VERTICES
+from common.vehicles import TRUCK_DIMENSIONS
 from gateway.docs import openapi_spec
 from gateway.routes import PUBLIC_ROUTES
 from geo_service import parsing as geo_parsing
@@ -45,11 +46,12 @@ def test_documented_defaults_and_maxima_are_the_codes(path: str, name: str, defa
     assert schema.get("default") == default and schema.get("maximum") == maximum
 
 
-@pytest.mark.parametrize(("name", "field"), [(n, f) for n, f in parsing.TRUCK_DIMENSIONS.items()])
+@pytest.mark.parametrize(("name", "field"), [(n, f) for n, f in TRUCK_DIMENSIONS.items()])
 def test_truck_dimension_limits(name: str, field: tuple[str, float, str]) -> None:
     assert parameter("/v1/route", "get", name)["maximum"] == field[1]
-    matrix_truck = openapi_spec()["components"]["schemas"]["MatrixRequest"]["properties"]["truck"]["properties"]
-    assert matrix_truck[name]["maximum"] == field[1]
+    schemas = openapi_spec()["components"]["schemas"]
+    for schema in ("MatrixRequest", "FleetVehicle"):
+        assert schemas[schema]["properties"]["truck"]["properties"][name]["maximum"] == field[1], schema
 
 
 def test_limits_written_in_descriptions_are_the_codes() -> None:
