@@ -41,6 +41,7 @@ SECTIONS = (
     "optimize",
     "optimize_wall",
     "fleet",
+    "fleet_balance",
     "detour",
     "jobs",
     "isolation",

@@ -129,6 +129,7 @@ class FleetRequest:
     time_limit_s: float | None = None  # None: default_time_limit(stops)
     # startTime given: OSM's rules by time apply from then (issue 33); else time-independent
     timed: bool = False
+    balance: str | None = None  # `objective.balance`: "duration" keeps the longest route short (issue 36, item 4)
 
     @property
     def stops(self) -> int:

@@ -47,7 +47,8 @@ from optimize_service.fleet.model import (
 )
 from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
-TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit"}
+TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective"}
+BALANCES = ("duration",)
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs", "maxWorkingTime",
                   "maxDistance", "maxStops", "truck"}  # fmt: skip
 JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority"}
@@ -74,7 +75,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     `allowance`: the caller's tier's cap of `timeLimit` (its cells are checked on the distinct
     places, `fleet.planner.check_fleet_cells`); None: the API's bounds alone."""
     if not isinstance(body, dict):
-        raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?}")
+        raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?, objective?}")
     check_sizes(body)
     errors = ParameterErrors()
     check_keys(body, TOP_FIELDS, None, errors)
@@ -90,6 +91,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
         errors.add("jobs", "at least one job or shipment is required")
     avoid = parse_avoid_area(body["avoid"], "avoid", errors) if body.get("avoid") is not None else None
     time_limit = parse_time_limit(body.get("timeLimit"), errors, allowance)
+    balance = parse_objective(body.get("objective"), errors)
     check_duplicate_ids(body, errors)
     check_fleet(vehicles or [], jobs or [], shipments or [], errors)
     if avoid is not None:
@@ -99,8 +101,24 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     assert all(item is not None for item in (*vehicles, *jobs, *shipments))
     return FleetRequest(
         tuple(vehicles), tuple(jobs), tuple(shipments), ctx.start_time, ctx.dimensions, avoid, time_limit,
-        timed=raw_start is not None,
+        timed=raw_start is not None, balance=balance,
     )
+
+
+def parse_objective(value: Any, errors: ParameterErrors) -> str | None:
+    """`{"balance": "duration"}`: the longest route as short as the plan's cost allows (issue 36,
+    item 4); without it, the cheapest plan."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        errors.add("objective", f'must be an object {{"balance": {" | ".join(repr(b) for b in BALANCES)}}}')
+        return None
+    check_keys(value, {"balance"}, "objective", errors)
+    balance = value.get("balance")
+    if balance is not None and balance not in BALANCES:
+        errors.add("objective.balance", f"must be one of {', '.join(BALANCES)}, got {short(balance)}")
+        return None
+    return balance if isinstance(balance, str) else None
 
 
 def check_sizes(body: dict[str, Any]) -> None:

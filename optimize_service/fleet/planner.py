@@ -16,7 +16,8 @@ import numpy as np
 
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
-from optimize_service.fleet.model import FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
+from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
+from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.road_windows import explain_closed, with_road_windows
@@ -79,7 +80,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         roads = {point: road for m in reversed(matrices) for point, road in m[2].items()}  # the first kind's
         request = with_road_windows(request, where, roads)
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
-        solution = await solve_in(lane, job, problem)
+        solution, balance = await (balanced_in(lane, job, problem) if request.balance else unbalanced_in(lane, job, problem))
     answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
     plans = [plan for plan, _ in answers]
     meta = next((info for _, info in answers if info), {})
@@ -93,6 +94,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
             "explorationLevel": EXPLORATION_LEVEL,
             "timeLimit": solution.time_limit_s,
             "cost": solution.cost,
+            **balance,
         },
         dataset=str(meta.get("dataset", "")),
         provider=str(meta.get("provider", "")),
@@ -101,6 +103,29 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
 
 def fleet_time_limit(request: FleetRequest) -> float:
     return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+
+
+async def unbalanced_in(lane: Lane, job: Job, problem: FleetProblem) -> tuple[FleetSolution, dict[str, Any]]:
+    return await solve_in(lane, job, problem), {}
+
+
+async def balanced_in(lane: Lane, job: Job, problem: FleetProblem) -> tuple[FleetSolution, dict[str, Any]]:
+    """The cheapest plan, then plans with every route bounded shorter (`fleet.balance`): the one
+    whose longest route is shortest, leaving out no more tasks. The time limit is shared."""
+    limit = fleet_time_limit(problem.request)
+    first = await solve_in(lane, job, bounded(problem, MAX_HORIZON_S, limit * FIRST_SHARE))
+    best, low, rounds = first, mean_s(first, len(problem.request.vehicles)), 0
+    round_limit = limit * (1 - FIRST_SHARE) / ROUNDS
+    while rounds < ROUNDS and (bound := next_bound(low, longest_s(best))) is not None:
+        rounds += 1
+        found = await solve_in(lane, job, bounded(problem, bound, round_limit))
+        if keeps_the_tasks(found, first) and longest_s(found) < longest_s(best):
+            best = found
+        else:
+            low = bound
+    balance = {"objective": {"balance": "duration"}, "longestRoute": longest_s(best),
+               "longestRouteCheapest": longest_s(first), "rounds": rounds}  # fmt: skip
+    return replace(best, time_limit_s=limit), {"balance": balance}
 
 
 async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution:

@@ -35,7 +35,7 @@ class Locations:
 class FleetProblem:
     request: FleetRequest
     locations: Locations
-    durations_s: dict[str, np.ndarray]  # per vehicle kind, integer seconds, no-road cells NO_ROAD_S
+    durations_s: dict[str, np.ndarray]  # per road profile (FleetVehicle.profile), integer seconds, no-road cells NO_ROAD_S
     distances_m: dict[str, np.ndarray]
     threads: int = 1
 

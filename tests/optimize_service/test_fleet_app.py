@@ -355,3 +355,30 @@ async def test_the_checker_catches_a_broken_limit(client: Client, monaco_route: 
         broken = {**body, "vehicles": [{**van, **limit}]}
         with pytest.raises(AssertionError, match="max"):
             check_feasible(broken, answer, roads)
+
+
+def working(route: dict[str, Any]) -> float:
+    return (datetime.fromisoformat(route["steps"][-1]["arrival"]) - datetime.fromisoformat(route["steps"][0]["departure"])).total_seconds()
+
+
+async def test_a_balanced_plan_keeps_the_longest_route_shorter(client: Client, monaco_route: TestServer) -> None:
+    """`objective: {balance: duration}` (issue 36, item 4): three vans at one depot share twelve
+    jobs; the cheapest plan loads one van with most of them, the balanced one's longest route is
+    shorter, it leaves no more out and breaks no rule."""
+    vans = [{"id": f"van{i}", "start": point(0), "end": point(0)} for i in range(3)]
+    jobs = [{"id": f"j{i}", "location": point(i + 1), "serviceTime": 600} for i in range(12)]
+    body: dict[str, Any] = {"startTime": START.isoformat(), "vehicles": vans, "jobs": jobs, "timeLimit": 1}
+    roads = await road_matrix(monaco_route, body)
+    answers = {}
+    for name, extra in (("cheapest", {}), ("balanced", {"objective": {"balance": "duration"}})):
+        status, answer = await post(client, {**body, **extra})
+        assert status == 200, answer
+        check_feasible({**body, **extra}, answer, roads)
+        answers[name] = answer
+    cheapest, balanced = answers["cheapest"], answers["balanced"]
+    longest = {name: max(working(r) for r in a["routes"]) for name, a in answers.items()}
+    assert longest["balanced"] < longest["cheapest"], longest
+    assert len(balanced["unassigned"]) <= len(cheapest["unassigned"])
+    balance = balanced["solver"]["balance"]
+    assert balance["objective"] == {"balance": "duration"} and balance["rounds"] >= 1
+    assert balance["longestRoute"] <= balance["longestRouteCheapest"] and "balance" not in cheapest["solver"]

@@ -383,3 +383,11 @@ def test_bad_vehicle_limits_are_named_at_once() -> None:
     assert set(found) == {"vehicles[0].maxWorkingTime", "vehicles[0].maxDistance", "vehicles[0].maxStops",
                           "vehicles[1].maxStops"}  # fmt: skip
     assert "whole number from 1" in found["vehicles[0].maxWorkingTime"]
+
+
+def test_the_objective_is_a_balance_of_duration_or_nothing() -> None:
+    assert parse_fleet_request(body(objective={"balance": "duration"}), NOW).balance == "duration"
+    assert parse_fleet_request(body(), NOW).balance is None
+    found = violations(body(objective={"balance": "fairness", "minimise": "cost"}))
+    assert set(found) == {"objective.balance", "objective.minimise"} and "duration" in found["objective.balance"]
+    assert set(violations(body(objective="duration"))) == {"objective"}
