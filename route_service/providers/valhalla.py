@@ -16,6 +16,7 @@ area but may also leave out a hole in it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,9 @@ class ValhallaProvider:
 
     def __init__(self, actor: Any, osrm_vehicles: Iterable[str] = ()) -> None:
         self.actor = actor
+        # Valhalla's actor is not thread-safe: two routes at once in the worker's thread pool
+        # crashed the process (segfault in actor.locate; two trucks' fleet routes, 2026-11-29).
+        self.actor_lock = threading.Lock()
         # The vehicles whose routes OSRM answers: their isochrones keep OSRM's pace (OSRM_PACE).
         self.osrm_vehicles = frozenset(osrm_vehicles)
 
@@ -252,7 +256,9 @@ class ValhallaProvider:
         """Valhalla's answer, or its error as ours: a point off the roads is PointNotRoutable
         (which point: the registry's diagnostics tell), no path NoRouteFound."""
         try:
-            return orjson.loads(getattr(self.actor, action)(orjson.dumps(request).decode()))
+            with self.actor_lock:
+                answer = getattr(self.actor, action)(orjson.dumps(request).decode())
+            return orjson.loads(answer)
         except RuntimeError as exc:
             raise as_api_error(exc, request, restrictions, parameter) from exc
 
