@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from optimize_service.fleet.model import FleetVehicle, RoutePlan, Window
+from optimize_service.fleet.model import FleetVehicle, RoutePlan, Window, breaks_over, working_shift
 from optimize_service.fleet.problem import FleetProblem, FleetSolution
 
 FIRST_SHARE = 0.4  # of the request's time limit: the cheapest plan; the rest for the bounded rounds
@@ -38,18 +38,14 @@ def bounded(problem: FleetProblem, bound_s: int, time_limit_s: float) -> FleetPr
     """The problem with every route's working time at most `bound_s` (never shorter than its
     breaks need), searched for `time_limit_s`."""
     request = problem.request
-    vehicles = tuple(replace(v, shift=Window(v.shift.start_s, shift_end(v, bound_s))) for v in request.vehicles)
+    vehicles = tuple(replace(v, shift=bounded_shift(v, bound_s)) for v in request.vehicles)
     return replace(problem, request=replace(request, vehicles=vehicles, time_limit_s=time_limit_s))
 
 
-def shift_end(vehicle: FleetVehicle, bound_s: int) -> int:
-    """The shift's end under the bound, after the breaks taken as early as they can be."""
-    clock = vehicle.shift.start_s
-    for taken in vehicle.breaks:
-        window = next((w for w in taken.windows if w.end_s >= clock), None)
-        if window is not None:
-            clock = max(clock, window.start_s) + taken.duration_s
-    return min(vehicle.shift.end_s, max(vehicle.shift.start_s + bound_s, clock))
+def bounded_shift(vehicle: FleetVehicle, bound_s: int) -> Window:
+    """The shift under the bound, never ending before its breaks can be over (the parser made sure they fit the shift)."""
+    breaks_end, _ = breaks_over(vehicle.breaks, vehicle.shift.start_s)
+    return working_shift(vehicle.shift, max(bound_s, breaks_end - vehicle.shift.start_s))
 
 
 def next_bound(low_s: int, high_s: int) -> int | None:

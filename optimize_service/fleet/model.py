@@ -6,6 +6,7 @@ the formatter turns them back into date-times with the start time's offset.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -65,6 +66,23 @@ class Limits:
 
 
 NO_LIMITS = Limits()
+
+
+def breaks_over(breaks: Sequence[Break], start_s: int) -> tuple[int, int | None]:
+    """When the breaks are over, each taken as early as it can after the ones before it, from
+    `start_s`; and the position of the first that cannot begin within its windows (None: all can)."""
+    clock = start_s
+    for position, taken in enumerate(breaks):
+        window = next((w for w in taken.windows if w.end_s >= clock), None)
+        if window is None:
+            return clock, position
+        clock = max(clock, window.start_s) + taken.duration_s
+    return clock, None
+
+
+def working_shift(shift: Window, working_s: int | None) -> Window:
+    """The shift a working-time limit leaves: routes leave at the shift's start, so it ends then."""
+    return shift if working_s is None else Window(shift.start_s, min(shift.end_s, shift.start_s + working_s))
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,8 @@ from optimize_service.fleet.model import (
     Limits,
     Place,
     Window,
+    breaks_over,
+    working_shift,
 )
 from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
@@ -193,8 +195,7 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
     truck = parse_truck(item.get("truck"), kind, f"{where}.truck", ctx.errors)
     if len(ctx.errors.violations) > before or start is None or shift is None:
         return None
-    if limits.working_s is not None:  # routes leave at the shift's start: it ends the shift
-        shift = Window(shift.start_s, min(shift.end_s, shift.start_s + limits.working_s))
+    shift = working_shift(shift, limits.working_s)
     check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
     taken = tuple(b for _, b in breaks)
     return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck)
@@ -257,14 +258,10 @@ def parse_breaks(value: Any, where: str, ctx: Context) -> list[tuple[int, Break]
 def check_breaks_fit(breaks: list[tuple[int, Break]], shift: Window, where: str, errors: ParameterErrors) -> None:
     """Each break, taken as early as it can after the ones before it, fits its windows and the
     shift (VROOM refuses the whole problem otherwise)."""
-    clock = shift.start_s
-    for index, taken in breaks:
-        window = next((w for w in taken.windows if w.end_s >= clock), None)
-        if window is None:
-            errors.add(f"{where}[{index}]", "cannot begin within its time windows during the shift, after the breaks before it")
-            return
-        clock = max(clock, window.start_s) + taken.duration_s
-    if clock > shift.end_s:
+    clock, refused = breaks_over([b for _, b in breaks], shift.start_s)
+    if refused is not None:
+        errors.add(f"{where}[{breaks[refused][0]}]", "cannot begin within its time windows during the shift, after the breaks before it")
+    elif clock > shift.end_s:
         errors.add(where, "the breaks do not fit within the shift")
 
 

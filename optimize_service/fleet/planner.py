@@ -7,6 +7,7 @@ task left out."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import replace
 from datetime import timedelta
@@ -31,6 +32,8 @@ from optimize_service.fleet.solver import (
 from optimize_service.road_windows import RoadWindow, read_road_windows
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import Job, Lane, Scheduler
+
+log = logging.getLogger(__name__)
 
 ROUTE_TYPE = "fastest"
 POINT_PARAMETER = re.compile(r"^(sources|destinations|waypoints)\[(\d+)\]$")
@@ -118,7 +121,11 @@ async def balanced_in(lane: Lane, job: Job, problem: FleetProblem) -> tuple[Flee
     round_limit = limit * (1 - FIRST_SHARE) / ROUNDS
     while rounds < ROUNDS and (bound := next_bound(low, longest_s(best))) is not None:
         rounds += 1
-        found = await solve_in(lane, job, bounded(problem, bound, round_limit))
+        try:
+            found = await solve_in(lane, job, bounded(problem, bound, round_limit))
+        except Exception:  # a bounded round is a refinement: its failure keeps the plan found
+            log.warning("a balanced round failed; the plan found before it is kept", exc_info=True)
+            break
         if keeps_the_tasks(found, first) and longest_s(found) < longest_s(best):
             best = found
         else:

@@ -19,7 +19,7 @@ from common.pools import RestartingPool
 from optimize_service.fleet import planner as fleet_planner
 from optimize_service.fleet.check import check_feasible
 from optimize_service.fleet.formatter import fleet_body
-from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, Unassigned, default_time_limit
+from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, RoutePlan, Step, Unassigned, default_time_limit
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import locate, solve_in
 from optimize_service.fleet.problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
@@ -253,6 +253,33 @@ async def test_vroom_s_refusal_is_the_answer(monkeypatch: pytest.MonkeyPatch) ->
     lane = two_process_lane()
     with pytest.raises(InvalidParameter):
         await solve_in(lane, lane.admit(1.0), problem)
+
+
+def working(vehicle: int, seconds: int) -> RoutePlan:
+    return RoutePlan(vehicle, (Step("start", None, 0, 0, 0, 0, (0, 0), 0, 0), Step("end", None, 0, seconds, 0, 0, (0, 0), 0, 0)), 1)
+
+
+async def test_a_failed_balanced_round_keeps_the_cheapest_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 4: the bounded rounds only refine; a search failing in one of them (a
+    crashed worker, a refusal of the bounded shifts) answers the plan found before, not a 5xx."""
+    body = jobs_only(1, 5, 2) | {"objective": {"balance": "duration"}}
+    request = parse_fleet_request(body, datetime.now(UTC))
+    whole_day = [v.shift.end_s for v in request.vehicles]
+    rounds: list[int] = []
+
+    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+        if [v.shift.end_s for v in problem.request.vehicles] != whole_day:  # a bounded round
+            rounds.append(1)
+            raise RuntimeError("the worker died")
+        return FleetSolution([working(0, 10_000), working(1, 100)], [], 10_100, 1.0, 0.1, method=VROOM)
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    problem = FleetProblem(request, locate_only(), {}, {}, threads=2)
+    lane = two_process_lane()
+    found, answer = await fleet_planner.balanced_in(lane, lane.admit(1.0), problem)
+    assert rounds, "a bounded round was tried"
+    assert found.cost == 10_100 and answer["balance"]["longestRoute"] == 10_000
+    assert answer["balance"]["rounds"] == 1, "no round after the failed one"
 
 
 def locate_only() -> Any:
