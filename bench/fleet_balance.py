@@ -6,8 +6,8 @@ each city on its own platform and all five on one platform serving the merged ma
 Per request: the longest route's working time (leaving the depot to coming back), the sum of
 every route's working time, the driving time, the jobs left out and the wall time, through the
 gateway (real processes), each answer checked by the independent feasibility checker on the
-platform's own road matrix (POST /v1/matrix: on Monaco the service snaps a point in a tunnel to
-the surface road, so bench.fleet's pool matrix differs there). The balanced plan's cost is its
+platform's own road matrix (POST /v1/matrix at the request's startTime, as the planner asks for it:
+without departureTime another provider answers, and bench.fleet's pool matrix differs too). The balanced plan's cost is its
 driving and working time against the cheapest plan's, in the same run.
 
     python -m bench fleet_balance
@@ -41,7 +41,8 @@ def working_s(route: dict[str, Any]) -> float:
 def platform_roads(client: Any, body: dict[str, Any]) -> Roads:
     """The checker's matrix, the platform's own (car, its default provider)."""
     points = request_points(body)
-    query = {"sources": points, "annotations": ["duration", "distance"]}
+    # The planner's matrix leaves at startTime (rules by time, issue 33): so does the checker's.
+    query = {"sources": points, "annotations": ["duration", "distance"], "departureTime": body["startTime"]}
     answer = http(client.stack.base_url + "/v1/matrix", query, {"Authorization": f"Bearer {client.token}"})
     assert answer.status == 200, (answer.status, answer.body)
     durations, distances = (np.array(answer.body[key], dtype=np.float64) for key in ("durations", "distances"))
