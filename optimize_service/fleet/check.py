@@ -4,8 +4,10 @@ It reads only the request body, the answer body and its own road matrix (`Roads`
 route service by its caller): none of the solver's code, so a fault in the planner, the
 translation of a solver's answer or the formatter shows up here. It checks that no time window,
 shift, capacity, skill, break or pickup-before-delivery rule is broken, that every task is
-served once or listed as unassigned, that each route keeps its vehicle's maxWorkingTime,
-maxDistance and maxStops, and that times, loads and distances add up.
+served once or listed as unassigned (a group's other jobs neither, when one is served), that
+each route keeps its vehicle's maxWorkingTime, maxDistance, maxStops and maxTrips, that a trip
+leaves no earlier than its jobs' release times and reloads only at its vehicle's depots, and
+that times, loads (per trip) and distances add up.
 
 Used by the tests (tests/optimize_service/test_fleet_app.py, tests/integration) and by the
 quality bench (bench/fleet.py) on every answer, ours and the references'. A broken rule raises
@@ -22,7 +24,7 @@ import numpy as np
 LEG_TOLERANCE_S = 1.0  # the solver works in whole seconds of the road matrix's tenths
 LEG_TOLERANCE_M = 1.0
 MOMENT_TOLERANCE_S = 0.5  # answers carry whole seconds
-REASONS = ("no-route", "time-window", "vehicle-limits", "capacity-or-time")
+REASONS = ("no-route", "time-window", "vehicle-limits", "capacity-or-time", "optional")
 
 
 class Infeasible(AssertionError):
@@ -55,6 +57,7 @@ def request_points(body: dict[str, Any]) -> list[dict[str, float]]:
     points = [v["start"] for v in body["vehicles"]] + [v["end"] for v in body["vehicles"] if "end" in v]
     points += [j["location"] for j in body.get("jobs", [])]
     points += [s[end]["location"] for s in body.get("shipments", []) for end in ("pickup", "delivery")]
+    points += [d["location"] for d in body.get("depots", [])]
     return list({(p["lat"], p["lon"]): p for p in points}.values())
 
 
@@ -92,8 +95,11 @@ class Tasks:
         self.vehicles = {v["id"]: v for v in body["vehicles"]}
         self.jobs = {j["id"]: j for j in body.get("jobs", [])}
         self.shipments = {s["id"]: s for s in body.get("shipments", [])}
+        self.depots = {d["id"]: d for d in body.get("depots", [])}
 
     def place_of(self, step: dict[str, Any]) -> dict[str, Any] | None:
+        if step["type"] == "reload":
+            return {"location": self.depots[step["id"]]["location"], "serviceTime": 0, "timeWindows": None}
         if step["type"] == "job":
             item = self.jobs[step["id"]]
         elif step["type"] in ("pickup", "delivery"):
@@ -119,11 +125,28 @@ def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads | 
         kind_roads = roads[route["kind"]] if isinstance(roads, dict) else roads
         served += check_route(route, vehicle, tasks, kind_roads, clock)
     left = [item["id"] for item in answer["unassigned"]]
-    need(sorted(served + left) == sorted([*tasks.jobs, *tasks.shipments]), "every task once: served or unassigned")
+    alternatives = check_groups(served, tasks)
+    need(sorted(served + left) == sorted(set([*tasks.jobs, *tasks.shipments]) - alternatives),
+         "every task once: served, unassigned or another job of a served group")  # fmt: skip
     for item in answer["unassigned"]:
         need(item["type"] == ("job" if item["id"] in tasks.jobs else "shipment"), f"type of unassigned {item['id']}")
         need(item["reason"] in REASONS and bool(item["message"]), f"reason of unassigned {item['id']}")
-    check_totals(answer, len(tasks.jobs) + len(tasks.shipments), len(left))
+    check_totals(answer, len(tasks.jobs) + len(tasks.shipments) - len(alternatives), len(left))
+
+
+def check_groups(served: list[str], tasks: Tasks) -> set[str]:
+    """At most one job of each group served; the others of a served group (neither served nor
+    unassigned)."""
+    groups: dict[str, list[str]] = {}
+    for ident, job in tasks.jobs.items():
+        if job.get("group") is not None:
+            groups.setdefault(job["group"], []).append(ident)
+    others: set[str] = set()
+    for name, members in groups.items():
+        done = [m for m in members if m in served]
+        need(len(done) <= 1, f"more than one job of the group {name} served")
+        others |= set(members) - set(done) if done else set()
+    return others
 
 
 def check_totals(answer: dict[str, Any], tasks: int, left: int) -> None:
@@ -150,7 +173,29 @@ def check_route(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, ro
     check_loads(steps, vehicle, tasks)
     check_breaks(steps, vehicle, clock)
     check_limits(route, vehicle, clock)
+    check_trips(route, vehicle, tasks, clock)
     return check_tasks(steps, vehicle, tasks)
+
+
+def check_trips(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, clock: Clock) -> None:
+    """Reloads only at the vehicle's depots, at most maxTrips trips, each leaving no earlier than
+    its jobs' release times (a shipment's pickup begins no earlier than its own)."""
+    steps, name = route["steps"], vehicle["id"]
+    reloads = [step for step in steps if step["type"] == "reload"]
+    need(all(step["id"] in vehicle.get("reloadDepots", []) for step in reloads), f"{name} reloads at another depot")
+    need(len(reloads) + 1 <= vehicle.get("maxTrips", len(reloads) + 1), f"{name} makes more trips than its maxTrips")
+    leaves = clock.seconds(steps[0]["departure"])
+    for step in steps:
+        if step["type"] == "reload":
+            leaves = clock.seconds(step["departure"])
+        released = None
+        if step["type"] == "job" and "releaseTime" in tasks.jobs[step["id"]]:
+            released, begins = tasks.jobs[step["id"]]["releaseTime"], leaves
+        elif step["type"] == "pickup" and "releaseTime" in tasks.shipments[step["id"]]:
+            released, begins = tasks.shipments[step["id"]]["releaseTime"], clock.seconds(step["arrival"]) + step["waiting"]
+        if released is not None:
+            need(begins >= clock.seconds(released) - MOMENT_TOLERANCE_S, f"{step['id']} taken before its releaseTime")
+    need(len(route.get("trips", [])) == len(reloads) + 1, f"{name}: one trip more than its reloads")
 
 
 def check_limits(route: dict[str, Any], vehicle: dict[str, Any], clock: Clock) -> None:
@@ -203,6 +248,8 @@ def check_place(step: dict[str, Any], place: dict[str, Any] | None, start: float
 
 
 def check_loads(steps: list[dict[str, Any]], vehicle: dict[str, Any], tasks: Tasks) -> None:
+    """The load after every step; each trip (from the start or a reload) leaves with its jobs'
+    demands and never holds more than the capacity."""
     dimensions = len(vehicle.get("capacity", steps[0]["load"]))
     capacity = vehicle.get("capacity", [10**12] * dimensions)
     nothing = [0] * dimensions
@@ -210,10 +257,13 @@ def check_loads(steps: list[dict[str, Any]], vehicle: dict[str, Any], tasks: Tas
     def demand(step: dict[str, Any]) -> list[int]:
         return list(tasks.jobs[step["id"]].get("demand", nothing)) if step["type"] == "job" else nothing
 
-    load = [sum(column) for column in zip(nothing, *(demand(s) for s in steps), strict=True)]
-    for step in steps:
+    load = nothing
+    for index, step in enumerate(steps):
         change = [-x for x in demand(step)]
-        if step["type"] in ("pickup", "delivery"):
+        if step["type"] in ("start", "reload"):
+            trip = next((i for i in range(index + 1, len(steps)) if steps[i]["type"] == "reload"), len(steps))
+            load = [sum(column) for column in zip(nothing, *(demand(s) for s in steps[index + 1 : trip]), strict=True)]
+        elif step["type"] in ("pickup", "delivery"):
             sign = 1 if step["type"] == "pickup" else -1
             change = [sign * x for x in tasks.shipments[step["id"]]["amount"]]
         load = [a + b for a, b in zip(load, change, strict=True)]

@@ -23,6 +23,8 @@ def step_id(plan: FleetPlan, route: RoutePlan, step: Step) -> str | None:
         return request.jobs[step.task].id
     if step.type in ("pickup", "delivery"):
         return request.shipments[step.task].id
+    if step.type == "reload":
+        return request.depots[step.task].id
     return request.vehicles[route.vehicle].breaks[step.task].id
 
 
@@ -57,9 +59,24 @@ def route_body(plan: FleetPlan, route: RoutePlan) -> dict[str, Any]:
         "startTime": at(plan, first.arrival_s),
         "endTime": at(plan, last.arrival_s + last.waiting_s + last.service_s),
         "cost": route.cost,
+        "trips": trips_body(plan, route),
         "geometry": {"type": "LineString", "coordinates": route.geometry},
         **({} if route.time_rules is None else {"timeRules": route.time_rules}),
     }
+
+
+def trips_body(plan: FleetPlan, route: RoutePlan) -> list[dict[str, Any]]:
+    """Each trip (issue 36, item 1): where it leaves from (the start, or the depot of a reload),
+    when, with what load, and how many tasks it serves before the next reload or the end."""
+    trips: list[dict[str, Any]] = []
+    for step in route.steps:
+        if step.type in ("start", "reload"):
+            leaves = step.arrival_s + step.waiting_s + step.service_s
+            depot = None if step.type == "start" else step_id(plan, route, step)
+            trips.append({"depot": depot, "departure": at(plan, leaves), "load": list(step.load), "tasks": 0})
+        elif step.type in ("job", "pickup", "delivery"):
+            trips[-1]["tasks"] += 1
+    return trips
 
 
 def unassigned_body(plan: FleetPlan, item: Unassigned) -> dict[str, Any]:
@@ -80,7 +97,8 @@ def fleet_body(plan: FleetPlan) -> dict[str, Any]:
             "waitingTime": sum(r["waitingTime"] for r in routes),
             "cost": sum(r["cost"] for r in routes),
             "vehiclesUsed": len(routes),
-            "assigned": len(plan.request.jobs) + len(plan.request.shipments) - len(plan.unassigned),
+            # Served: a group's other jobs are neither assigned nor unassigned (issue 36, item 5).
+            "assigned": sum(step.type in ("job", "delivery") for route in plan.routes for step in route.steps),
             "unassigned": len(plan.unassigned),
         },
         "startTime": iso(plan.request.start_time),

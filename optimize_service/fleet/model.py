@@ -27,6 +27,8 @@ MAX_ID_LENGTH = 100
 MAX_HORIZON_S = 31 * 86_400  # every time must lie within 31 days after startTime
 MAX_DISTANCE_M = 10_000_000  # a route's maxDistance: 10 000 km
 MAX_SERVICE_TIME_S = 86_400
+MAX_DEPOTS = 50  # the request's named depots (reloads, issue 36 item 1)
+MAX_PRIZE = 10_000_000  # an optional job's prize, in the unit of the vehicles' costs
 MIN_TIME_LIMIT_S = 0.1
 MAX_TIME_LIMIT_S = 30.0
 
@@ -86,6 +88,14 @@ def working_shift(shift: Window, working_s: int | None) -> Window:
 
 
 @dataclass(frozen=True)
+class FleetDepot:
+    """A named depot vehicles may reload at (issue 36, item 1)."""
+
+    id: str
+    location: LatLon
+
+
+@dataclass(frozen=True)
 class FleetVehicle:
     id: str
     kind: str  # common.vocabulary.VEHICLES
@@ -98,6 +108,8 @@ class FleetVehicle:
     costs: Costs = Costs()
     limits: Limits = NO_LIMITS
     truck: tuple[tuple[str, float], ...] = ()  # a truck's dimensions (common.vehicles.TRUCK_DIMENSIONS), by name
+    reload_depots: tuple[int, ...] = ()  # into the request's depots: where it may reload (issue 36, item 1)
+    max_trips: int | None = None  # None: as many as the shift allows
 
     @property
     def profile(self) -> str:
@@ -124,6 +136,14 @@ class FleetJob:
     demand: tuple[int, ...]  # delivered from the vehicle's load
     skills: frozenset[str] = frozenset()
     priority: int = 0
+    release_s: int = 0  # ready at the depot only then: the vehicle leaves with it no earlier (issue 36, item 2)
+    group: str | None = None  # exactly one job of a group is served (issue 36, item 5)
+    prize: int | None = None  # optional: served only when its prize pays for serving it; None: wanted
+
+    @property
+    def planned_by_pyvrp(self) -> bool:
+        """Rules VROOM does not model (`FleetRequest.pyvrp_rules`)."""
+        return self.release_s > 0 or self.group is not None or self.prize is not None
 
 
 @dataclass(frozen=True)
@@ -148,6 +168,21 @@ class FleetRequest:
     # startTime given: OSM's rules by time apply from then (issue 33); else time-independent
     timed: bool = False
     balance: str | None = None  # `objective.balance`: "duration" keeps the longest route short (issue 36, item 4)
+    depots: tuple[FleetDepot, ...] = ()
+
+    @property
+    def pyvrp_rules(self) -> bool:
+        """Reloads, job release times, groups or prizes: rules only PyVRP's model has (issue 36)."""
+        return any(v.reload_depots for v in self.vehicles) or any(j.planned_by_pyvrp for j in self.jobs)
+
+    @property
+    def groups(self) -> dict[str, list[int]]:
+        """Each group's jobs (indexes), in request order."""
+        found: dict[str, list[int]] = {}
+        for index, job in enumerate(self.jobs):
+            if job.group is not None:
+                found.setdefault(job.group, []).append(index)
+        return found
 
     @property
     def stops(self) -> int:
@@ -187,8 +222,8 @@ def default_time_limit(stops: int) -> float:
 class Step:
     """One step of a route, times in seconds after startTime."""
 
-    type: str  # start | job | pickup | delivery | break | end
-    task: int | None  # index into jobs, shipments (pickup, delivery) or the vehicle's breaks
+    type: str  # start | job | pickup | delivery | break | reload | end
+    task: int | None  # index into jobs, shipments (pickup, delivery), the vehicle's breaks or the depots (reload)
     location: int | None  # into the plan's locations; None for a break
     arrival_s: int
     waiting_s: int
@@ -219,7 +254,7 @@ class RoutePlan:
 class Unassigned:
     type: str  # job | shipment
     task: int
-    reason: str  # a stable word: no-route | time-window | vehicle-limits | capacity-or-time
+    reason: str  # a stable word: fleet.reasons.MESSAGES
     message: str
 
 

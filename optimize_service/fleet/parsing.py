@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,11 +23,13 @@ from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance
 from optimize_service.fleet.model import (
     MAX_AMOUNT,
+    MAX_DEPOTS,
     MAX_DIMENSIONS,
     MAX_DISTANCE_M,
     MAX_HORIZON_S,
     MAX_ID_LENGTH,
     MAX_PRIORITY,
+    MAX_PRIZE,
     MAX_SERVICE_TIME_S,
     MAX_SKILLS,
     MAX_STOPS,
@@ -37,6 +40,7 @@ from optimize_service.fleet.model import (
     UNLIMITED_CAPACITY,
     Break,
     Costs,
+    FleetDepot,
     FleetJob,
     FleetRequest,
     FleetShipment,
@@ -49,12 +53,15 @@ from optimize_service.fleet.model import (
 )
 from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
 
-TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective"}
+TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
 BALANCES = ("duration",)
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs", "maxWorkingTime",
-                  "maxDistance", "maxStops", "truck"}  # fmt: skip
-JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority"}
-SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority"}
+                  "maxDistance", "maxStops", "truck", "reloadDepots", "maxTrips"}  # fmt: skip
+JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority", "releaseTime", "group",
+              "prize"}  # fmt: skip
+SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority", "releaseTime"}
+DEPOT_FIELDS = {"id", "location"}
+MAX_TRIPS = 100
 PLACE_FIELDS = {"location", "serviceTime", "timeWindows"}
 BREAK_FIELDS = {"id", "timeWindows", "duration"}
 WINDOW_FIELDS = {"start", "end"}
@@ -70,6 +77,7 @@ class Context:
         self.errors = errors
         self.start_time = start_time
         self.dimensions = dimensions
+        self.depot_ids: dict[str, int] = {}  # the named depots' ids → their index
 
 
 def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = None) -> FleetRequest:
@@ -77,7 +85,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     `allowance`: the caller's tier's cap of `timeLimit` (its cells are checked on the distinct
     places, `fleet.planner.check_fleet_cells`); None: the API's bounds alone."""
     if not isinstance(body, dict):
-        raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, startTime?, avoid?, timeLimit?, objective?}")
+        raise MalformedBody("the body must be a JSON object {vehicles, jobs?, shipments?, depots?, startTime?, avoid?, timeLimit?, objective?}")
     check_sizes(body)
     errors = ParameterErrors()
     check_keys(body, TOP_FIELDS, None, errors)
@@ -86,6 +94,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
         errors.add("startTime", f"must be an ISO 8601 date-time string with a UTC offset, got {short(raw_start)}")
         raw_start = None
     ctx = Context(errors, parse_start_time(raw_start, now, errors), first_dimensions(body))
+    depots = parse_depots(body.get("depots"), ctx)
     vehicles = parse_list(body, "vehicles", ctx, parse_vehicle, required=True)
     jobs = parse_list(body, "jobs", ctx, parse_job, required=False)
     shipments = parse_list(body, "shipments", ctx, parse_shipment, required=False)
@@ -103,7 +112,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     assert all(item is not None for item in (*vehicles, *jobs, *shipments))
     return FleetRequest(
         tuple(vehicles), tuple(jobs), tuple(shipments), ctx.start_time, ctx.dimensions, avoid, time_limit,
-        timed=raw_start is not None, balance=balance,
+        timed=raw_start is not None, balance=balance, depots=depots,
     )
 
 
@@ -179,7 +188,7 @@ def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, requ
 
 
 def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
-    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?, truck?}", ctx.errors)
+    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?, truck?, reloadDepots?, maxTrips?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -193,12 +202,54 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
     costs = parse_costs(item.get("costs"), f"{where}.costs", ctx.errors)
     limits = parse_limits(item, where, ctx.errors)
     truck = parse_truck(item.get("truck"), kind, f"{where}.truck", ctx.errors)
+    reloads, max_trips = parse_reloads(item, where, ctx)
     if len(ctx.errors.violations) > before or start is None or shift is None:
         return None
     shift = working_shift(shift, limits.working_s)
     check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
     taken = tuple(b for _, b in breaks)
-    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck)
+    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck, reloads, max_trips)
+
+
+def parse_reloads(item: dict[str, Any], where: str, ctx: Context) -> tuple[tuple[int, ...], int | None]:
+    """`reloadDepots` (ids of the request's depots) and `maxTrips` (issue 36, item 1)."""
+    value = item.get("reloadDepots")
+    found: list[int] = []
+    if value is not None and (not isinstance(value, list) or not value or len(value) > MAX_DEPOTS):
+        ctx.errors.add(f"{where}.reloadDepots", f"must be an array of 1 to {MAX_DEPOTS} ids of the request's depots")
+    elif value is not None:
+        for i, ident in enumerate(value):
+            if not isinstance(ident, str) or ident not in ctx.depot_ids:
+                ctx.errors.add(f"{where}.reloadDepots[{i}]", f"must be the id of one of the request's depots, got {short(ident)}")
+            elif ctx.depot_ids[ident] not in found:
+                found.append(ctx.depot_ids[ident])
+    trips = parse_int(item.get("maxTrips"), f"{where}.maxTrips", 1, MAX_TRIPS, ctx.errors, default=None, required=False)
+    if trips is not None and value is None:
+        ctx.errors.add(f"{where}.maxTrips", "needs reloadDepots: where the vehicle reloads between its trips")
+    return tuple(found), trips
+
+
+def parse_depots(value: Any, ctx: Context) -> tuple[FleetDepot, ...]:
+    """The named depots vehicles may reload at (issue 36, item 1); their ids in `ctx.depot_ids`."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_DEPOTS:
+        ctx.errors.add("depots", f"must be an array of at most {MAX_DEPOTS} depots {{id, location}}")
+        return ()
+    depots: list[FleetDepot] = []
+    for i, item in enumerate(value):
+        where = f"depots[{i}]"
+        before = open_object(item, where, DEPOT_FIELDS, "must be an object {id, location}", ctx.errors)
+        if before is None:
+            continue
+        ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
+        location = parse_coordinate(item.get("location"), f"{where}.location", ctx.errors)
+        if ident in ctx.depot_ids:
+            ctx.errors.add(f"{where}.id", f"{short(ident)} is used by an earlier depot")
+        elif len(ctx.errors.violations) == before and location is not None:
+            ctx.depot_ids[ident] = len(depots)
+            depots.append(FleetDepot(ident, location))
+    return tuple(depots)
 
 
 def parse_truck(value: Any, kind: str, where: str, errors: ParameterErrors) -> tuple[tuple[str, float], ...]:
@@ -297,7 +348,7 @@ def parse_costs(value: Any, where: str, errors: ParameterErrors) -> Costs:
 
 
 def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
-    before = open_object(item, where, JOB_FIELDS, "must be an object {id, location, serviceTime?, timeWindows?, demand?, skills?, priority?}", ctx.errors)
+    before = open_object(item, where, JOB_FIELDS, "must be an object {id, location, serviceTime?, timeWindows?, demand?, skills?, priority?, releaseTime?, group?, prize?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -305,13 +356,18 @@ def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
     demand = parse_amount(item.get("demand"), f"{where}.demand", ctx, default=0)
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
     priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    release = parse_moment(item.get("releaseTime"), f"{where}.releaseTime", ctx, default=0)
+    group = item.get("group")
+    if group is not None and (not isinstance(group, str) or not group.strip() or len(group) > MAX_ID_LENGTH):
+        ctx.errors.add(f"{where}.group", f"must be a non-blank string of at most {MAX_ID_LENGTH} characters, got {short(group)}")
+    prize = parse_int(item.get("prize"), f"{where}.prize", 0, MAX_PRIZE, ctx.errors, default=None, required=False)
     if len(ctx.errors.violations) > before or place is None:
         return None
-    return FleetJob(ident, place, demand, skills, priority or 0)
+    return FleetJob(ident, place, demand, skills, priority or 0, max(0, release or 0), group, prize)
 
 
 def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
-    before = open_object(item, where, SHIPMENT_FIELDS, "must be an object {id, pickup, delivery, amount?, skills?, priority?}", ctx.errors)
+    before = open_object(item, where, SHIPMENT_FIELDS, "must be an object {id, pickup, delivery, amount?, skills?, priority?, releaseTime?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -319,10 +375,21 @@ def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
     amount = parse_amount(item.get("amount"), f"{where}.amount", ctx, default=0)
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
     priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    release = parse_moment(item.get("releaseTime"), f"{where}.releaseTime", ctx, default=0)
     pickup, delivery = ends
-    if len(ctx.errors.violations) > before or pickup is None or delivery is None:
+    if len(ctx.errors.violations) > before or pickup is None or delivery is None or release is None:
         return None
+    pickup = released(pickup, release, f"{where}.releaseTime", ctx.errors)
     return FleetShipment(ident, pickup, delivery, amount, skills, priority or 0)
+
+
+def released(pickup: Place, release_s: int, where: str, errors: ParameterErrors) -> Place:
+    """A shipment's pickup never before its release time (issue 36, item 2): its windows narrowed."""
+    windows = tuple(Window(max(w.start_s, release_s), w.end_s) for w in pickup.windows if w.end_s >= release_s)
+    if not windows:
+        errors.add(where, "is after every time window of the pickup ends")
+        return pickup
+    return replace(pickup, windows=windows)
 
 
 def parse_shipment_end(item: Any, where: str, ctx: Context) -> Place | None:
@@ -500,6 +567,7 @@ def check_fleet(
     if fleet and len(fleet) == len(vehicles):
         for where, _, skills, demand in tasks:
             check_servable(where, skills, demand, fleet, errors)
+    check_pyvrp_rules(vehicles, jobs, shipments, errors)
 
 
 def check_servable(
@@ -514,6 +582,41 @@ def check_servable(
         errors.add(f"{where}.{field}", f"{list(demand)} is more than any vehicle's capacity")
     if skilled and fitting and not any(fits(demand, v.capacity) for v in skilled):
         errors.add(where, f"no vehicle with the skills {sorted(skills)} has the capacity for {list(demand)}")
+
+
+PYVRP_RULES = "reloads, job release times, groups and prizes"
+
+
+def check_pyvrp_rules(
+    vehicles: list[FleetVehicle | None], jobs: list[FleetJob | None], shipments: list[FleetShipment | None],
+    errors: ParameterErrors,
+) -> None:  # fmt: skip
+    """Reloads, job release times, groups and prizes are planned by PyVRP's model alone (VROOM has
+    none of them): with jobs of one time window and vehicles without breaks, skills,
+    maxDistance or maxStops (`fleet.solver.pyvrp_fits`); each clash named. A job released after
+    every shift ends is refused (by the vehicles that parsed)."""
+    fleet = [v for v in vehicles if v is not None]
+    rich = any(j is not None and j.planned_by_pyvrp for j in jobs) or any(v.reload_depots for v in fleet)
+    for i, job in enumerate(jobs):
+        if job is not None and job.release_s > 0 and fleet and all(job.release_s > v.shift.end_s for v in fleet):
+            errors.add(f"jobs[{i}].releaseTime", "is after every vehicle's shift ends")
+    if not rich:
+        return
+    clash = f"cannot be planned with {PYVRP_RULES} (only PyVRP's model has those, and it has not this)"
+    if any(s is not None for s in shipments):
+        errors.add("shipments", clash)
+    for i, job in enumerate(jobs):
+        if job is not None and len(job.place.windows) > 1:
+            errors.add(f"jobs[{i}].timeWindows", f"more than one {clash}")
+        if job is not None and job.skills:
+            errors.add(f"jobs[{i}].skills", clash)
+    for i, vehicle in enumerate(vehicles):
+        if vehicle is None:
+            continue
+        for name, used in (("breaks", vehicle.breaks), ("skills", vehicle.skills), ("maxDistance", vehicle.limits.distance_m),
+                           ("maxStops", vehicle.limits.stops)):  # fmt: skip
+            if used:
+                errors.add(f"vehicles[{i}].{name}", clash)
 
 
 def fits(demand: tuple[int, ...], capacity: tuple[int, ...]) -> bool:

@@ -20,7 +20,7 @@ from common.geo import LatLon
 from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
 from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
-from optimize_service.fleet.reasons import explain
+from optimize_service.fleet.reasons import check_groups_servable, explain
 from optimize_service.fleet.road_windows import explain_closed, with_road_windows
 from optimize_service.fleet.solver import (
     EXPLORATION_LEVEL,
@@ -68,7 +68,8 @@ def locate(request: FleetRequest) -> tuple[Points, Locations]:
     deliveries = tuple(
         found.add(s.delivery.location, f"shipments[{i}].delivery.location") for i, s in enumerate(request.shipments)
     )
-    return found, Locations(starts, ends, jobs, pickups, deliveries)
+    depots = tuple(found.add(d.location, f"depots[{i}].location") for i, d in enumerate(request.depots))
+    return found, Locations(starts, ends, jobs, pickups, deliveries, depots)
 
 
 async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Scheduler, account: str = "") -> FleetPlan:
@@ -83,6 +84,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         roads = {point: road for m in reversed(matrices) for point, road in m[2].items()}  # the first kind's
         request = with_road_windows(request, where, roads)
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
+        check_groups_servable(problem)
         solution, balance = await (balanced_in(lane, job, problem) if request.balance else unbalanced_in(lane, job, problem))
     answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
     plans = [plan for plan, _ in answers]

@@ -15,6 +15,8 @@ VROOM, PYVRP = "vroom", "pyvrp"
 # A search of the portfolio, not an answer's method: VROOM for fleet.solver.CHAIN_VROOM_SHARE of the time
 # limit, then PyVRP (another seed) from VROOM's plan; it answers "vroom" or "pyvrp".
 CHAIN = "vroom-then-pyvrp"
+# PyVRP with another seed, beside PYVRP where only PyVRP models the request (reloads, groups, …).
+PYVRP_SECOND_SEED = "pyvrp-second-seed"
 # A matrix cell with no road: longer than any shift (31 days), so VROOM never uses it.
 NO_ROAD_S = 10_000_000
 NO_ROAD_M = 100_000_000
@@ -29,6 +31,7 @@ class Locations:
     jobs: tuple[int, ...]
     pickups: tuple[int, ...]
     deliveries: tuple[int, ...]
+    depots: tuple[int, ...] = ()  # the request's named depots (reloads)
 
 
 @dataclass(frozen=True)
@@ -48,4 +51,10 @@ class FleetSolution:
     time_limit_s: float
     computing_s: float
     method: str = "vroom"
-    left_priority: int = 0  # the priorities of the tasks left out, summed
+    left_priority: int = 0  # the priorities of the wanted tasks left out, summed
+    left_optional: int = 0  # optional jobs (with a prize) left out: skipping them paid
+    left_prizes: int = 0  # their prizes, summed (in the vehicles' cost unit)
+
+    @property
+    def left_wanted(self) -> int:
+        return len(self.unassigned) - self.left_optional

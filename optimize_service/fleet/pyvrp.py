@@ -16,8 +16,15 @@ The model then is the same problem as VROOM's:
   them: when PyVRP finds no plan that serves all the required ones, its answer is not used
   (VROOM's, which may leave more jobs out, stands).
 
-Times are recomputed from PyVRP's order (`schedule`): leave at the vehicle's shift start,
-begin each job at the earliest moment its window allows. An order PyVRP found feasible stays
+With reloads, job release times, groups or prizes (issue 36; `FleetRequest.pyvrp_rules`) PyVRP
+alone plans, so its plan must leave jobs out where none fits: every job is optional then, a
+wanted one with a prize above any plan's cost (`wanted_prize`, times one more than its
+priority), an optional one with its own prize; a group is PyVRP's mutually exclusive client
+group; a vehicle's reload depots and `maxTrips` are its type's reload depots and reloads.
+
+Times are recomputed from PyVRP's order (`schedule`): leave at the vehicle's shift start (a
+trip, from its start or a reload, no earlier than its jobs' release times), begin each job at
+the earliest moment its window allows. An order PyVRP found feasible stays
 feasible so; the result is checked again (`Infeasible` names what broke).
 """
 
@@ -28,13 +35,14 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from pyvrp import Client, Depot, Location, ProblemData, Route, Solution, VehicleType
+from pyvrp import Client, ClientGroup, Depot, Location, ProblemData, Route, Solution, VehicleType
 from pyvrp import solve as pyvrp_solve
 from pyvrp.exceptions import PenaltyBoundWarning
 from pyvrp.stop import MaxRuntime, StoppingCriterion
 
-from optimize_service.fleet.model import FleetVehicle, RoutePlan, Step, Unassigned
-from optimize_service.fleet.problem import PYVRP, FleetProblem, FleetSolution
+from common.errors import InvalidParameter
+from optimize_service.fleet.model import FleetRequest, FleetVehicle, RoutePlan, Step, Unassigned
+from optimize_service.fleet.problem import NO_ROAD_S, PYVRP, FleetProblem, FleetSolution
 from optimize_service.fleet.reasons import OK, explain_alone
 
 COST_SCALE = 3600  # costs in 1/3600 of VROOM's unit: per_hour x seconds is then whole
@@ -50,6 +58,7 @@ class Model:
     vehicle_of: list[list[int]]  # per vehicle type: the request's vehicle indexes it stands for
     jobs: list[int]  # per PyVRP client: the request's job (those some vehicle can serve alone)
     free_end: int  # the location index of the open routes' end
+    depot_at: dict[int, int]  # location index → PyVRP depot
 
 
 def leg_costs(problem: FleetProblem, vehicle: FleetVehicle) -> np.ndarray:
@@ -97,19 +106,14 @@ def build_model(problem: FleetProblem) -> Model:
     request, where = problem.request, problem.locations
     size = len(next(iter(problem.durations_s.values())))
     profiles = cost_profiles(problem)
-    unit = cost_unit(list(profiles.values()), [v.costs.fixed * COST_SCALE for v in request.vehicles])
+    prizes = [job.prize * COST_SCALE for job in request.jobs if job.prize]
+    unit = cost_unit(list(profiles.values()), [v.costs.fixed * COST_SCALE for v in request.vehicles] + prizes)
     depots, vehicle_types, vehicle_of = fleet_types(problem, list(profiles), size, unit)
     servable = [j for j in range(len(request.jobs)) if explain_alone(Unassigned("job", j, "", ""), problem) == OK]
-    clients = [
-        Client(
-            location=where.jobs[j],
-            delivery=list(request.jobs[j].demand),
-            service_duration=request.jobs[j].place.service_s,
-            tw_early=request.jobs[j].place.windows[0].start_s,
-            tw_late=request.jobs[j].place.windows[0].end_s,
-        )
-        for j in servable
-    ]
+    wanted = wanted_prize(problem, list(profiles.values()), unit, len(servable)) if request.pyvrp_rules else None
+    groups = servable_groups(request, servable)
+    group_of = {j: g for g, members in enumerate(groups) for j in members}
+    clients = [client(request, j, where.jobs[j], unit, wanted, group_of.get(j)) for j in servable]
     data = ProblemData(
         locations=[Location(0, 0) for _ in range(size + 1)],  # coordinates are unused
         clients=clients,
@@ -117,8 +121,42 @@ def build_model(problem: FleetProblem) -> Model:
         vehicle_types=vehicle_types,
         distance_matrices=[with_free_end(m // unit) for m in profiles.values()],  # type: ignore[misc]
         duration_matrices=[with_free_end(problem.durations_s[k[0]].astype(np.int64)) for k in profiles],  # type: ignore[misc]
+        groups=[ClientGroup([servable.index(j) for j in group], required=False) for group in groups],
     )
-    return Model(data, vehicle_of, servable, size)
+    return Model(data, vehicle_of, servable, size, {location: d for d, location in enumerate(depots)})
+
+
+def client(request: FleetRequest, j: int, location: int, unit: int, wanted: int | None, group: int | None) -> Client:
+    """Job j as PyVRP's client; `wanted`: every job optional, at this prize unless it has its own."""
+    job = request.jobs[j]
+    place = job.place
+    rules: dict[str, object] = {}
+    if wanted is not None:
+        prize = wanted * (1 + job.priority) if job.prize is None else job.prize * COST_SCALE // unit
+        rules = {"release_time": job.release_s, "prize": prize, "required": False, "group": group}
+    return Client(location=location, delivery=list(job.demand), service_duration=place.service_s,
+                  tw_early=place.windows[0].start_s, tw_late=place.windows[0].end_s, **rules)  # type: ignore[arg-type]  # fmt: skip
+
+
+def servable_groups(request: FleetRequest, servable: list[int]) -> list[list[int]]:
+    """Each group's servable jobs, where more than one: PyVRP's mutually exclusive groups, at
+    most one served (its members are wanted, so one is whenever one fits)."""
+    kept = set(servable)
+    found = [[j for j in members if j in kept] for members in request.groups.values()]
+    return [members for members in found if len(members) > 1]
+
+
+def wanted_prize(problem: FleetProblem, costs: list[np.ndarray], unit: int, jobs: int) -> int:
+    """More than any plan costs (every leg of every route at the dearest leg, every fixed cost):
+    so a wanted job is left out only when no plan has room for it."""
+    dearest = max(int(m[problem.durations_s[k[0]] < NO_ROAD_S].max(initial=0)) for m, k in
+                  zip(costs, cost_profiles(problem), strict=True))  # fmt: skip
+    vehicles = problem.request.vehicles
+    bound = (jobs + len(vehicles)) * dearest // unit + sum(v.costs.fixed for v in vehicles) * COST_SCALE // unit + 1
+    if bound * 101 * max(1, jobs) >= 2**62:  # PyVRP's costs are 64-bit integers
+        raise InvalidParameter("the vehicles' costs are too large to plan with reloads, release times, groups or prizes",
+                               parameter="vehicles")  # fmt: skip
+    return bound
 
 
 def fleet_types(
@@ -135,18 +173,23 @@ def fleet_types(
         start = depots.setdefault(where.vehicle_starts[index], len(depots))
         end_location = where.vehicle_ends[index]
         end = depots.setdefault(size if end_location is None else end_location, len(depots))
-        key = (profile_key(vehicle), start, end, vehicle.capacity, vehicle.shift, vehicle.costs.fixed)
+        reloads = tuple(depots.setdefault(where.depots[d], len(depots)) for d in vehicle.reload_depots)
+        key = (profile_key(vehicle), start, end, vehicle.capacity, vehicle.shift, vehicle.costs.fixed, reloads,
+               vehicle.max_trips)  # fmt: skip
         if key not in types:
             types[key] = len(vehicle_types)
             profile = profiles.index(profile_key(vehicle))
-            vehicle_types.append(vehicle_type(vehicle, start, end, profile, unit))
+            vehicle_types.append(vehicle_type(vehicle, start, end, profile, unit, reloads))
             vehicle_of.append([])
         vehicle_of[types[key]].append(index)
     counted = [t.replace(num_available=len(group)) for t, group in zip(vehicle_types, vehicle_of, strict=True)]
     return list(depots), counted, vehicle_of
 
 
-def vehicle_type(vehicle: FleetVehicle, start: int, end: int, profile: int, unit: int) -> VehicleType:
+def vehicle_type(vehicle: FleetVehicle, start: int, end: int, profile: int, unit: int, reloads: tuple[int, ...]) -> VehicleType:
+    trips: dict[str, object] = {}
+    if reloads:  # PyVRP counts reloads: one fewer than trips
+        trips = {"reload_depots": list(reloads)} | ({} if vehicle.max_trips is None else {"max_reloads": vehicle.max_trips - 1})
     return VehicleType(
         num_available=1,
         capacity=list(vehicle.capacity),
@@ -158,6 +201,7 @@ def vehicle_type(vehicle: FleetVehicle, start: int, end: int, profile: int, unit
         unit_distance_cost=1,
         unit_duration_cost=0,
         profile=profile,
+        **trips,  # type: ignore[arg-type]
     )
 
 
@@ -190,25 +234,32 @@ def solve_pyvrp(
     if not best.is_feasible() or not best.is_complete():
         return None
     routes = translate(problem, model, best)
+    jobs = problem.request.jobs
+    left = left_out(problem.request, routes)
+    optional = [j for j in left if jobs[j].prize is not None]
     return FleetSolution(
         routes=sorted(routes, key=lambda r: r.vehicle),
-        unassigned=[Unassigned("job", j, "", "") for j in left_out(problem, model)],
+        unassigned=[Unassigned("job", j, "", "") for j in left],
         cost=sum(r.cost for r in routes),
         time_limit_s=limit_s,
         computing_s=round(time.perf_counter() - began, 3),
         method=PYVRP,
+        left_priority=sum(jobs[j].priority for j in left if jobs[j].prize is None),
+        left_optional=len(optional),
+        left_prizes=sum(jobs[j].prize or 0 for j in optional),
     )
 
 
-def left_out(problem: FleetProblem, model: Model) -> list[int]:
-    """The jobs no vehicle can serve even alone: left out of PyVRP's model, as VROOM leaves them."""
-    kept = set(model.jobs)
-    return [j for j in range(len(problem.request.jobs)) if j not in kept]
+def left_out(request: FleetRequest, routes: list[RoutePlan]) -> list[int]:
+    """The jobs not served, but for the other jobs of a group one of whose jobs is."""
+    served = {step.task for route in routes for step in route.steps if step.type == "job"}
+    done = {request.jobs[j].group for j in served if isinstance(j, int)} - {None}
+    return [j for j, job in enumerate(request.jobs) if j not in served and job.group not in done]
 
 
 def initial_solution(problem: FleetProblem, model: Model, solution: FleetSolution) -> Solution | None:
     """VROOM's routes as PyVRP's starting point (only when they serve every job they can)."""
-    if {item.task for item in solution.unassigned} != set(left_out(problem, model)):
+    if {item.task for item in solution.unassigned} != set(range(len(problem.request.jobs))) - set(model.jobs):
         return None
     type_of = {v: t for t, group in enumerate(model.vehicle_of) for v in group}
     client = {j: c for c, j in enumerate(model.jobs)}
@@ -219,48 +270,83 @@ def initial_solution(problem: FleetProblem, model: Model, solution: FleetSolutio
     return Solution(model.data, routes)
 
 
+type Visit = tuple[str, int]  # ("job", job index) or ("reload", depot index)
+
+
 def translate(problem: FleetProblem, model: Model, best: Solution) -> list[RoutePlan]:
     free = {t: list(group) for t, group in enumerate(model.vehicle_of)}
     plans = []
     for route in best.routes():
         vehicle = free[route.vehicle_type()].pop(0)
-        jobs = [model.jobs[activity.idx] for activity in route.schedule() if activity.is_client()]
-        plans.append(schedule(problem, vehicle, jobs))
+        activities = route.schedule()[1:-1]  # PyVRP's start and end depots are ours
+        visits = [("job", model.jobs[a.idx]) if a.is_client() else ("reload", reload_depot(problem, model, vehicle, a.idx))
+                  for a in activities]  # fmt: skip
+        plans.append(schedule(problem, vehicle, visits))
     return plans
 
 
-def schedule(problem: FleetProblem, vehicle_index: int, jobs: list[int]) -> RoutePlan:
-    """Our route for this vehicle serving `jobs` in order: times, loads, distances and cost."""
+def reload_depot(problem: FleetProblem, model: Model, vehicle: int, pyvrp_depot: int) -> int:
+    """The request's depot (one the vehicle may reload at) that PyVRP's depot stands for."""
+    where = problem.locations
+    return next(d for d in problem.request.vehicles[vehicle].reload_depots if model.depot_at[where.depots[d]] == pyvrp_depot)
+
+
+def trip_loads(request: FleetRequest, visits: list[Visit]) -> list[tuple[int, ...]]:
+    """What each trip leaves with: its jobs' demands."""
+    loads = [[0] * request.dimensions]
+    for kind, index in visits:
+        if kind == "reload":
+            loads.append([0] * request.dimensions)
+        else:
+            loads[-1] = [a + b for a, b in zip(loads[-1], request.jobs[index].demand, strict=True)]
+    return [tuple(load) for load in loads]
+
+
+def trip_releases(request: FleetRequest, visits: list[Visit]) -> list[int]:
+    """When each trip may leave: its jobs' latest release time."""
+    releases = [0]
+    for kind, index in visits:
+        if kind == "reload":
+            releases.append(0)
+        else:
+            releases[-1] = max(releases[-1], request.jobs[index].release_s)
+    return releases
+
+
+def schedule(problem: FleetProblem, vehicle_index: int, visits: list[Visit]) -> RoutePlan:
+    """Our route for this vehicle serving `visits` in order: times, loads, distances and cost."""
     request, where = problem.request, problem.locations
     vehicle = request.vehicles[vehicle_index]
     durations, distances = problem.durations_s[vehicle.profile], problem.distances_m[vehicle.profile]
-    load = [
-        sum(column) for column in zip([0] * request.dimensions, *(request.jobs[j].demand for j in jobs), strict=True)
-    ]
+    loads, releases = trip_loads(request, visits), trip_releases(request, visits)
     start = where.vehicle_starts[vehicle_index]
-    clock, driven_s, driven_m = vehicle.shift.start_s, 0, 0
-    steps = [Step("start", None, start, clock, 0, 0, tuple(load), 0, 0)]
-    here = start
-    for j in jobs:
-        place, location = request.jobs[j].place, where.jobs[j]
+    leaves = max(vehicle.shift.start_s, releases[0])
+    clock, driven_s, driven_m, load = leaves, 0, 0, loads[0]
+    steps = [Step("start", None, start, vehicle.shift.start_s, leaves - vehicle.shift.start_s, 0, load, 0, 0)]
+    here, trip = start, 0
+    for kind, index in visits:
+        location = where.jobs[index] if kind == "job" else where.depots[index]
         leg_s, leg_m = int(durations[here, location]), int(distances[here, location])
         arrival = clock + leg_s
-        window = place.windows[0]
-        begin = max(arrival, window.start_s)
-        if begin > window.end_s:
-            raise Infeasible(f"job {j} is reached after its window")
         driven_s, driven_m = driven_s + leg_s, driven_m + leg_m
-        load = [a - b for a, b in zip(load, request.jobs[j].demand, strict=True)]
-        steps.append(
-            Step("job", j, location, arrival, begin - arrival, place.service_s, tuple(load), driven_m, driven_s)
-        )
-        clock, here = begin + place.service_s, location
+        if kind == "reload":
+            trip += 1
+            begin, service, load = max(arrival, releases[trip]), 0, loads[trip]
+        else:
+            place = request.jobs[index].place
+            window = place.windows[0]
+            begin, service = max(arrival, window.start_s), place.service_s
+            if begin > window.end_s:
+                raise Infeasible(f"job {index} is reached after its window")
+            load = tuple(a - b for a, b in zip(load, request.jobs[index].demand, strict=True))
+        steps.append(Step(kind, index, location, arrival, begin - arrival, service, load, driven_m, driven_s))
+        clock, here = begin + service, location
     end = where.vehicle_ends[vehicle_index]
     last = here if end is None else end
     leg_s, leg_m = (0, 0) if end is None else (int(durations[here, end]), int(distances[here, end]))
     if clock + leg_s > vehicle.shift.end_s:
         raise Infeasible(f"vehicle {vehicle_index} ends after its shift")
-    steps.append(Step("end", None, last, clock + leg_s, 0, 0, tuple(load), driven_m + leg_m, driven_s + leg_s))
+    steps.append(Step("end", None, last, clock + leg_s, 0, 0, load, driven_m + leg_m, driven_s + leg_s))
     return RoutePlan(vehicle_index, tuple(steps), route_cost(vehicle, driven_s + leg_s, driven_m + leg_m))
 
 

@@ -5,7 +5,11 @@ looks at each vehicle that could serve the task alone (skills and capacity) on t
 - `time-window`: none can reach it within its time windows and still end within its shift;
 - `vehicle-limits`: some could in time, but not within its maxDistance or maxStops;
 - `capacity-or-time`: some could alone, but the routes have no room left (capacity, time or
-  limits taken by other tasks, which the solver preferred by priority and cost).
+  limits taken by other tasks, which the solver preferred by priority and cost);
+- `optional`: an optional job (with a prize) some vehicle could serve alone, left out because
+  serving it would cost more than its prize, or no route had room for it.
+
+A job with a release time (issue 36, item 2) is served alone by a vehicle leaving no earlier.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from common.errors import ParameterErrors
 from optimize_service.fleet.model import FleetVehicle, Place, Unassigned
 from optimize_service.fleet.problem import NO_ROAD_S, FleetProblem
 
@@ -22,6 +27,7 @@ MESSAGES = {
     "time-window": "no vehicle can reach it within its time windows and still end within its shift",
     "vehicle-limits": "no vehicle that may serve it can do so within its maxDistance and maxStops",
     "capacity-or-time": "a vehicle could serve it alone, but no route had capacity, time or room within its limits left for it",
+    "optional": "optional: serving it would cost more than its prize, or no route had room left for it",
 }
 OK = "ok"
 # The first of these some vehicle meets is the reason (ok: one could serve it alone).
@@ -31,7 +37,9 @@ ORDER = (OK, "vehicle-limits", "time-window", "no-route")
 
 def explain(item: Unassigned, problem: FleetProblem) -> Unassigned:
     reason = explain_alone(item, problem)
-    reason = "capacity-or-time" if reason == OK else reason
+    if reason == OK:
+        optional = item.type == "job" and problem.request.jobs[item.task].prize is not None
+        reason = "optional" if optional else "capacity-or-time"
     return Unassigned(item.type, item.task, reason, MESSAGES[reason])
 
 
@@ -63,7 +71,8 @@ def alone(item: Unassigned, vehicle_index: int, problem: FleetProblem) -> str:
         shipment = request.shipments[item.task]
         visits = [(where.pickups[item.task], shipment.pickup), (where.deliveries[item.task], shipment.delivery)]
     ends = (where.vehicle_starts[vehicle_index], where.vehicle_ends[vehicle_index])
-    reason = drive(vehicle, *ends, visits, durations)
+    leaves = max(vehicle.shift.start_s, request.jobs[item.task].release_s if item.type == "job" else 0)
+    reason = drive(vehicle, leaves, *ends, visits, durations)
     if reason == OK and not within_limits(vehicle, *ends, [location for location, _ in visits], problem):
         return "vehicle-limits"
     return reason
@@ -82,9 +91,9 @@ def within_limits(vehicle: FleetVehicle, start: int, end: int | None, visits: li
 
 
 def drive(
-    vehicle: FleetVehicle, start: int, end: int | None, visits: list[tuple[int, Place]], durations: np.ndarray
+    vehicle: FleetVehicle, leaves: int, start: int, end: int | None, visits: list[tuple[int, Place]], durations: np.ndarray
 ) -> str:
-    clock, here = vehicle.shift.start_s, start
+    clock, here = leaves, start
     for location, place in visits:
         leg = int(durations[here, location])
         if leg >= NO_ROAD_S:
@@ -104,3 +113,13 @@ def earliest_start(arrival: int, place: Place) -> int | None:
         if arrival <= window.end_s:
             return max(arrival, window.start_s)
     return None
+
+
+def check_groups_servable(problem: FleetProblem) -> None:
+    """Raises one 400 naming every group none of whose jobs any vehicle could serve alone: a
+    contradiction (issue 36, item 10), named on its first job's `group`."""
+    errors = ParameterErrors()
+    for name, members in problem.request.groups.items():
+        if all(explain_alone(Unassigned("job", j, "", ""), problem) != OK for j in members):
+            errors.add(f"jobs[{members[0]}].group", f"no vehicle can serve any job of the group {name!r}")
+    errors.raise_if_any()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from common.errors import InvalidParameter
 from optimize_service.fleet.model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
-from optimize_service.fleet.problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
+from optimize_service.fleet.problem import CHAIN, PYVRP, PYVRP_SECOND_SEED, VROOM, FleetProblem, FleetSolution
 
 if TYPE_CHECKING:  # PyVRP itself only in solver processes
     from pyvrp.stop import StoppingCriterion
@@ -51,7 +51,11 @@ def methods_for(request: FleetRequest) -> tuple[str, ...]:
     cores search with PyVRP, ahead of VROOM level 5 by several per cent on the quality bench,
     and one PyVRP's bad seed is the other's chance: on the bench's 200 x 10 instances (10 s)
     one seed was up to 2.3 % above the reference, the better of two at most 0.5 % (docs/decisions.md,
-    "Fleet routing quality"). Elsewhere VROOM alone (it models every rule and may leave jobs out)."""
+    "Fleet routing quality"). With reloads, job release times, groups or prizes (issue 36), rules
+    VROOM has not, PyVRP alone with two seeds (the parser made sure its model fits). Elsewhere
+    VROOM alone (it models every rule and may leave jobs out)."""
+    if request.pyvrp_rules:
+        return (PYVRP, PYVRP_SECOND_SEED)
     return (PYVRP, CHAIN) if pyvrp_fits(request) else (VROOM,)
 
 
@@ -64,11 +68,12 @@ type StopAfter = Callable[[float], StoppingCriterion]  # seconds -> PyVRP's stop
 
 def solve_method(problem: FleetProblem, method: str, stop_after: StopAfter | None = None) -> FleetSolution | None:
     """One search of the portfolio, in its own solver process; None: PyVRP served not every job."""
-    if method == PYVRP:
+    if method in (PYVRP, PYVRP_SECOND_SEED):
         from optimize_service.fleet.pyvrp import solve_pyvrp  # PyVRP only in solver processes
 
         limit = time_limit(problem.request)
-        return solve_pyvrp(problem, limit, stop=None if stop_after is None else stop_after(limit))
+        stop = None if stop_after is None else stop_after(limit)
+        return solve_pyvrp(problem, limit, stop=stop, seed=int(method == PYVRP_SECOND_SEED))
     if method == CHAIN:
         return solve_chain(problem, CHAIN_VROOM_SHARE, seed=1, stop_after=stop_after)
     return solve_vroom(problem)
@@ -79,6 +84,13 @@ def solve_fleet(problem: FleetProblem) -> FleetSolution:
     half the time limit, then PyVRP from VROOM's plan for the other half, the better kept."""
     if methods_for(problem.request) == (VROOM,):
         return solve_vroom(problem)
+    if problem.request.pyvrp_rules:
+        from optimize_service.fleet.pyvrp import solve_pyvrp
+
+        found = solve_pyvrp(problem, time_limit(problem.request))
+        if found is None:
+            raise RuntimeError("PyVRP found no feasible plan")  # never seen: every job is optional there
+        return found
     return solve_chain(problem, 0.5, seed=0)
 
 
@@ -100,11 +112,12 @@ def solve_chain(problem: FleetProblem, vroom_share: float, seed: int, stop_after
 
 
 def better(solutions: Sequence[FleetSolution | None]) -> FleetSolution:
-    """Fewer priority points left out, then fewer tasks left out, then the lower cost."""
+    """Fewer priority points left out, then fewer wanted tasks left out, then the lower cost
+    with the prizes of optional jobs left out."""
     found = [s for s in solutions if s is not None]
 
     def key(solution: FleetSolution) -> tuple[int, int, int]:
-        return (solution.left_priority, len(solution.unassigned), solution.cost)
+        return (solution.left_priority, solution.left_wanted, solution.cost + solution.left_prizes)
 
     return min(found, key=key)
 
