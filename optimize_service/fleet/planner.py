@@ -183,12 +183,22 @@ async def profile_matrix(
     if request.timed:
         body |= {"departureTime": request.start_time.isoformat(), "whenOpen": True}
     answer = await call(routes, "/internal/matrix", body, points.names, f"vehicles[{vehicle}].kind")
-    durations = np.array(answer["durations"], dtype=np.float64)
-    distances = np.array(answer["distances"], dtype=np.float64)
-    no_road = ~np.isfinite(durations) | ~np.isfinite(distances)
-    seconds = np.where(no_road, NO_ROAD_S, np.rint(np.nan_to_num(durations))).astype(np.int64)
-    metres = np.where(no_road, NO_ROAD_M, np.rint(np.nan_to_num(distances))).astype(np.int64)
+    seconds, metres = solver_cells(answer["durations"], answer["distances"])
     return seconds, metres, read_road_windows(answer, request.start_time)
+
+
+def solver_cells(durations: list[list[float | None]], distances: list[list[float | None]]) -> tuple[np.ndarray, np.ndarray]:
+    """Whole seconds and metres; no road: NO_ROAD_S/M. Staying at a point takes nothing: a timed
+    matrix's cell from a point on a closed road to itself holds the wait for its opening (the
+    task's windows carry that), and PyVRP refuses a matrix whose diagonal is not zero (found on
+    Munich at 08:00 by bench fleet_balance: every request a 500)."""
+    raw_s, raw_m = np.array(durations, dtype=np.float64), np.array(distances, dtype=np.float64)
+    no_road = ~np.isfinite(raw_s) | ~np.isfinite(raw_m)
+    seconds = np.where(no_road, NO_ROAD_S, np.rint(np.nan_to_num(raw_s))).astype(np.int64)
+    metres = np.where(no_road, NO_ROAD_M, np.rint(np.nan_to_num(raw_m))).astype(np.int64)
+    np.fill_diagonal(seconds, 0)
+    np.fill_diagonal(metres, 0)
+    return seconds, metres
 
 
 async def route_geometry(

@@ -10,6 +10,7 @@ indexes into the request.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -22,6 +23,8 @@ from optimize_service.fleet.problem import CHAIN, PYVRP, PYVRP_SECOND_SEED, VROO
 
 if TYPE_CHECKING:  # PyVRP itself only in solver processes
     from pyvrp.stop import StoppingCriterion
+
+log = logging.getLogger(__name__)
 
 # VROOM's part of the chain beside a PyVRP search: its plan is the fallback when PyVRP serves
 # not every job, and the second PyVRP's start. On the bench's 100 x 5 instances VROOM's plan
@@ -106,6 +109,9 @@ def solve_chain(problem: FleetProblem, vroom_share: float, seed: int, stop_after
         stop = None if stop_after is None else stop_after(left)
         chained = solve_pyvrp(problem, left, initial=first, seed=seed, stop=stop)
     except Infeasible:  # never seen; VROOM's plan stands
+        chained = None
+    except ValueError:  # PyVRP refusing its input (a matrix it cannot take): VROOM's plan stands
+        log.warning("PyVRP refused the chained problem; VROOM's plan stands", exc_info=True)
         chained = None
     # The answer's `solver.timeLimit` is the request's, not the part either search had.
     return replace(better([first, chained]), time_limit_s=limit)

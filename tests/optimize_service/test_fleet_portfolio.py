@@ -22,7 +22,7 @@ from optimize_service.fleet.formatter import fleet_body
 from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, RoutePlan, Step, Unassigned, default_time_limit
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import locate, solve_in
-from optimize_service.fleet.problem import CHAIN, PYVRP, VROOM, FleetProblem, FleetSolution
+from optimize_service.fleet.problem import CHAIN, NO_ROAD_M, NO_ROAD_S, PYVRP, VROOM, FleetProblem, FleetSolution
 from optimize_service.fleet.pyvrp import solve_pyvrp
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
@@ -297,3 +297,11 @@ async def test_pyvrp_leaves_out_the_jobs_no_vehicle_can_serve_alone(monaco_route
     answer = answer_of(problem, solution)
     check_feasible(body, answer, await road_matrix(monaco_route, body))
     assert [(item["id"], item["reason"]) for item in answer["unassigned"]] == [("j3", "time-window")]
+
+
+def test_the_solver_s_cells_are_whole_with_nothing_to_stay_put() -> None:
+    """A timed matrix's cell from a point on a closed road to itself holds the wait for its
+    opening; the solvers get 0 there (PyVRP refuses a non-zero diagonal: a 500 on Munich at
+    08:00 before), and a missing road becomes NO_ROAD."""
+    seconds, metres = fleet_planner.solver_cells([[3600.4, 10.6], [None, 0.0]], [[5.0, 99.5], [None, 0.0]])
+    assert seconds.tolist() == [[0, 11], [NO_ROAD_S, 0]] and metres.tolist() == [[0, 100], [NO_ROAD_M, 0]]
