@@ -6,8 +6,10 @@ translation of a solver's answer or the formatter shows up here. It checks that 
 shift, capacity, skill, break or pickup-before-delivery rule is broken, that every task is
 served once or listed as unassigned (a group's other jobs neither, when one is served), that
 each route keeps its vehicle's maxWorkingTime, maxDistance, maxStops and maxTrips, that a trip
-leaves no earlier than its jobs' release times and reloads only at its vehicle's depots, and
-that times, loads (per trip) and distances add up.
+leaves no earlier than its jobs' release times and reloads only at its vehicle's depots, that a
+vehicle under way (`current`) leaves from where it is, not before its time, with its load on
+board and serves its committed jobs first, in order, and that times, loads (per trip) and
+distances add up.
 
 Used by the tests (tests/optimize_service/test_fleet_app.py, tests/integration) and by the
 quality bench (bench/fleet.py) on every answer, ours and the references'. A broken rule raises
@@ -24,7 +26,7 @@ import numpy as np
 LEG_TOLERANCE_S = 1.0  # the solver works in whole seconds of the road matrix's tenths
 LEG_TOLERANCE_M = 1.0
 MOMENT_TOLERANCE_S = 0.5  # answers carry whole seconds
-REASONS = ("no-route", "time-window", "vehicle-limits", "capacity-or-time", "optional")
+REASONS = ("no-route", "time-window", "vehicle-limits", "capacity-or-time", "optional", "closed-at-time")
 
 
 class Infeasible(AssertionError):
@@ -58,6 +60,7 @@ def request_points(body: dict[str, Any]) -> list[dict[str, float]]:
     points += [j["location"] for j in body.get("jobs", [])]
     points += [s[end]["location"] for s in body.get("shipments", []) for end in ("pickup", "delivery")]
     points += [d["location"] for d in body.get("depots", [])]
+    points += [v["current"]["location"] for v in body["vehicles"] if "current" in v]
     return list({(p["lat"], p["lon"]): p for p in points}.values())
 
 
@@ -160,7 +163,10 @@ def check_totals(answer: dict[str, Any], tasks: int, left: int) -> None:
 def check_route(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, roads: Roads, clock: Clock) -> list[str]:
     steps = route["steps"]
     need(steps[0]["type"] == "start" and steps[-1]["type"] == "end", "a route begins with start and ends with end")
-    need(same_point(steps[0]["location"], vehicle["start"]), f"{vehicle['id']} starts elsewhere")
+    current = vehicle.get("current")
+    need(same_point(steps[0]["location"], (current or vehicle)["location" if current else "start"]), f"{vehicle['id']} starts elsewhere")
+    if current is not None:
+        check_current(steps, vehicle, current, clock)
     if "end" in vehicle:
         need(same_point(steps[-1]["location"], vehicle["end"]), f"{vehicle['id']} ends elsewhere")
     shift = vehicle.get("shift", {})
@@ -196,6 +202,16 @@ def check_trips(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, cl
         if released is not None:
             need(begins >= clock.seconds(released) - MOMENT_TOLERANCE_S, f"{step['id']} taken before its releaseTime")
     need(len(route.get("trips", [])) == len(reloads) + 1, f"{name}: one trip more than its reloads")
+
+
+def check_current(steps: list[dict[str, Any]], vehicle: dict[str, Any], current: dict[str, Any], clock: Clock) -> None:
+    """A vehicle under way leaves when it is there at the earliest, its committed jobs first, in order."""
+    name = vehicle["id"]
+    if "time" in current:
+        need(clock.seconds(steps[0]["departure"]) >= clock.seconds(current["time"]) - MOMENT_TOLERANCE_S, f"{name} leaves before its current time")
+    committed = current.get("committed", [])
+    served = [step["id"] for step in steps if step["type"] == "job"]
+    need(served[: len(committed)] == committed, f"{name} does not serve its committed jobs first, in order")
 
 
 def check_limits(route: dict[str, Any], vehicle: dict[str, Any], clock: Clock) -> None:
@@ -258,9 +274,12 @@ def check_loads(steps: list[dict[str, Any]], vehicle: dict[str, Any], tasks: Tas
         return list(tasks.jobs[step["id"]].get("demand", nothing)) if step["type"] == "job" else nothing
 
     load = nothing
+    on_board = vehicle.get("current", {}).get("load")
     for index, step in enumerate(steps):
         change = [-x for x in demand(step)]
-        if step["type"] in ("start", "reload"):
+        if step["type"] == "start" and vehicle.get("current") is not None:  # what is on board, not what it delivers
+            load = list(on_board or nothing)
+        elif step["type"] in ("start", "reload"):
             trip = next((i for i in range(index + 1, len(steps)) if steps[i]["type"] == "reload"), len(steps))
             load = [sum(column) for column in zip(nothing, *(demand(s) for s in steps[index + 1 : trip]), strict=True)]
         elif step["type"] in ("pickup", "delivery"):

@@ -96,6 +96,17 @@ class FleetDepot:
 
 
 @dataclass(frozen=True)
+class Current:
+    """Where a vehicle is in a day under way (issue 36, item 6): its place and time, the load on
+    board, and the jobs it has committed to (served first, in this order, from that load)."""
+
+    location: LatLon
+    time_s: int
+    load: tuple[int, ...]
+    committed: tuple[int, ...] = ()  # job indexes
+
+
+@dataclass(frozen=True)
 class FleetVehicle:
     id: str
     kind: str  # common.vocabulary.VEHICLES
@@ -110,6 +121,7 @@ class FleetVehicle:
     truck: tuple[tuple[str, float], ...] = ()  # a truck's dimensions (common.vehicles.TRUCK_DIMENSIONS), by name
     reload_depots: tuple[int, ...] = ()  # into the request's depots: where it may reload (issue 36, item 1)
     max_trips: int | None = None  # None: as many as the shift allows
+    current: Current | None = None  # a day under way: the rest of it is planned (issue 36, item 6)
 
     @property
     def profile(self) -> str:
@@ -231,6 +243,12 @@ class Step:
     load: tuple[int, ...]
     distance_m: int  # driven since the route's start
     duration_s: int  # driving time since the route's start
+
+
+def route_cost(vehicle: FleetVehicle, duration_s: int, distance_m: int) -> int:
+    """VROOM's cost of a route: fixed + per hour driven + per km."""
+    costs = vehicle.costs
+    return costs.fixed + round(costs.per_hour * duration_s / 3600 + costs.per_km * distance_m / 1000)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from optimize_service.fleet.model import (
     UNLIMITED_CAPACITY,
     Break,
     Costs,
+    Current,
     FleetDepot,
     FleetJob,
     FleetRequest,
@@ -56,7 +57,8 @@ from optimize_service.stops.parsing import is_number, parse_coordinate, parse_st
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
 BALANCES = ("duration",)
 VEHICLE_FIELDS = {"id", "kind", "start", "end", "capacity", "shift", "skills", "breaks", "costs", "maxWorkingTime",
-                  "maxDistance", "maxStops", "truck", "reloadDepots", "maxTrips"}  # fmt: skip
+                  "maxDistance", "maxStops", "truck", "reloadDepots", "maxTrips", "current"}  # fmt: skip
+CURRENT_FIELDS = {"location", "time", "load", "committed"}
 JOB_FIELDS = {"id", "location", "serviceTime", "timeWindows", "demand", "skills", "priority", "releaseTime", "group",
               "prize"}  # fmt: skip
 SHIPMENT_FIELDS = {"id", "pickup", "delivery", "amount", "skills", "priority", "releaseTime"}
@@ -78,6 +80,7 @@ class Context:
         self.start_time = start_time
         self.dimensions = dimensions
         self.depot_ids: dict[str, int] = {}  # the named depots' ids → their index
+        self.committed: dict[str, list[Any]] = {}  # "vehicles[i].current" → its committed ids as sent
 
 
 def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = None) -> FleetRequest:
@@ -98,6 +101,8 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     vehicles = parse_list(body, "vehicles", ctx, parse_vehicle, required=True)
     jobs = parse_list(body, "jobs", ctx, parse_job, required=False)
     shipments = parse_list(body, "shipments", ctx, parse_shipment, required=False)
+    if vehicles is not None and jobs is not None:
+        vehicles = resolve_committed(vehicles, jobs, ctx)
     if jobs == [] and shipments == []:
         errors.add("jobs", "at least one job or shipment is required")
     avoid = parse_avoid_area(body["avoid"], "avoid", errors) if body.get("avoid") is not None else None
@@ -188,7 +193,7 @@ def parse_list(body: dict[str, Any], key: str, ctx: Context, parse: Any, *, requ
 
 
 def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
-    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?, truck?, reloadDepots?, maxTrips?}", ctx.errors)
+    before = open_object(item, where, VEHICLE_FIELDS, "must be an object {id, kind?, start, end?, capacity?, shift?, skills?, breaks?, costs?, maxWorkingTime?, maxDistance?, maxStops?, truck?, reloadDepots?, maxTrips?, current?}", ctx.errors)
     if before is None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
@@ -203,12 +208,70 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
     limits = parse_limits(item, where, ctx.errors)
     truck = parse_truck(item.get("truck"), kind, f"{where}.truck", ctx.errors)
     reloads, max_trips = parse_reloads(item, where, ctx)
+    current = parse_current(item.get("current"), f"{where}.current", ctx)
+    if current is not None and reloads:
+        ctx.errors.add(f"{where}.current", "cannot be planned with reloadDepots: what is on board serves the rest of the trip")
+    if current is not None and any(a > c for a, c in zip(current.load, capacity, strict=True)):
+        ctx.errors.add(f"{where}.current.load", f"{list(current.load)} is more than the capacity {list(capacity)}")
     if len(ctx.errors.violations) > before or start is None or shift is None:
         return None
     shift = working_shift(shift, limits.working_s)
+    if current is not None:  # the rest of the day: its breaks are still to take (they must fit after now)
+        shift = Window(min(shift.end_s, max(shift.start_s, current.time_s)), shift.end_s)
     check_breaks_fit(breaks, shift, f"{where}.breaks", ctx.errors)
     taken = tuple(b for _, b in breaks)
-    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck, reloads, max_trips)
+    return FleetVehicle(ident, kind, start, end, capacity, shift, skills, taken, costs, limits, truck, reloads, max_trips,
+                        current)  # fmt: skip
+
+
+def parse_current(value: Any, where: str, ctx: Context) -> Current | None:
+    """`{location, time?, load?, committed?}` of a vehicle under way (issue 36, item 6): time
+    defaults to startTime, load to nothing on board; the committed job ids are resolved once the
+    jobs are read (`resolve_committed`)."""
+    if value is None:
+        return None
+    before = open_object(value, where, CURRENT_FIELDS, "must be an object {location, time?, load?, committed?}", ctx.errors)
+    if before is None:
+        return None
+    location = parse_coordinate(value.get("location"), f"{where}.location", ctx.errors)
+    time_s = parse_moment(value.get("time"), f"{where}.time", ctx, default=0)
+    load = parse_amount(value.get("load"), f"{where}.load", ctx, default=0)
+    committed = value.get("committed", [])
+    if not isinstance(committed, list) or len(committed) > MAX_STOPS:
+        ctx.errors.add(f"{where}.committed", f"must be an array of at most {MAX_STOPS} job ids, in the order they are served")
+    if len(ctx.errors.violations) > before or location is None or time_s is None:
+        return None
+    ctx.committed[where] = committed
+    return Current(location, max(0, time_s), load)
+
+
+def resolve_committed(vehicles: list[FleetVehicle | None], jobs: list[FleetJob | None], ctx: Context) -> list[FleetVehicle | None]:
+    """Each vehicle's committed job ids as job indexes. A job committed twice, unknown, one the
+    vehicle lacks the skills for, or steps that need more than the load on board are named."""
+    index = {job.id: j for j, job in enumerate(jobs) if job is not None}
+    taken: dict[int, str] = {}
+    resolved = list(vehicles)
+    for v, vehicle in enumerate(vehicles):
+        ids, where = ctx.committed.get(f"vehicles[{v}].current", []), f"vehicles[{v}].current.committed"
+        if vehicle is None or vehicle.current is None:
+            continue
+        found = []
+        for k, ident in enumerate(ids):
+            job = index.get(ident) if isinstance(ident, str) else None
+            if job is None:
+                ctx.errors.add(f"{where}[{k}]", f"must be the id of one of the request's jobs, got {short(ident)}")
+            elif job in taken:
+                ctx.errors.add(f"{where}[{k}]", f"{ident!r} is committed already by {taken[job]}")
+            else:
+                taken[job] = vehicle.id
+                found.append(job)
+                if not jobs[job].skills <= vehicle.skills:  # type: ignore[union-attr]
+                    ctx.errors.add(f"{where}[{k}]", f"{ident!r} needs skills the vehicle has not")
+        need = [sum(column) for column in zip([0] * ctx.dimensions, *(jobs[j].demand for j in found), strict=True)]  # type: ignore[union-attr]
+        if any(n > a for n, a in zip(need, vehicle.current.load, strict=True)):
+            ctx.errors.add(f"vehicles[{v}].current.load", f"the committed jobs deliver {need}, more than the load on board {list(vehicle.current.load)}")
+        resolved[v] = replace(vehicle, current=replace(vehicle.current, committed=tuple(found)))
+    return resolved
 
 
 def parse_reloads(item: dict[str, Any], where: str, ctx: Context) -> tuple[tuple[int, ...], int | None]:

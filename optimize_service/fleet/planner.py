@@ -21,6 +21,7 @@ from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_t
 from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import check_groups_servable, explain
+from optimize_service.fleet.replan import committed_days, rest_of_day, with_committed
 from optimize_service.fleet.road_windows import explain_closed, with_road_windows
 from optimize_service.fleet.solver import (
     EXPLORATION_LEVEL,
@@ -69,7 +70,9 @@ def locate(request: FleetRequest) -> tuple[Points, Locations]:
         found.add(s.delivery.location, f"shipments[{i}].delivery.location") for i, s in enumerate(request.shipments)
     )
     depots = tuple(found.add(d.location, f"depots[{i}].location") for i, d in enumerate(request.depots))
-    return found, Locations(starts, ends, jobs, pickups, deliveries, depots)
+    currents = tuple(None if v.current is None else found.add(v.current.location, f"vehicles[{i}].current.location")
+                     for i, v in enumerate(request.vehicles))  # fmt: skip
+    return found, Locations(starts, ends, jobs, pickups, deliveries, depots, currents)
 
 
 async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Scheduler, account: str = "") -> FleetPlan:
@@ -85,7 +88,11 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         request = with_road_windows(request, where, roads)
         problem = FleetProblem(request, where, durations, distances, threads=lane.parallel)
         check_groups_servable(problem)
-        solution, balance = await (balanced_in(lane, job, problem) if request.balance else unbalanced_in(lane, job, problem))
+        committed = committed_days(problem)  # a day under way: its committed steps first (issue 36, item 6)
+        rest, kept = rest_of_day(problem, committed)
+        solution, balance = await (balanced_in(lane, job, rest) if request.balance else unbalanced_in(lane, job, rest))
+    explained = [explain_closed(explain(item, rest), rest, roads) for item in solution.unassigned]
+    solution = with_committed(replace(solution, unassigned=explained), problem, committed, kept)
     answers = await asyncio.gather(*(route_geometry(routes, points, route, request) for route in solution.routes))
     plans = [plan for plan, _ in answers]
     meta = next((info for _, info in answers if info), {})
@@ -93,7 +100,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         request=request,
         locations=points.points,
         routes=plans,
-        unassigned=[explain_closed(explain(item, problem), problem, roads) for item in solution.unassigned],
+        unassigned=solution.unassigned,
         solver={
             "method": solution.method,
             "explorationLevel": EXPLORATION_LEVEL,

@@ -32,6 +32,7 @@ class Locations:
     pickups: tuple[int, ...]
     deliveries: tuple[int, ...]
     depots: tuple[int, ...] = ()  # the request's named depots (reloads)
+    currents: tuple[int | None, ...] = ()  # per vehicle: where it is in a day under way (None: not given)
 
 
 @dataclass(frozen=True)

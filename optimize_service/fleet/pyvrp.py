@@ -41,7 +41,7 @@ from pyvrp.exceptions import PenaltyBoundWarning
 from pyvrp.stop import MaxRuntime, StoppingCriterion
 
 from common.errors import InvalidParameter
-from optimize_service.fleet.model import FleetRequest, FleetVehicle, RoutePlan, Step, Unassigned
+from optimize_service.fleet.model import FleetRequest, FleetVehicle, RoutePlan, Step, Unassigned, route_cost
 from optimize_service.fleet.problem import NO_ROAD_S, PYVRP, FleetProblem, FleetSolution
 from optimize_service.fleet.reasons import OK, explain_alone
 
@@ -348,9 +348,3 @@ def schedule(problem: FleetProblem, vehicle_index: int, visits: list[Visit]) -> 
         raise Infeasible(f"vehicle {vehicle_index} ends after its shift")
     steps.append(Step("end", None, last, clock + leg_s, 0, 0, load, driven_m + leg_m, driven_s + leg_s))
     return RoutePlan(vehicle_index, tuple(steps), route_cost(vehicle, driven_s + leg_s, driven_m + leg_m))
-
-
-def route_cost(vehicle: FleetVehicle, duration_s: int, distance_m: int) -> int:
-    """VROOM's cost of a route: fixed + per hour driven + per km."""
-    costs = vehicle.costs
-    return costs.fixed + round(costs.per_hour * duration_s / 3600 + costs.per_km * distance_m / 1000)
