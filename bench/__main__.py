@@ -42,6 +42,7 @@ SECTIONS = (
     "optimize_wall",
     "fleet",
     "fleet_balance",
+    "fleet_rules",
     "detour",
     "jobs",
     "isolation",

@@ -17,7 +17,6 @@ from typing import Any
 from common.admission import Caller, Cost
 from common.providers import provider_name
 from optimize_service.costs import Allowance, TierRules, capped_default, check_cells, cost_of_fleet, cost_of_stops
-from optimize_service.fleet import model as fleet_model
 from optimize_service.fleet.model import FleetPlan, FleetRequest
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
@@ -80,7 +79,7 @@ class Optimizer:
         fleet = parse_fleet_request(body, now or datetime.now(UTC), allowance)
         places, _ = locate(fleet)
         check_cells(len(places.points), len(fleet.profiles), allowance, f"{len(places.points)} distinct places", "jobs")
-        cap = capped_default(fleet_model.default_time_limit(fleet.stops), allowance)
+        cap = capped_default(fleet.default_time_limit_s, allowance)
         return replace(fleet, time_limit_s=cap) if fleet.time_limit_s is None and cap is not None else fleet
 
     def price_fleet(self, fleet: FleetRequest) -> Cost:

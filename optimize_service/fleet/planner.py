@@ -18,7 +18,7 @@ import numpy as np
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
-from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, default_time_limit
+from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import check_groups_servable, explain
 from optimize_service.fleet.replan import committed_days, rest_of_day, with_committed
@@ -114,7 +114,7 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
 
 
 def fleet_time_limit(request: FleetRequest) -> float:
-    return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+    return request.time_limit_s if request.time_limit_s is not None else request.default_time_limit_s
 
 
 async def unbalanced_in(lane: Lane, job: Job, problem: FleetProblem) -> tuple[FleetSolution, dict[str, Any]]:

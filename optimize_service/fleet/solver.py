@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from common.errors import InvalidParameter
-from optimize_service.fleet.model import FleetRequest, RoutePlan, Step, Unassigned, default_time_limit
+from optimize_service.fleet.model import FleetRequest, RoutePlan, Step, Unassigned
 from optimize_service.fleet.problem import CHAIN, PYVRP, PYVRP_SECOND_SEED, VROOM, FleetProblem, FleetSolution
 
 if TYPE_CHECKING:  # PyVRP itself only in solver processes
@@ -63,7 +63,7 @@ def methods_for(request: FleetRequest) -> tuple[str, ...]:
 
 
 def time_limit(request: FleetRequest) -> float:
-    return request.time_limit_s if request.time_limit_s is not None else default_time_limit(request.stops)
+    return request.time_limit_s if request.time_limit_s is not None else request.default_time_limit_s
 
 
 type StopAfter = Callable[[float], StoppingCriterion]  # seconds -> PyVRP's stop (the bench counts CPU)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +23,16 @@ from optimize_service.fleet.formatter import fleet_body
 from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, RoutePlan, Step, Unassigned, default_time_limit
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import locate, solve_in
-from optimize_service.fleet.problem import CHAIN, NO_ROAD_M, NO_ROAD_S, PYVRP, VROOM, FleetProblem, FleetSolution
+from optimize_service.fleet.problem import (
+    CHAIN,
+    NO_ROAD_M,
+    NO_ROAD_S,
+    PYVRP,
+    PYVRP_SECOND_SEED,
+    VROOM,
+    FleetProblem,
+    FleetSolution,
+)
 from optimize_service.fleet.pyvrp import solve_pyvrp
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
@@ -305,3 +315,17 @@ def test_the_solver_s_cells_are_whole_with_nothing_to_stay_put() -> None:
     08:00 before), and a missing road becomes NO_ROAD."""
     seconds, metres = fleet_planner.solver_cells([[3600.4, 10.6], [None, 0.0]], [[5.0, 99.5], [None, 0.0]])
     assert seconds.tolist() == [[0, 11], [NO_ROAD_S, 0]] and metres.tolist() == [[0, 100], [NO_ROAD_M, 0]]
+
+
+def test_requests_pyvrp_alone_plans_search_longer_for_their_5_s_goal() -> None:
+    """Issue 36, item 8: 100 jobs x 5 vehicles with reloads, release times, groups or prizes
+    answer within 5 s, so their default search ends at 90 % of that (4.5 s), at most 30 s; the
+    same request without those rules keeps its own default."""
+    body = jobs_only(1, 100, 5)
+    del body["timeLimit"]
+    plain = parse_fleet_request(body, datetime.now(UTC))
+    body["jobs"][0]["group"] = body["jobs"][1]["group"] = "either"
+    rules = parse_fleet_request(body, datetime.now(UTC))
+    assert plain.default_time_limit_s == default_time_limit(100) and rules.default_time_limit_s == pytest.approx(4.5)
+    assert methods_for(rules) == (PYVRP, PYVRP_SECOND_SEED)
+    assert all(replace(rules, jobs=rules.jobs * k).default_time_limit_s <= MAX_TIME_LIMIT_S for k in (1, 2, 4))
