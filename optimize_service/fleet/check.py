@@ -117,7 +117,8 @@ class Tasks:
 
 
 def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads | dict[str, Roads]) -> None:
-    """`roads`: one matrix, or one per vehicle kind. Raises Infeasible naming the first broken rule."""
+    """`roads`: one matrix, or one per vehicle id or kind (a vehicle's own first: trucks of two
+    sizes drive different roads). Raises Infeasible naming the first broken rule."""
     tasks, clock = Tasks(body), Clock(body, answer)
     served: list[str] = []
     used = [route["vehicle"] for route in answer["routes"]]
@@ -125,8 +126,10 @@ def check_feasible(body: dict[str, Any], answer: dict[str, Any], roads: Roads | 
     for route in answer["routes"]:
         vehicle = tasks.vehicles[route["vehicle"]]
         need(route["kind"] == vehicle.get("kind", "car"), f"route of {route['vehicle']} has another kind")
-        kind_roads = roads[route["kind"]] if isinstance(roads, dict) else roads
-        served += check_route(route, vehicle, tasks, kind_roads, clock)
+        own = roads.get(route["vehicle"], roads.get(route["kind"])) if isinstance(roads, dict) else roads
+        need(own is not None, f"no road matrix for {route['vehicle']}")
+        assert own is not None
+        served += check_route(route, vehicle, tasks, own, clock)
     left = [item["id"] for item in answer["unassigned"]]
     alternatives = check_groups(served, tasks)
     need(sorted(served + left) == sorted(set([*tasks.jobs, *tasks.shipments]) - alternatives),

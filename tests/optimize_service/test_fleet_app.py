@@ -111,9 +111,11 @@ def seconds(text: str) -> float:
     return (datetime.fromisoformat(text) - START).total_seconds()
 
 
-async def road_matrix(route_server: TestServer, body: dict[str, Any], kind: str = "car") -> Roads:
+async def road_matrix(route_server: TestServer, body: dict[str, Any], kind: str = "car", truck: dict[str, float] | None = None) -> Roads:
     unique = request_points(body)
     query = {"sources": unique, "destinations": unique, "annotations": ["duration", "distance"], "vehicle": kind}
+    if truck:
+        query["truck"] = truck
     async with aiohttp.ClientSession() as http, http.post(str(route_server.make_url("/internal/matrix")), json=query) as resp:
         assert resp.status == 200, await resp.text()
         answer = await resp.json()

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from common.errors import ApiError, NoRouteFound
+from optimize_service.fleet.check import Infeasible, check_feasible
 from optimize_service.fleet.parsing import parse_fleet_request
 from route_service.dataset import Dataset
 from route_service.importing.importer import ImportResult
@@ -20,6 +21,7 @@ from route_service.model import TRUCK_PARAMETERS
 from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
 from tests.optimize_service.conftest import ClientFactory, ServerFactory, optimize_client, route_server
+from tests.optimize_service.test_fleet_app import road_matrix
 from tests.route_service.test_truck_dimensions import SMALL_TRUCK, LimitedWay, limited_ways, passes_middle, route_params
 
 
@@ -54,7 +56,7 @@ async def test_each_truck_is_planned_on_the_roads_its_size_may_use(
     (lon0, lat0), (lon1, lat1) = way.points[0], way.points[-1]
     start, end = {"lat": lat0, "lon": lon0}, {"lat": lat1, "lon": lon1}
     small = {name: float(value) for name, value in SMALL_TRUCK.items()}
-    body = {
+    body: dict[str, Any] = {
         "vehicles": [
             {"id": "small", "kind": "truck", "start": start, "truck": small, "skills": ["small"]},
             {"id": "big", "kind": "truck", "start": start, "truck": big, "skills": ["big"]},
@@ -73,6 +75,11 @@ async def test_each_truck_is_planned_on_the_roads_its_size_may_use(
     line = [tuple(p) for p in routes["small"]["geometry"]["coordinates"]]
     assert passes_middle(line, way)  # type: ignore[arg-type]
     assert not passes_middle([tuple(p) for p in routes["big"]["geometry"]["coordinates"]], way)  # type: ignore[arg-type]
+    # The independent checker, on each truck's own road matrix (the small one's legs break the big one's).
+    roads = {name: await road_matrix(server, body, "truck", size) for name, size in (("small", small), ("big", big))}
+    check_feasible(body, answer, roads)
+    with pytest.raises(Infeasible):
+        check_feasible(body, answer, {"small": roads["big"], "big": roads["big"]})
 
 
 @pytest.mark.parametrize(
