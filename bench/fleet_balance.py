@@ -22,12 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from bench.fleet import BENCH_CITIES, fleet_instance
+from bench.fleet import BENCH_CITIES, fleet_instance, platform_roads
 from bench.optimize import SMALL_SIZE, city_stack, http, merged_stack
 from bench.optimize_instances import ROUND_TRIP, instance
-from optimize_service.fleet.check import Roads, check_feasible, request_points
+from optimize_service.fleet.check import check_feasible
 
 CITIES = [c for c in os.environ.get("BENCH_BALANCE_CITIES", ",".join(BENCH_CITIES)).split(",") if c]
 BALANCED = {"objective": {"balance": "duration"}}
@@ -36,17 +34,6 @@ BALANCED = {"objective": {"balance": "duration"}}
 def working_s(route: dict[str, Any]) -> float:
     steps = route["steps"]
     return (datetime.fromisoformat(steps[-1]["arrival"]) - datetime.fromisoformat(steps[0]["departure"])).total_seconds()
-
-
-def platform_roads(client: Any, body: dict[str, Any]) -> Roads:
-    """The checker's matrix, the platform's own (car, its default provider)."""
-    points = request_points(body)
-    # The planner's matrix leaves at startTime (rules by time, issue 33): so does the checker's.
-    query = {"sources": points, "annotations": ["duration", "distance"], "departureTime": body["startTime"]}
-    answer = http(client.stack.base_url + "/v1/matrix", query, {"Authorization": f"Bearer {client.token}"})
-    assert answer.status == 200, (answer.status, answer.body)
-    durations, distances = (np.array(answer.body[key], dtype=np.float64) for key in ("durations", "distances"))
-    return Roads(points, durations, distances)
 
 
 def measured(client: Any, city: str) -> list[str]:
