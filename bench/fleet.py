@@ -242,14 +242,18 @@ class Scored:
 def score(inst: FleetInstance, answer: dict[str, Any] | None, wall_s: float, cpu_s: float | None = None) -> Scored:
     if answer is None:  # PyVRP found no plan serving every job
         return Scored(inst.jobs, NO_PLAN, wall_s, False, "", cpu_s)
+    totals = answer["totals"]
+    return Scored(totals["unassigned"], totals["duration"], wall_s, passes(inst, answer), answer["solver"]["method"], cpu_s)
+
+
+def passes(inst: FleetInstance, answer: dict[str, Any]) -> bool:
+    """Whether the independent checker finds no rule broken (on the bench's own matrices)."""
     try:
         check_feasible(inst.body, answer, roads_of(inst))
-        feasible = True
     except Infeasible as exc:
         log(f"   {inst.name} {answer['solver']['method']}: INFEASIBLE {exc}")
-        feasible = False
-    totals = answer["totals"]
-    return Scored(totals["unassigned"], totals["duration"], wall_s, feasible, answer["solver"]["method"], cpu_s)
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- references

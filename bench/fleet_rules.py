@@ -41,6 +41,7 @@ from typing import Any
 from bench.fleet import (
     BENCH_CITIES,
     CACHE_DIR,
+    NO_PLAN,
     PROCESSES,
     REFERENCE_SECONDS,
     WALL_CAP,
@@ -52,14 +53,13 @@ from bench.fleet import (
     fleet_walls,
     gap_pct,
     log,
+    passes,
     problem_of,
     pyvrp_reference,
-    roads_of,
     search_processes,
     timed_search,
 )
 from bench.optimize_instances import ROUND_TRIP, instance, write_atomic
-from optimize_service.fleet.check import Infeasible, check_feasible
 from optimize_service.fleet.solver import better, methods_for
 
 RULES_VERSION = 1  # in every cache key: raise it when the rules above change
@@ -95,13 +95,8 @@ def rules_instance(city: str, jobs: int, vehicles: int) -> FleetInstance:
 def scored(inst: FleetInstance, answer: dict[str, Any] | None, wall_s: float, cpu_s: float | None = None) -> Scored:
     """Wanted jobs left out, and driving seconds plus the optional jobs' prizes left out."""
     if answer is None:
-        return Scored(inst.jobs, 10**12, wall_s, False, "", cpu_s)
-    try:
-        check_feasible(inst.body, answer, roads_of(inst))
-        feasible = True
-    except Infeasible as exc:
-        log(f"   {inst.name} {answer['solver']['method']}: INFEASIBLE {exc}")
-        feasible = False
+        return Scored(inst.jobs, NO_PLAN, wall_s, False, "", cpu_s)
+    feasible = passes(inst, answer)
     jobs = {job["id"]: job for job in inst.body["jobs"]}
     left = [jobs[item["id"]] for item in answer["unassigned"]]
     prizes = sum(job.get("prize", 0) for job in left)
@@ -184,7 +179,7 @@ def end_to_end(repeats: int) -> tuple[dict[str, list[float] | str], dict[str, li
 
 
 def cell(result: Scored) -> str:
-    return "none" if result.driving_s >= 10**12 else f"{result.driving_s} ({result.unassigned})"
+    return "none" if result.driving_s >= NO_PLAN else f"{result.driving_s} ({result.unassigned})"
 
 
 def mark(result: Scored) -> str:

@@ -167,7 +167,8 @@ def check_route(route: dict[str, Any], vehicle: dict[str, Any], tasks: Tasks, ro
     steps = route["steps"]
     need(steps[0]["type"] == "start" and steps[-1]["type"] == "end", "a route begins with start and ends with end")
     current = vehicle.get("current")
-    need(same_point(steps[0]["location"], (current or vehicle)["location" if current else "start"]), f"{vehicle['id']} starts elsewhere")
+    start = vehicle["start"] if current is None else current["location"]
+    need(same_point(steps[0]["location"], start), f"{vehicle['id']} starts elsewhere")
     if current is not None:
         check_current(steps, vehicle, current, clock)
     if "end" in vehicle:

@@ -110,7 +110,7 @@ def build_model(problem: FleetProblem) -> Model:
     unit = cost_unit(list(profiles.values()), [v.costs.fixed * COST_SCALE for v in request.vehicles] + prizes)
     depots, vehicle_types, vehicle_of = fleet_types(problem, list(profiles), size, unit)
     servable = [j for j in range(len(request.jobs)) if explain_alone(Unassigned("job", j, "", ""), problem) == OK]
-    wanted = wanted_prize(problem, list(profiles.values()), unit, len(servable)) if request.pyvrp_rules else None
+    wanted = wanted_prize(problem, profiles, unit, len(servable)) if request.pyvrp_rules else None
     groups = servable_groups(request, servable)
     group_of = {j: g for g, members in enumerate(groups) for j in members}
     clients = [client(request, j, where.jobs[j], unit, wanted, group_of.get(j)) for j in servable]
@@ -146,11 +146,10 @@ def servable_groups(request: FleetRequest, servable: list[int]) -> list[list[int
     return [members for members in found if len(members) > 1]
 
 
-def wanted_prize(problem: FleetProblem, costs: list[np.ndarray], unit: int, jobs: int) -> int:
+def wanted_prize(problem: FleetProblem, costs: dict[tuple[str, int, int], np.ndarray], unit: int, jobs: int) -> int:
     """More than any plan costs (every leg of every route at the dearest leg, every fixed cost):
     so a wanted job is left out only when no plan has room for it."""
-    dearest = max(int(m[problem.durations_s[k[0]] < NO_ROAD_S].max(initial=0)) for m, k in
-                  zip(costs, cost_profiles(problem), strict=True))  # fmt: skip
+    dearest = max(int(m[problem.durations_s[k[0]] < NO_ROAD_S].max(initial=0)) for k, m in costs.items())
     vehicles = problem.request.vehicles
     bound = (jobs + len(vehicles)) * dearest // unit + sum(v.costs.fixed for v in vehicles) * COST_SCALE // unit + 1
     if bound * 101 * max(1, jobs) >= 2**62:  # PyVRP's costs are 64-bit integers
