@@ -104,6 +104,12 @@ POI_WITH_OTHER_NUMBER = 0.6
 KIND_MATCH = 0.88
 KIND_DISTANCE_SHARE = 0.05
 NAMED_AS_ASKED = 0.89
+# A POI of the kind asked whose name holds the kind's word ("Löwen-Apotheke" for "Apotheke"): the
+# first of its kind, still below names matched exactly. bench/geocoder_places.py, parts of a name
+# that are also a kind's word ("Optikko", "Kukkakauppa", "Perruqueria"): see docs/decisions.md.
+KIND_NAMED = 0.885
+# One of another kind after every POI of the kind (kind_score's least is 0.836).
+OTHER_KIND_NAMED = 0.83
 KIND_DISTANCE_M = 10_000.0
 NO_CITY_GIVEN = 0.97
 # Words that are neither the name nor the city cost up to half the score, by their share of the text.
@@ -146,6 +152,12 @@ class Reading:
 
     words: list[str]
     country: str | None
+    # read as written though they name a country: a result's name or town must hold these words
+    country_words: str = ""
+
+    def explained_by(self, key_of_name: str, key_of_town: str) -> bool:
+        needle = f" {self.country_words} "
+        return not self.country_words or needle in f" {key_of_name} " or needle in f" {key_of_town} "
 
 
 Member = tuple[int, float]  # a street of a candidate's group: (name id, importance)
@@ -218,7 +230,8 @@ class Matcher:
         common = {w for w, share in reader.short_word_shares(COMMON_WORD_LETTERS).items() if share >= COMMON_WORD_SHARE}
         places = {w for key in self.notes.place_keys for w in key.split()}
         self.generic_words = frozenset(street_words | places | common)
-        self.street_place_words = frozenset(street_words | places)
+        self.street_words = frozenset(street_words)
+        self.place_key_set = frozenset(self.notes.place_keys)
         self.common_words = sorted(common)
         self.own_words = lru_cache(maxsize=CANDIDATE_MEMO)(self.find_own_words)
         self.leftover_words = lru_cache(maxsize=CANDIDATE_MEMO)(self.find_leftover_words)
@@ -238,17 +251,41 @@ class Matcher:
                 break
             results += self.search(alternative, query.country)[0]
         if kind:
-            # Places of the kind, and names matched as asked ("Marktplatz Heidelberg", the square;
-            # "Centrum", a Helsinki district), not a name that merely resembles the kind's word
-            # ("Apothekergasse" for "Apotheke Heidelberg").
-            results = [(r, w) for r, w in results if r.score >= NAMED_AS_ASKED or self.of_kind_there(kind, r)]
-            results += kind.results
+            results = self.with_kind(kind, results, alone=not kind.words.rest and near is None)
         ranked = rank(results, query.limit)
         if kind and not ranked:
             return GeocodeAnswer([], (kind.note(self.notes.coverage()),))
         if not ranked:
             return GeocodeAnswer(ranked, self.notes.why_empty(query, parsed, named_country))
         return GeocodeAnswer(ranked, number_not_found(parsed, ranked[0]))
+
+    def with_kind(
+        self, kind: KindAsked, results: list[tuple[GeocodeResult, float]], alone: bool
+    ) -> list[tuple[GeocodeResult, float]]:
+        """Places of the kind, and names matched as asked ("Marktplatz Heidelberg", the square;
+        "Centrum", a Helsinki district), not a name that merely resembles the kind's word
+        ("Apothekergasse" for "Apotheke Heidelberg"). The kind `alone` (no town, no point: its
+        POIs in no order of place) is also a name's part: a POI of the kind whose name holds the
+        kind's word comes first (KIND_NAMED: "Optikko" is the optician "Optikko Kaisla"), and one
+        of another kind after the kind's (OTHER_KIND_NAMED), so it is the answer where the map
+        has none of the kind ("Pastissería": the bar "Granja Pastissería Xocolatí")."""
+        kept = []
+        for result, importance in results:
+            holds = alone and self.holds_kind_word(kind, result)
+            if holds and self.of_kind_there(kind, result):
+                kept.append((replace(result, score=max(result.score, KIND_NAMED)), importance))
+            elif result.score >= NAMED_AS_ASKED or self.of_kind_there(kind, result):
+                kept.append((result, importance))
+            elif holds:
+                kept.append((replace(result, score=min(result.score, OTHER_KIND_NAMED)), importance))
+        return kept + kind.results
+
+    def holds_kind_word(self, kind: KindAsked, result: GeocodeResult) -> bool:
+        return bool(result.name) and f" {kind.words.kind} " in f" {self.normalizer.key(result.name or '')} "
+
+    def result_key(self, result: GeocodeResult) -> str:
+        """The normalized name a result was found by (a street's, for an address)."""
+        return self.normalizer.key(result.name or result.address.street or "")
 
     def of_kind_there(self, kind: KindAsked, result: GeocodeResult) -> bool:
         """A name's result of the kind asked, in the place asked if one was ("Apotheke Heidelberg"
@@ -261,9 +298,13 @@ class Matcher:
         results: list[tuple[GeocodeResult, float]] = []
         for reading in readings:
             if reading.words:
-                results += self.results(self.candidates(tuple(reading.words), reading.country), parsed, reading.country)
+                found = self.results(self.candidates(tuple(reading.words), reading.country), parsed, reading.country)
+                results += [(r, w) for r, w in found if reading.explained_by(self.result_key(r), self.city_key(r.address.city))]
                 if parsed.postcode and parsed.house_number is None:
                     results += self.postcode_of_city(parsed, reading)
+                elif parsed.house_number and not parsed.postcode and parsed.house_number.text in self.postcodes:
+                    # "500 Santa Coloma": a number that is a known postcode, beside a town its objects name
+                    results += self.postcode_of_city(replace(parsed, postcode=parsed.house_number.text), reading)
             elif parsed.postcode:
                 results += self.postcode_only(parsed, reading.country)
         return results, named_country
@@ -315,14 +356,15 @@ class Matcher:
         return replace(parsed, alternatives=(*parsed.alternatives, replace(parsed, words=tuple(out), alternatives=())))
 
     def readings(self, words: list[str], asked: str | None) -> tuple[list[Reading], str | None]:
-        """A country named at the end of the text ("…, Finland") filters like `country`. When the
-        same words also name a place of the map (Monaco, Luxembourg, "Andorra" for Andorra la
-        Vella, San Marino) they are read both ways, and the better answer wins."""
+        """A country named at the end of the text ("…, Finland") filters like `country`. The
+        words are read as written too, and the better answer wins: they may name a place of the
+        map (Monaco, Luxembourg, "Andorra" for Andorra la Vella, San Marino) or end a name
+        ("Embajada de España", an embassy in Andorra). Read so, a result's name or town holds
+        the country's words ("Marienplatz 8, München, France" is not München's square)."""
         for size in (2, 1):
             if len(words) > size and (named := country_of_name(country_words := " ".join(words[-size:]))):
                 as_filter = [] if asked and asked != named else [Reading(words[:-size], named)]
-                as_place = [Reading(words, asked)] if self.notes.names_a_place(country_words) else []
-                return [*as_filter, *as_place], named
+                return [*as_filter, Reading(words, asked, country_words)], named
         return [Reading(words, asked)], None
 
     def fts_query(self, words: Sequence[str]) -> str | None:
@@ -424,7 +466,12 @@ class Matcher:
         leftovers = [" ".join(words[:i] + words[j:]) for i, j in word_spans]
         city_factors, named_else = self.city_factors(leftovers, rows, sum(len(w) for w in words))
         combined = similarity * city_factors
-        best = combined.argmax(axis=0)
+        # The best reading that explains every word left over, if one is similar enough; else the
+        # best (a town beside a street the map lacks stays the fallback): "Avinguda del Fenre …
+        # Andorra la Vella" is the street's whole name and its town, not "Avinguda" and four
+        # words more.
+        explained = ~named_else & (similarity >= MIN_NAME_SIMILARITY)
+        best = np.where(explained, combined + 2.0, combined).argmax(axis=0)
         found = []
         for c, row in enumerate(rows):
             s = int(best[c])
@@ -520,9 +567,23 @@ class Matcher:
 
     def find_leftover_words(self, text: str) -> tuple[str, ...]:
         """The words of `text`, left over beside a name, that its candidate must explain
-        (LEFTOVER_WORD_LETTERS): common words too, not a street type's or a place's."""
-        return tuple(w for w in text.split()
-                     if len(w) >= LEFTOVER_WORD_LETTERS and w.isalpha() and w not in self.street_place_words)  # fmt: skip
+        (LEFTOVER_WORD_LETTERS): common words too, not a street type's, nor those of a place
+        named whole ("la massana", a district asked with its town). A word of a place's name
+        alone says something: "la" of "La Terrasse" is no place (bench/geocoder_places.py)."""
+        words = text.split()
+        in_places = self.words_of_places_named(words)
+        return tuple(w for i, w in enumerate(words)
+                     if len(w) >= LEFTOVER_WORD_LETTERS and w.isalpha() and w not in self.street_words
+                     and i not in in_places)  # fmt: skip
+
+    def words_of_places_named(self, words: list[str]) -> set[int]:
+        """The positions of the words that are a place's whole name, in runs of up to MAX_SPAN_WORDS."""
+        found: set[int] = set()
+        for i in range(len(words)):
+            for j in range(i + 1, min(len(words), i + MAX_SPAN_WORDS) + 1):
+                if " ".join(words[i:j]) in self.place_key_set:
+                    found.update(range(i, j))
+        return found
 
     def names_else(self, words: tuple[str, ...], row: NameRow, city_given: bool) -> bool:
         """Whether a word left over is not explained by the candidate: by its city's words (when
@@ -655,18 +716,22 @@ class Matcher:
         return [] if area is None else [postcode_result(area, PLACE_ALONE)]
 
     def postcode_of_city(self, parsed: ParsedQuery, reading: Reading) -> list[tuple[GeocodeResult, float]]:
-        """"80331 München": when the words are just the postcode's city, the postcode's area
-        (above the city itself, which would drop the postcode). Words that also name a street
-        are not the city alone (token_sort_ratio), so an address's street keeps its rank."""
-        area = self.postcode_area(parsed, reading.country)
-        if area is None or not area.city:
-            return []
-        covers = fuzz.token_sort_ratio(" ".join(reading.words), self.city_key(area.city)) / 100.0
-        return [postcode_result(area, PLACE_ALONE * covers)] if covers >= CITY_MATCH else []
+        """"80331 München", "AD300 Llorts": when the words are just a town the postcode's objects
+        name, the postcode's area there (above the town itself, which would drop the postcode).
+        Words that also name a street are not the town alone (token_sort_ratio), so an address's
+        street keeps its rank."""
+        assert parsed.postcode is not None
+        asked = " ".join(reading.words)
+        areas = self.reader.postcode_areas(self.postcodes.get(parsed.postcode, parsed.postcode), reading.country)
+        covered = [(fuzz.token_sort_ratio(asked, self.city_key(a.city)) / 100.0, a) for a in areas if a.city]
+        covers, area = max(covered, key=lambda pair: pair[0], default=(0.0, None))
+        return [postcode_result(area, PLACE_ALONE * covers)] if area is not None and covers >= CITY_MATCH else []
 
     def postcode_area(self, parsed: ParsedQuery, country: str | None) -> PostcodeArea | None:
+        """The postcode's area in the town most of its objects name."""
         assert parsed.postcode is not None
-        return self.reader.postcode_area(self.postcodes.get(parsed.postcode, parsed.postcode), country)
+        areas = self.reader.postcode_areas(self.postcodes.get(parsed.postcode, parsed.postcode), country)
+        return areas[0] if areas else None
 
     # ------------------------------------------------------------ reverse
 

@@ -8,8 +8,6 @@ at which words were meant as a town costs time on every query.
 
 from __future__ import annotations
 
-import bisect
-
 from rapidfuzz import fuzz, process
 
 from geo_service.countries import country_of_name
@@ -64,12 +62,6 @@ class EmptyAnswerNotes:
             return None
         words = [w for w in parts[-1].split() if not any(ch.isdigit() for ch in w)]
         return " ".join(words) or None
-
-    def names_a_place(self, key: str) -> bool:
-        """Whether a place of the map is called `key` or starts with it as whole words."""
-        at = bisect.bisect_left(self.place_keys, key)
-        following = self.place_keys[at : at + 2]
-        return any(k == key or k.startswith(key + " ") for k in following)
 
     def is_known_place(self, town: str) -> bool:
         key = self.normalizer.key(town)

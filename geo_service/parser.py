@@ -88,7 +88,7 @@ def _coarse_tokens(text: str) -> list[str]:
 def parse_query(text: str, normalizer: Normalizer, known_postcodes: Collection[str] = ()) -> ParsedQuery:
     """The first number that can be a house number is the house number; any later one is kept
     as an alternative reading ("Avenue du 3 Septembre 126": 3 first, then 126)."""
-    tokens = _coarse_tokens(text)
+    tokens = _known_postcodes_joined(_coarse_tokens(text), known_postcodes)
     postcode_at = _postcode_position(tokens, known_postcodes)
     numbers = [
         i
@@ -101,6 +101,18 @@ def parse_query(text: str, normalizer: Normalizer, known_postcodes: Collection[s
     if not readings:
         return _reading(tokens, normalizer, postcode_at, None)
     return ParsedQuery(readings[0].words, readings[0].house_number, readings[0].postcode, tuple(readings[1:]))
+
+
+def _known_postcodes_joined(tokens: list[str], known_postcodes: Collection[str]) -> list[str]:
+    """A known postcode written in two parts is one token: "0ad 200" (Andorra, as mapped),
+    "sw1a 1aa", "1012 ab"."""
+    joined: list[str] = []
+    for token in tokens:
+        if joined and f"{joined[-1]} {token}" in known_postcodes:
+            joined[-1] = f"{joined[-1]} {token}"
+        else:
+            joined.append(token)
+    return joined
 
 
 def _weak_postcode(token: str) -> bool:

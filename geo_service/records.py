@@ -58,6 +58,18 @@ class Named:
 
 
 @dataclass
+class PostcodePoint:
+    """An object that carries addr:postcode, named or not (a parking lot, a bare address area):
+    where a postcode is, and the town its objects give it. Postcode areas are their centres."""
+
+    postcode: str
+    city: str | None
+    country: str | None
+    lat: float
+    lon: float
+
+
+@dataclass
 class Dataset:
     """Everything one index holds (of one input, or several merged)."""
 
@@ -68,3 +80,4 @@ class Dataset:
     default_city: str | None
     # (name, language) → the name in that language ("": the local name): see extract.count_translations
     translations: dict[tuple[str, str], str] = field(default_factory=dict)
+    postcodes: list[PostcodePoint] = field(default_factory=list)

@@ -30,6 +30,7 @@ import sqlite3
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ class PostcodeArea:
     country: str | None
     lat: float
     lon: float
-    addresses: int
+    objects: int  # that carry the postcode in this town
 
 
 NAME_COLUMNS = (
@@ -303,16 +304,23 @@ class IndexReader:
         params.append(limit)
         return [address_row(r) for r in self.connection().execute(sql, params)]
 
-    def postcode_area(self, postcode: str, country: str | None) -> PostcodeArea | None:
-        """The centre of the addresses with this postcode, and their most common city."""
+    def postcode_areas(self, postcode: str, country: str | None) -> list[PostcodeArea]:
+        """The postcode in each town its objects name, most objects first: their centre. An
+        index written before postcode_areas existed has its addresses' only."""
+        table = "postcode_areas" if self.has_postcode_areas else "addresses"
+        counted = "sum(objects)" if self.has_postcode_areas else "count(*)"
         sql = (
-            "SELECT postcode, city, country, avg(lat), avg(lon), count(*) AS n FROM addresses "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
+            f"SELECT postcode, city, country, avg(lat), avg(lon), {counted} AS n FROM {table} "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             "WHERE postcode = ? COLLATE NOCASE"
             + (" AND country = ?" if country else "")
-            + " GROUP BY postcode, city, country ORDER BY n DESC LIMIT 1"
+            + " GROUP BY postcode, city, country ORDER BY n DESC"
         )
-        row = self.connection().execute(sql, [postcode, country] if country else [postcode]).fetchone()
-        return PostcodeArea(*row) if row else None
+        rows = self.connection().execute(sql, [postcode, country] if country else [postcode])
+        return [PostcodeArea(*row) for row in rows]
+
+    @cached_property
+    def has_postcode_areas(self) -> bool:
+        return self.has_table("postcode_areas")
 
     def place_names(self) -> list[str]:
         """Every city of the index and every place's name: what a text may name as its town."""

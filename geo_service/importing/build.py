@@ -14,11 +14,11 @@ import numpy as np
 from geo_service.geometry import Projection
 from geo_service.importing.country_lookup import CountryLookup
 from geo_service.importing.enrich import Context, countries_of, dominant_cities, fill_addresses
-from geo_service.importing.extract import PLACE_TYPES, SETTLEMENTS, Extract
-from geo_service.importing.locate import Locator, boundary_city, boundary_postcode, majority
+from geo_service.importing.extract import PLACE_TYPES, SETTLEMENTS, AddressTags, Extract
+from geo_service.importing.locate import Locator, Placement, boundary_city, boundary_postcode, majority
 from geo_service.importing.streets import representative_point, street_clusters, streets_as_names
 from geo_service.normalize import Normalizer, vocabulary_of
-from geo_service.records import Address, Dataset, Named
+from geo_service.records import Address, Dataset, Named, PostcodePoint
 
 # ---------------------------------------------------------------- the whole dataset
 
@@ -56,7 +56,8 @@ def build_dataset(
     # Streets stay as they are (addresses refer to them by position); nameless others go.
     others = places_as_names(extract, addresses, context) + pois_as_names(extract, context)
     names = streets + [n for n in others if n.key]
-    return Dataset(addresses, names, vocabulary, default_country, default_city, extract.translation_table())
+    return Dataset(addresses, names, vocabulary, default_country, default_city, extract.translation_table(),
+                   postcode_points(extract, context))  # fmt: skip
 
 
 def merge_datasets(datasets: list[Dataset]) -> Dataset:
@@ -67,6 +68,7 @@ def merge_datasets(datasets: list[Dataset]) -> Dataset:
     names: list[Named] = []
     vocabulary: set[str] = set()
     translations: dict[tuple[str, str], str] = {}
+    postcodes: list[PostcodePoint] = []
     for dataset in datasets:
         for address in dataset.addresses:
             address.street_id += len(names)
@@ -74,7 +76,9 @@ def merge_datasets(datasets: list[Dataset]) -> Dataset:
         names += dataset.names
         vocabulary |= dataset.vocabulary
         translations = dataset.translations | translations  # the first input's where two differ
-    return Dataset(addresses, names, vocabulary, datasets[0].default_country, datasets[0].default_city, translations)
+        postcodes += dataset.postcodes
+    return Dataset(addresses, names, vocabulary, datasets[0].default_country, datasets[0].default_city, translations,
+                   postcodes)  # fmt: skip
 
 
 # ---------------------------------------------------------------- places and POIs
@@ -147,13 +151,7 @@ def pois_as_names(extract: Extract, context: Context) -> list[Named]:
     placements = context.locator.place([p.lat for p in pois], [p.lon for p in pois])
     names = []
     for poi, where in zip(pois, placements, strict=True):
-        country = poi.tags.country or where.country
-        city = (
-            poi.tags.city
-            or boundary_city(where.boundaries)
-            or context.locator.nearest_settlement(poi.lat, poi.lon, country)
-            or context.default_city(country)
-        )
+        country, city = country_and_town(poi.tags, poi.lat, poi.lon, where, context)
         named = Named(
             "poi", poi.name, context.normalizer.key(poi.name), poi.lat, poi.lon, city=city,
             postcode=poi.tags.postcode or boundary_postcode(where.boundaries), country=country,
@@ -162,3 +160,28 @@ def pois_as_names(extract: Extract, context: Context) -> list[Named]:
         )  # fmt: skip
         names += [named, *variant_names(named, poi.variants, context.normalizer)]
     return names
+
+
+def postcode_points(extract: Extract, context: Context) -> list[PostcodePoint]:
+    """Every object's addr:postcode where it lies, with its town as a POI's is found (its
+    addr:city, else the area or settlement it lies in)."""
+    raw = extract.postcodes
+    placements = context.locator.place([p.lat for p in raw], [p.lon for p in raw])
+    points = []
+    for point, where in zip(raw, placements, strict=True):
+        country, city = country_and_town(point.tags, point.lat, point.lon, where, context)
+        points.append(PostcodePoint(point.postcode, city, country, point.lat, point.lon))
+    return points
+
+
+def country_and_town(tags: AddressTags, lat: float, lon: float, where: Placement, context: Context) -> tuple[str | None, str | None]:
+    """An object's country and town: its tags', else the areas it lies in, else the nearest
+    settlement, else the operator's default."""
+    country = tags.country or where.country
+    town = (
+        tags.city
+        or boundary_city(where.boundaries)
+        or context.locator.nearest_settlement(lat, lon, country)
+        or context.default_city(country)
+    )
+    return country, town

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ INTERPOLATION_STEPS = {"odd": 2, "even": 2, "all": 1, "1": 1, "2": 2}
 MAX_INTERPOLATED_PER_SEGMENT = 500
 
 LatLon = tuple[float, float]
+LISTED = re.compile(r"[;,]")  # "69117;69118": an object on a border says nothing of either area
 
 
 @dataclass
@@ -117,6 +119,14 @@ class Boundary:
 
 
 @dataclass
+class RawPostcodePoint:
+    postcode: str
+    tags: AddressTags
+    lat: float
+    lon: float
+
+
+@dataclass
 class Extract:
     addresses: list[RawAddress] = field(default_factory=list)
     streets: list[RawStreetWay] = field(default_factory=list)
@@ -127,6 +137,7 @@ class Extract:
     # street, place or poi (a station named "Helsinki" is no town); language "": the object's
     # local name, for a result found by one of its other names (issue 35, item 3)
     translations: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    postcodes: list[RawPostcodePoint] = field(default_factory=list)
 
     def merge(self, other: Extract) -> None:
         self.addresses += other.addresses
@@ -135,6 +146,7 @@ class Extract:
         self.pois += other.pois
         self.boundaries += other.boundaries
         self.translations += other.translations
+        self.postcodes += other.postcodes
 
     def translation_table(self) -> dict[tuple[str, str], str]:
         """(name, language) → the translation most objects carry."""
@@ -272,6 +284,8 @@ class _Reader:
     def add_addressable(self, tags: Any, point: LatLon, node_id: int | None = None) -> None:
         value = tags.get("addr:housenumber")
         address = address_tags(tags)
+        if address.postcode and not LISTED.search(address.postcode):
+            self.extract.postcodes.append(RawPostcodePoint(address.postcode.strip(), address, *point))
         if value and address.street_or_place:
             for number in house_numbers_of_tag(value):
                 raw = RawAddress(address, number, value.strip() if ";" not in value else number.text, *point)

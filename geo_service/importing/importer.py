@@ -34,7 +34,7 @@ from geo_service.records import Dataset
 from geo_service.store import INDEX_FILE
 
 # 2: country from geometry (issue 10), autocomplete word table.
-IMPORTER_VERSION = "3"  # 3: names in other languages (translations, issue 35)
+IMPORTER_VERSION = "4"  # 3: names in other languages (translations, issue 35); 4: postcode areas (issue 34)
 
 
 ImportResult = Imported[dict[str, int]]
@@ -88,7 +88,9 @@ def build_index(work: Path, inputs: Sequence[Path], name: str, options: IndexOpt
             {a.country for a in dataset.addresses if a.country} | {n.country for n in dataset.names if n.country}
         ),
         "postcodes": sorted(
-            {a.postcode for a in dataset.addresses if a.postcode} | {p for n in dataset.names for p in n.postcodes}
+            {a.postcode for a in dataset.addresses if a.postcode}
+            | {p for n in dataset.names for p in n.postcodes}
+            | {p.postcode for p in dataset.postcodes}
         ),
         "vocabulary": sorted(dataset.vocabulary),
         "attribution": ATTRIBUTION,

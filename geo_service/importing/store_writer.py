@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from geo_service.records import Address, Dataset, Named
+from geo_service.records import Address, Dataset, Named, PostcodePoint
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,6 +31,9 @@ CREATE TABLE translations (
     name TEXT NOT NULL, language TEXT NOT NULL, translated TEXT NOT NULL, PRIMARY KEY (language, name)
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE name_keys_fts USING fts5(key, content='name_keys', content_rowid='id', tokenize='trigram');
+CREATE TABLE postcode_areas (
+    postcode TEXT NOT NULL, city TEXT, country TEXT, lat REAL NOT NULL, lon REAL NOT NULL, objects INTEGER NOT NULL
+);
 """
 INDEXES = """
 CREATE INDEX addresses_by_street ON addresses (street_id, house_base);
@@ -40,6 +43,7 @@ CREATE INDEX names_by_group ON names (group_id, nth);
 CREATE INDEX names_by_category ON names (category);
 CREATE INDEX names_by_group_in_country ON names (group_id, country, nth_in_country);
 CREATE INDEX addresses_by_postcode ON addresses (postcode COLLATE NOCASE);
+CREATE INDEX postcode_areas_by_postcode ON postcode_areas (postcode COLLATE NOCASE);
 """
 
 def _geometry_json(named: Named) -> str | None:
@@ -84,6 +88,17 @@ def _address_rows(addresses: list[Address]) -> Iterable[tuple[Any, ...]]:
                a.city, a.country, a.lat, a.lon, int(a.interpolated))  # fmt: skip
 
 
+def _postcode_area_rows(points: list[PostcodePoint]) -> Iterable[tuple[Any, ...]]:
+    """One row per postcode, town and country: the centre of their objects, and how many."""
+    areas: dict[tuple[str, str | None, str | None], list[PostcodePoint]] = {}
+    for point in points:
+        areas.setdefault((point.postcode, point.city, point.country), []).append(point)
+    for (postcode, city, country), members in areas.items():
+        lat = sum(p.lat for p in members) / len(members)
+        lon = sum(p.lon for p in members) / len(members)
+        yield (postcode, city, country, lat, lon, len(members))
+
+
 def _name_word_rows(names: list[Named]) -> Iterable[tuple[str, int]]:
     for i, n in enumerate(names, start=1):
         for word in set(n.key.split()):
@@ -106,6 +121,9 @@ def write_index(path: Path, dataset: Dataset, meta: dict[str, Any]) -> None:
             connection.executemany(
                 "INSERT INTO translations VALUES (?, ?, ?)",
                 [(name, language, translated) for (name, language), translated in dataset.translations.items()],
+            )
+            connection.executemany(
+                "INSERT INTO postcode_areas VALUES (?, ?, ?, ?, ?, ?)", _postcode_area_rows(dataset.postcodes)
             )
             connection.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
             connection.execute("INSERT INTO name_keys (key) SELECT DISTINCT key FROM names ORDER BY key")

@@ -16,8 +16,8 @@ import pytest
 from common.geo import LatLon, haversine_m
 from gateway.vendor import ID_TAGGING_SCHEMA, KIND_LANGUAGES
 from geo_service.index import LoadedIndex
-from geo_service.kinds import KindVocabulary, PresetWords, kind_vocabulary, preset_words
-from geo_service.matcher import KIND_DISTANCE_M
+from geo_service.kinds import KindVocabulary, KindWords, PresetWords, kind_vocabulary, preset_words
+from geo_service.matcher import KIND_DISTANCE_M, MIN_PART_CHARS, NAMED_AS_ASKED
 from geo_service.model import GeocodeAnswer, GeocodeQuery, match_level
 from geo_service.normalize import Normalizer
 
@@ -147,3 +147,50 @@ def test_a_kind_of_many_words_is_read_whole() -> None:
         words = normalizer.key(f"{name} München").split()
         found = vocabulary.find(words)
         assert found is not None and found.kind == normalizer.key(name) and found.rest == "munchen", (name, found)
+
+
+def preset_names_held_by_names(index: LoadedIndex) -> list[tuple[str, frozenset[str], list[tuple[str, str]]]]:
+    """Each preset name of one word (a kind alone, asked without a place) that names of the index
+    hold as a whole word, long enough to be found as a part of them (MIN_PART_CHARS): (the word,
+    its kind's categories, those names' (name, category))."""
+    kinds, normalizer = index.matcher.kinds, index.matcher.normalizer
+    rows = index.reader.connection().execute("SELECT name, key, category FROM names WHERE kind = 'poi'").fetchall()
+    holders: dict[str, list[tuple[str, str]]] = {}
+    for name, key, category in rows:
+        for word in set(key.split()):
+            if word in kinds.preset_names and len(word) >= MIN_PART_CHARS:
+                holders.setdefault(word, []).append((name, category))
+    return [(word, kinds.kinds[word], held) for word, held in sorted(holders.items())
+            if kinds.find(normalizer.words(word)) == KindWords(word, kinds.kinds[word], "", True)]  # fmt: skip
+
+
+def test_a_kind_alone_answers_first_its_poi_whose_name_holds_the_word(index: LoadedIndex) -> None:
+    """A kind's word alone is also a word of names ("Optikko": the optician "Optikko Kaisla"
+    first, then the other opticians; names matched exactly before both): bench geocoder_places'
+    parts of names that are a kind's word. Drawn by rule: every such word whose holders include
+    a POI of the kind."""
+    asked = 0
+    for word, categories, held in preset_names_held_by_names(index):
+        if any(category in categories for _, category in held):
+            # the first of the kind: names matched exactly may come before ("Casino", a shop so named)
+            top = next(r for r in ask(index, word, limit=20).results if r.category in categories)
+            key = index.matcher.normalizer.key(top.name or "")
+            assert f" {word} " in f" {key} ", (word, top)
+            asked += 1
+    assert asked >= 3
+
+
+def test_a_kind_the_map_lacks_asked_alone_answers_a_name_that_holds_the_word(index: LoadedIndex) -> None:
+    """"Pastissería" on a map without pastry shops is the bar "Granja Pastissería Xocolatí", not
+    nothing; where the kind is on the map, the names of other kinds come after its POIs."""
+    asked = 0
+    for word, categories, _ in preset_names_held_by_names(index):
+        results = ask(index, word).results
+        if not index.reader.pois_of(categories, None):
+            key = index.matcher.normalizer.key(results[0].name or "") if results else ""
+            assert f" {word} " in f" {key} ", (word, results[:1])
+            asked += 1
+        else:  # below the names matched exactly ("Marktplatz", the streets)
+            of_kind = [r.category in categories for r in results if r.score < NAMED_AS_ASKED]
+            assert of_kind == sorted(of_kind, reverse=True), (word, results)
+    assert asked >= 1

@@ -185,3 +185,11 @@ def test_a_street_s_names_are_searched_once_for_all_its_house_numbers(
     assert len(searches) == 1
     top(munich, "Marienplatz 8, München")  # other words: searched anew
     assert len(searches) == 2
+
+
+def test_a_street_with_a_typo_beside_a_town_of_several_words_is_read_as_both(all_extracts: LoadedIndex) -> None:
+    """The reading that explains every word wins over a closer one that leaves words of its own:
+    "Avinguda del Fenre … Andorra la Vella" is Avinguda del Fener and its town (bench geocoder's
+    typo case), not "Avinguda" with "del fenre" left over."""
+    best = top(all_extracts, "Avinguda del Fenre 11-13, AD500 Andorra la Vella")
+    assert (best.address.street, best.address.house_number) == ("Avinguda del Fener", "11-13")

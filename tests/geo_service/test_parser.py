@@ -77,3 +77,17 @@ def test_a_known_postcode_that_does_not_look_like_one_is_the_house_number_when_a
     with_number = parse_query("Carrer Major 5, 100 Canillo", NORMALIZER, {"100"})
     assert with_number.postcode == "100" and with_number.house_number is not None
     assert with_number.house_number.text == "5"
+
+
+@pytest.mark.parametrize(
+    ("text", "known", "postcode", "words"),
+    [
+        ("0AD 200 Encamp", {"0ad 200"}, "0ad 200", ("encamp",)),  # as mapped in Andorra
+        ("10 Downing Street, SW1A 2AA London", {"sw1a 2aa"}, "sw1a 2aa", ("downing", "street", "london")),
+        ("Damrak 1, 1012 LG Amsterdam", {"1012 lg"}, "1012 lg", ("damrak", "amsterdam")),
+    ],
+)
+def test_a_known_postcode_in_two_parts_is_one_postcode(text: str, known: set[str], postcode: str, words: tuple[str, ...]) -> None:
+    parsed = parse_query(text, NORMALIZER, known)
+    assert (parsed.postcode, parsed.words) == (postcode, words)
+    assert parse_query(text, NORMALIZER, set()).postcode != postcode  # unknown: the parts stay apart
