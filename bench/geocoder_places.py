@@ -321,6 +321,9 @@ def report(columns: dict[str, dict[str, list[bool]]], misses: dict[str, list[str
     ]
     for kind in POSITIVE_KINDS:
         lines.append(f"| {kind} | ≥ 95 % top-1 | " + " | ".join(cell(columns[n].get(kind, []), TOP1_GOAL) for n in names) + " |")
+    # the goal is per city ("at least 100 queries per city … ≥ 95 % top-1"); the rows above hold each kind to it
+    every = {n: [ok for kind in POSITIVE_KINDS for ok in columns[n].get(kind, [])] for n in names}
+    lines.append("| every case above | ≥ 95 % top-1 | " + " | ".join(cell(every[n], TOP1_GOAL) for n in names) + " |")
     lines.append("| not on the map: answered (false positive) | ≤ 2 % | " + " | ".join(
         cell(columns[n].get(NOT_ON_THE_MAP, []), FALSE_POSITIVE_GOAL, higher=False) for n in names) + " |")  # fmt: skip
     ordered = sorted(times)
