@@ -247,6 +247,20 @@ def default_rules_time_limit(stops: int) -> float:
     return min(MAX_TIME_LIMIT_S, RULES_TIME_LIMIT_SCALE * default_time_limit(stops))
 
 
+# Around that search, the timed matrix and the road lines (startTime, issue 33) take what the map's
+# rules by time cost: on Heidelberg, 100 x 5, the matrix 0.64-1.58 s and the lines 0.27-0.84 s
+# on a busy machine, answering in 4.99-5.40 s; on Helsinki, Andorra and Monaco 0.04-0.11 s each.
+# The lines took 0.28-1.15x the matrix's time (25 requests of bench fleet_rules' 100 x 5 on the
+# five cities, median 0.53). So a default search gets what twice the matrix's time leaves of
+# RULES_ANSWER_ALLOWANCE_S, and never less than half its default.
+RULES_ANSWER_ALLOWANCE_S = 0.75
+
+
+def rules_search_s(default_s: float, matrix_s: float) -> float:
+    """The default search of a rules request whose matrix took `matrix_s`."""
+    return max(default_s / 2, min(default_s, default_s + RULES_ANSWER_ALLOWANCE_S - 2 * matrix_s))
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a route, times in seconds after startTime."""

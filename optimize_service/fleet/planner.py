@@ -18,7 +18,7 @@ import numpy as np
 from common.errors import InvalidParameter, UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
-from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step
+from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, rules_search_s
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import check_groups_servable, explain
 from optimize_service.fleet.replan import committed_days, rest_of_day, with_committed
@@ -81,7 +81,9 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
     points, where = locate(request)
     async with scheduler.admit_work(fleet_time_limit(request), account) as (lane, job):
         profiles = request.profiles  # one matrix per road profile (issue 36, item 7)
+        asked = asyncio.get_running_loop().time()
         matrices = await asyncio.gather(*(profile_matrix(routes, points, v, request) for v in profiles.values()))
+        request = with_search_time(request, asyncio.get_running_loop().time() - asked)
         durations = {name: m[0] for name, m in zip(profiles, matrices, strict=True)}
         distances = {name: m[1] for name, m in zip(profiles, matrices, strict=True)}
         roads = {point: road for m in reversed(matrices) for point, road in m[2].items()}  # the first kind's
@@ -111,6 +113,14 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
         dataset=str(meta.get("dataset", "")),
         provider=str(meta.get("provider", "")),
     )
+
+
+def with_search_time(request: FleetRequest, matrix_s: float) -> FleetRequest:
+    """A rules request without `timeLimit` searches for what its matrix leaves of its answer's
+    time (`rules_search_s`); others as asked or by default."""
+    if request.time_limit_s is not None or not request.pyvrp_rules:
+        return request
+    return replace(request, time_limit_s=round(rules_search_s(request.default_time_limit_s, matrix_s), 3))
 
 
 def fleet_time_limit(request: FleetRequest) -> float:

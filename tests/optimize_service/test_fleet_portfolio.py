@@ -329,3 +329,19 @@ def test_requests_pyvrp_alone_plans_search_longer_for_their_5_s_goal() -> None:
     assert plain.default_time_limit_s == default_time_limit(100) and rules.default_time_limit_s == pytest.approx(4.0)
     assert methods_for(rules) == (PYVRP, PYVRP_SECOND_SEED)
     assert all(replace(rules, jobs=rules.jobs * k).default_time_limit_s <= MAX_TIME_LIMIT_S for k in (1, 2, 4))
+
+
+def test_a_rules_request_s_default_search_gets_what_its_matrix_leaves_of_the_answer_s_time() -> None:
+    """Issue 36, item 8: a slow timed matrix (Heidelberg's rules by time) shortens the default
+    search so the answer still ends near 5 s; a fast one leaves it whole, never below half; an
+    asked `timeLimit` and a request without these rules are searched as before."""
+    body = jobs_only(1, 100, 5)
+    del body["timeLimit"]
+    plain = parse_fleet_request(body, datetime.now(UTC))
+    body["jobs"][0]["group"] = body["jobs"][1]["group"] = "either"
+    rules = parse_fleet_request(body, datetime.now(UTC))
+    searched = {m: fleet_planner.with_search_time(rules, m).time_limit_s for m in (0.05, 0.5, 1.0, 5.0)}
+    assert searched == {0.05: pytest.approx(4.0), 0.5: pytest.approx(3.75), 1.0: pytest.approx(2.75), 5.0: pytest.approx(2.0)}
+    assert fleet_planner.with_search_time(plain, 1.0) == plain
+    asked = replace(rules, time_limit_s=4.5)
+    assert fleet_planner.with_search_time(asked, 1.0) == asked
