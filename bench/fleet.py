@@ -414,7 +414,8 @@ def end_to_end_merged(repeats: int) -> dict[str, list[float] | str]:
     return walls
 
 
-def fleet_walls(client: Any, inst: FleetInstance, repeats: int) -> list[float]:
+def fleet_walls(client: Any, inst: FleetInstance, repeats: int, searched: list[float] | None = None) -> list[float]:
+    """Seconds of each answer through the gateway; `searched` gets each answer's solver.timeLimit."""
     from bench.optimize import http
 
     url, headers = client.stack.base_url + "/v1/optimize/routes", {"Authorization": f"Bearer {client.token}"}
@@ -426,6 +427,8 @@ def fleet_walls(client: Any, inst: FleetInstance, repeats: int) -> list[float]:
         assert answer.status == 200, (answer.status, answer.body)
         check_feasible(inst.body, answer.body, roads)
         walls.append(answer.wall_s)
+        if searched is not None:
+            searched.append(float(answer.body["solver"]["timeLimit"]))
     return walls
 
 
