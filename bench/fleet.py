@@ -283,9 +283,13 @@ class CpuTime:
 
 
 def pyvrp_reference(problem: FleetProblem) -> FleetSolution | None:
+    """PyVRP with its own default settings (not the service's, `solve_params`): the reference
+    does not move when the service's search is tuned."""
+    from pyvrp import SolveParams
+
     from optimize_service.fleet.pyvrp import solve_pyvrp
 
-    return solve_pyvrp(problem, REFERENCE_SECONDS, stop=CpuTime(REFERENCE_SECONDS))
+    return solve_pyvrp(problem, REFERENCE_SECONDS, stop=CpuTime(REFERENCE_SECONDS), params=SolveParams())
 
 
 REFERENCES: dict[str, Callable[[FleetProblem], FleetSolution | None]] = {VROOM: vroom_reference, PYVRP: pyvrp_reference}

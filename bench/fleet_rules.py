@@ -238,7 +238,7 @@ def section(
         f"{','.join(f'{j}x{v}' for j, v in SIZES)}, reference {REFERENCE_SECONDS:g} s of CPU, at most {WALL_CAP:g} x "
         f"as much wall). {count} instances: bench `fleet`'s, with half the capacity and up to 3 trips from the depot, "
         "one job in five released 1-3 h after the start, jobs 10k and 10k+1 alternatives of a group, job 10k+5 "
-        "optional with a prize of 300-1800. Reference: PyVRP alone (VROOM models none of these rules). Objective: "
+        "optional with a prize of 300-1800. Reference: PyVRP alone (VROOM models none of these rules) with its own default settings (the service searches with a late-acceptance history of 50: optimize_service/fleet/pyvrp.py). Objective: "
         "wanted jobs left out, then driving seconds plus the prizes of optional jobs left out. Ours: the service's "
         "two PyVRP seeds at its default time limit, limited in wall seconds (as served, on this shared machine) and "
         "in CPU seconds (a core each: the goal's column). Checker: ours, ours with the CPU limit, the reference.",

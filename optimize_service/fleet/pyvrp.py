@@ -230,9 +230,11 @@ def solve_pyvrp(
     initial: FleetSolution | None = None,
     stop: StoppingCriterion | None = None,
     seed: int = 0,
+    params: SolveParams | None = None,
 ) -> FleetSolution | None:
     """PyVRP's best in `limit_s` seconds (or until `stop`) as our routes, or None when it
-    serves not every job. Two searches at once differ by `seed`."""
+    serves not every job. Two searches at once differ by `seed`. `params`: the search's settings
+    (default: ours for the request, `solve_params`)."""
     began = time.perf_counter()
     model = build_model(problem)
     if not model.jobs:
@@ -248,7 +250,7 @@ def solve_pyvrp(
             collect_stats=False,
             display=False,
             initial_solution=start,
-            params=solve_params(problem.request),
+            params=params if params is not None else solve_params(problem.request),
         )
     best = result.best
     if not best.is_feasible() or not best.is_complete():
