@@ -157,7 +157,7 @@ class Reading:
 
     def explained_by(self, key_of_name: str, key_of_town: str) -> bool:
         needle = f" {self.country_words} "
-        return not self.country_words or needle in f" {key_of_name} " or needle in f" {key_of_town} "
+        return needle in f" {key_of_name} " or needle in f" {key_of_town} "
 
 
 Member = tuple[int, float]  # a street of a candidate's group: (name id, importance)
@@ -281,7 +281,7 @@ class Matcher:
         return kept + kind.results
 
     def holds_kind_word(self, kind: KindAsked, result: GeocodeResult) -> bool:
-        return bool(result.name) and f" {kind.words.kind} " in f" {self.normalizer.key(result.name or '')} "
+        return bool(result.name) and f" {kind.words.kind} " in f" {self.result_key(result)} "
 
     def result_key(self, result: GeocodeResult) -> str:
         """The normalized name a result was found by (a street's, for an address)."""
@@ -299,7 +299,9 @@ class Matcher:
         for reading in readings:
             if reading.words:
                 found = self.results(self.candidates(tuple(reading.words), reading.country), parsed, reading.country)
-                results += [(r, w) for r, w in found if reading.explained_by(self.result_key(r), self.city_key(r.address.city))]
+                if reading.country_words:  # only this reading normalizes its results' names again
+                    found = [(r, w) for r, w in found if reading.explained_by(self.result_key(r), self.city_key(r.address.city))]
+                results += found
                 if parsed.postcode and parsed.house_number is None:
                     results += self.postcode_of_city(parsed, reading)
                 elif parsed.house_number and not parsed.postcode and parsed.house_number.text in self.postcodes:
