@@ -112,6 +112,12 @@ KIND_NAMED = 0.885
 OTHER_KIND_NAMED = 0.83
 KIND_DISTANCE_M = 10_000.0
 NO_CITY_GIVEN = 0.97
+# A name that is the whole text, exactly (no number, no postcode beside it), outranks a reading that
+# splits the text into a name and its town: "Monaco-Monte-Carlo" is the station so named, not the
+# district Monte-Carlo in Monaco. In place of NO_CITY_GIVEN: a POI so named then outranks a street
+# with its town (0.93 * 1.03 > 0.95), and places, streets and POIs so named keep their order.
+# bench/geocoder_places.py and the address benchmark: see docs/decisions.md.
+WHOLE_TEXT_NAME = 1.03
 # Words that are neither the name nor the city cost up to half the score, by their share of the text.
 UNEXPLAINED_WEIGHT = 0.5
 # A word left over that is neither the candidate's name nor its city, and says something of its
@@ -190,6 +196,8 @@ class Candidate:
     names_else: bool = False
     # the name asked is a letter or more off the candidate's, not its prefix or a part (ALONE_TYPO_SCORE)
     typo: bool = False
+    # its name is every word, exactly (WHOLE_TEXT_NAME)
+    whole_text: bool = False
 
 
 def trigrams(word: str) -> set[str]:
@@ -474,12 +482,13 @@ class Matcher:
         # words more.
         explained = ~named_else & (similarity >= MIN_NAME_SIMILARITY)
         best = np.where(explained, combined + 2.0, combined).argmax(axis=0)
+        whole = (0, len(words))
         found = []
         for c, row in enumerate(rows):
             s = int(best[c])
             if similarity[s, c] >= MIN_NAME_SIMILARITY and (similarity[s, c] >= 1.0 or self.words_found(span_texts[s], row.key)):
                 found.append(Candidate(row, float(similarity[s, c]), float(city_factors[s, c]), bool(named_else[s, c]),
-                                       bool(typo[s, c])))  # fmt: skip
+                                       bool(typo[s, c]), word_spans[s] == whole and similarity[s, c] >= 1.0))  # fmt: skip
         return found
 
     def every_word_found(self, span: str, key: str) -> bool:
@@ -611,8 +620,10 @@ class Matcher:
         streets = [c for c in candidates if c.row.kind == "street"]
         members = self.group_members(streets, country) if number else {}
         addresses = self.addresses_for([m for ms in members.values() for m, _ in ms], number) if number else {}
+        alone = number is None and parsed.postcode is None
         for candidate in candidates:
-            base = candidate.similarity * candidate.city_factor
+            city_factor = WHOLE_TEXT_NAME if alone and candidate.whole_text else candidate.city_factor
+            base = candidate.similarity * city_factor
             row = candidate.row
             if candidate.names_else and (row.kind != "place" or number is None):
                 continue  # the text names something else (COMMON_WORD_SHARE)
@@ -624,7 +635,7 @@ class Matcher:
             elif row.kind == "place":
                 # With a house number the other words are a street we did not find: the town is
                 # the fallback, at a fixed lower score, whatever those words were.
-                factor = PLACE_ALONE * candidate.city_factor if number is None else PLACE_WITH_NUMBER
+                factor = PLACE_ALONE * city_factor if number is None else PLACE_WITH_NUMBER
                 score = candidate.similarity * factor * self.postcode_factor(row, parsed.postcode)
                 out.append((self.name_result(row, "place", score), row.importance))
             else:

@@ -146,3 +146,19 @@ def test_a_word_of_a_place_s_name_says_something_unless_the_whole_name_is_there(
     assert leftover("la massana") == ()
     assert leftover("la vella") == ("la", "vella")
     assert leftover("andorra la vella") == ()
+
+
+def test_a_name_that_is_the_whole_text_outranks_a_place_in_the_town_its_words_name(all_extracts: LoadedIndex) -> None:
+    """"Monaco - Monte Carlo" (the station) was the district Monte-Carlo in Monaco: a name plus
+    its town scored above a POI whose name is the whole text. Drawn by rule: the names that are
+    their own town's name and then a place's name, carried by one object only."""
+    matcher = all_extracts.matcher
+    rows = all_extracts.reader.connection().execute("SELECT name, key, kind, city FROM names ORDER BY id").fetchall()
+    counts = Counter(key for _, key, *_ in rows)
+    places = {key for _, key, kind, _ in rows if kind == "place"}
+    split = [name for name, key, kind, city in rows
+             if kind != "place" and counts[key] == 1 and (town := matcher.city_key(city))
+             and key.startswith(f"{town} ") and key.removeprefix(f"{town} ") in places]  # fmt: skip
+    assert len(split) >= 2, split
+    answered = {name: [r.name for r in matcher.geocode(GeocodeQuery(name, limit=1)).results] for name in split}
+    assert all(found == [name] for name, found in answered.items()), answered
