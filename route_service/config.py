@@ -3,7 +3,8 @@
 MAP_DIR                 maps directory holding `current.json` and `<hash>/` datasets (default <data_dir>/maps)
 ROUTE_THREADS           threads running provider calls (default 2)
 ROUTE_CACHE_TTL_SECONDS lifetime of cached route answers in Redis, 0 disables the cache (default 3600)
-ROUTE_PRELOAD           1: open every OSRM dataset at start-up, 0: on first use (default 1)
+ROUTE_PRELOAD           1: open every OSRM dataset, and start the large-call children, at start-up;
+                        0: on first use (default 1)
 ROUTE_RELOAD_CHECK_SECONDS
                         how often `current.json` is read: a new dataset named there goes into service
                         without a restart (default 1, the geocoder's GEO_RELOAD_CHECK_SECONDS too)
