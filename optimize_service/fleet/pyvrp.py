@@ -139,8 +139,9 @@ def starting_penalties(
     demand or the average leg's seconds (as PyVRP 0.9's `PenaltyManager.init_from`; legs with
     no road left out)."""
     roads = {k: problem.durations_s[k[0]] < NO_ROAD_S for k in costs}
-    leg = float(np.mean(np.concatenate([(m // unit)[roads[k]] for k, m in costs.items()])))
-    leg_s = float(np.mean(np.concatenate([problem.durations_s[k[0]][roads[k]] for k in costs])))
+    legs = np.concatenate([(m // unit)[roads[k]] for k, m in costs.items()])
+    legs_s = np.concatenate([problem.durations_s[k[0]][roads[k]] for k in costs])
+    leg, leg_s = (float(np.mean(legs)), float(np.mean(legs_s))) if legs.size else (1.0, 1.0)
     dimensions = problem.request.dimensions
     demand = np.mean([c.delivery for c in clients], axis=0) if clients else np.zeros(dimensions)
     return [leg / max(float(d), 1.0) for d in demand], leg / max(leg_s, 1.0), 1.0

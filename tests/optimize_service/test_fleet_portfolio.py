@@ -33,7 +33,7 @@ from optimize_service.fleet.problem import (
     FleetProblem,
     FleetSolution,
 )
-from optimize_service.fleet.pyvrp import solve_pyvrp
+from optimize_service.fleet.pyvrp import RULES_PENALTY_UPDATES, build_model, solve_params, solve_pyvrp
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
     methods_for,
@@ -159,6 +159,25 @@ async def test_pyvrp_plans_pass_the_feasibility_checker(
         rates = vehicle.get("costs", {"fixed": 0, "perHour": 3600, "perKm": 0})
         driving = route["duration"] * rates["perHour"] / 3600 + route["distance"] * rates["perKm"] / 1000
         assert route["cost"] == rates["fixed"] + round(driving)
+
+
+async def test_rules_requests_start_pyvrp_s_penalties_from_the_legs(monaco_route: TestServer) -> None:
+    """PyVRP's own start (its bounds' midpoint, moved every 500 iterations) left every plan of a
+    4 s search feasible: rules requests start at an average leg's cost per unit, moved every
+    RULES_PENALTY_UPDATES; plain requests keep PyVRP's settings."""
+    body = jobs_only(4, 20, 2)
+    problem = await problem_for(monaco_route, body)
+    plain = solve_params(problem.request, build_model(problem))
+    body["jobs"][0]["releaseTime"] = "2026-11-23T09:00:00+01:00"
+    rules = await problem_for(monaco_route, body)
+    model = build_model(rules)
+    params = solve_params(rules.request, model)
+    assert rules.request.pyvrp_rules and not problem.request.pyvrp_rules
+    assert params.penalty.solutions_between_updates == RULES_PENALTY_UPDATES
+    assert params.penalty.midpoint_penalties(model.data) == model.penalties
+    load, time_warp, _ = model.penalties
+    assert 0 < time_warp < 100 and all(0 < p < 10_000 for p in load), model.penalties  # PyVRP's: 50,000
+    assert plain.penalty.midpoint_penalties(model.data) != model.penalties
 
 
 async def test_pyvrp_from_vroom_s_plan_is_never_worse(monaco_route: TestServer) -> None:
