@@ -63,7 +63,7 @@ class Model:
     jobs: list[int]  # per PyVRP client: the request's job (those some vehicle can serve alone)
     free_end: int  # the location index of the open routes' end
     depot_at: dict[int, int]  # location index → PyVRP depot
-    penalties: Penalties  # where the search's penalties start for rules requests (`starting_penalties`)
+    penalties: Penalties | None  # where a rules request's search starts its penalties (`starting_penalties`)
 
 
 def leg_costs(problem: FleetProblem, vehicle: FleetVehicle) -> np.ndarray:
@@ -119,7 +119,7 @@ def build_model(problem: FleetProblem) -> Model:
     groups = servable_groups(request, servable)
     group_of = {j: g for g, members in enumerate(groups) for j in members}
     clients = [client(request, j, where.jobs[j], unit, wanted, group_of.get(j)) for j in servable]
-    penalties = starting_penalties(problem, profiles, unit, clients)
+    penalties = starting_penalties(problem, profiles, unit, clients) if request.pyvrp_rules else None
     data = ProblemData(
         locations=[Location(0, 0) for _ in range(size + 1)],  # coordinates are unused
         clients=clients,
@@ -267,7 +267,7 @@ class StartingPenalties(PenaltyParams):
 
 
 def solve_params(request: FleetRequest, model: Model) -> SolveParams:
-    if not request.pyvrp_rules:
+    if not request.pyvrp_rules or model.penalties is None:
         return SolveParams()
     penalty = StartingPenalties(solutions_between_updates=RULES_PENALTY_UPDATES, start=model.penalties)
     return SolveParams(ils=IteratedLocalSearchParams(history_length=RULES_HISTORY_LENGTH), penalty=penalty)

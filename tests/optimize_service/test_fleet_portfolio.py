@@ -167,7 +167,8 @@ async def test_rules_requests_start_pyvrp_s_penalties_from_the_legs(monaco_route
     RULES_PENALTY_UPDATES; plain requests keep PyVRP's settings."""
     body = jobs_only(4, 20, 2)
     problem = await problem_for(monaco_route, body)
-    plain = solve_params(problem.request, build_model(problem))
+    plain_model = build_model(problem)
+    plain = solve_params(problem.request, plain_model)
     body["jobs"][0]["releaseTime"] = "2026-11-23T09:00:00+01:00"
     rules = await problem_for(monaco_route, body)
     model = build_model(rules)
@@ -175,6 +176,7 @@ async def test_rules_requests_start_pyvrp_s_penalties_from_the_legs(monaco_route
     assert rules.request.pyvrp_rules and not problem.request.pyvrp_rules
     assert params.penalty.solutions_between_updates == RULES_PENALTY_UPDATES
     assert params.penalty.midpoint_penalties(model.data) == model.penalties
+    assert plain_model.penalties is None and model.penalties is not None  # computed for rules requests only
     load, time_warp, _ = model.penalties
     assert 0 < time_warp < 100 and all(0 < p < 10_000 for p in load), model.penalties  # PyVRP's: 50,000
     assert plain.penalty.midpoint_penalties(model.data) != model.penalties

@@ -117,3 +117,19 @@ async def test_a_split_tour_whose_child_is_killed_gets_503_and_the_next_one_an_a
     response = await client.post("/internal/route", json=tour)
     assert response.status == 200 and len((await response.json())["legs"]) == SPLIT_TOUR_LEGS
     assert calls_made.split_tours == 2 and await large_call_restarts(client) == 1
+
+
+async def test_the_child_starts_with_the_service_under_preload_and_else_with_the_first_large_call(
+    aiohttp_client: ClientFactory, monaco_car: ImportResult, redis_server: str
+) -> None:
+    """ROUTE_PRELOAD=1 (production) starts the child with the service, so the first large call
+    pays no start; 0 (the tests) leaves it to the first large call."""
+    for preload, at_start in ((True, 1), (False, 0)):
+        config = RouteConfig.from_env("route_service", map_dir=monaco_car.path.parent, redis_url=redis_server,
+                                      port=0, large_processes=1, preload=preload)  # fmt: skip
+        client = await aiohttp_client(create_app(config))
+        large = large_calls(client)
+        assert len(large.pool.executor._processes) == at_start, preload  # type: ignore[attr-defined]
+        await large.run(os.getpid)
+        assert len(large.pool.executor._processes) == 1, preload  # type: ignore[attr-defined]
+        await client.close()
