@@ -5,6 +5,7 @@ its calls) and the job service's app on both."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ class Upstream:
     url: str = ""
     called: asyncio.Event = field(default_factory=asyncio.Event)
     answered: asyncio.Event = field(default_factory=asyncio.Event)  # an optimization's answer sent
+    # Set when the stand-in closes: a call still in its sleep answers at once, not holding the
+    # close for the server's shutdown timeout (10 s after a test left a 30 s call running).
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=make_middlewares("upstream"))
@@ -82,7 +86,8 @@ class Upstream:
     async def answer(self, request: web.Request) -> web.Response:
         call = self.seen(request, await request.read())
         try:
-            await asyncio.sleep(float(request.query.get("seconds", self.seconds)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.closing.wait(), float(request.query.get("seconds", self.seconds)))
             # ?pad=n: n bytes that do not compress, for results of a known size.
             pad = {"pad": secrets.token_hex(int(request.query["pad"]) // 2)} if "pad" in request.query else {}
             return web.json_response({"answered": call, **pad})
@@ -104,6 +109,7 @@ async def upstream() -> AsyncIterator[Upstream]:
     await server.start_server()
     stand_in.url = str(server.make_url("")).rstrip("/")
     yield stand_in
+    stand_in.closing.set()
     await server.close()
 
 
