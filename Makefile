@@ -45,11 +45,12 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(PACKAGES)
 
+# The session's slow map imports start ahead, in the background, while the first tests run (tests/imports_ahead.py).
 test: install lint browser
-	$(PY) -m pytest
+	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest
 
 unit: install
-	$(PY) -m pytest --ignore=tests/integration
+	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest --ignore=tests/integration
 
 integration: install browser
 	$(PY) -m pytest tests/integration

@@ -15,6 +15,8 @@ from common.config import REPO_ROOT
 from common.vocabulary import VEHICLES
 from launcher.redis_server import free_port, redis_url, start_redis
 from route_service.importing.importer import DEFAULT_ALGORITHM, ImportResult, Progress, import_maps
+from tests.imports_ahead import ImportsAhead
+from tests.imports_ahead import wanted as imports_ahead_wanted
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 from tests.route_service.osm_samples import write_cut_off_map
 
@@ -77,23 +79,65 @@ CUT_OFF_MAP = "cut-off"
 
 
 @pytest.fixture(scope="session")
-def city_maps(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Callable[[str], ImportResult]:
+def city_maps(
+    tmp_path_factory: pytest.TempPathFactory, shared_osm: Path, imports_ahead: ImportsAhead
+) -> Callable[[str], ImportResult]:
     """`city_maps(name)`: the dataset of one shared extract (or "all", or CUT_OFF_MAP) serving every vehicle,
-    OSRM's car-fastest only (the others from Valhalla and the graph), imported on first use and
-    kept for the session."""
+    OSRM's car-fastest only (the others from Valhalla and the graph), imported on first use (or
+    ahead, `tests.imports_ahead`) and kept for the session."""
     made: dict[str, ImportResult] = {}
 
     def maps(name: str) -> ImportResult:
         if name not in made:
-            inputs = [shared_osm / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
-            if name == CUT_OFF_MAP:
-                inputs = [write_cut_off_map(tmp_path_factory.mktemp("cut-off-osm"))]
             out = tmp_path_factory.mktemp(f"maps-{name}")
-            made[name] = import_maps(inputs, out, profiles=["car-fastest"], vehicles=",".join(VEHICLES),
-                                     algorithm=made_map_algorithm(name), progress=Progress(emit=lambda _line: None))  # fmt: skip
+            made[name] = imports_ahead.result(f"city-maps-{name}", lambda: import_city_map(name, shared_osm, out))
         return made[name]
 
     return maps
+
+
+def import_city_map(name: str, shared_osm: Path, out: Path) -> ImportResult:
+    """What `city_maps(name)` holds, imported into `out` (the made map's OSM file beside it)."""
+    inputs = [shared_osm / f"{c}.osm.pbf" for c in (CITIES if name == "all" else (name,))]
+    if name == CUT_OFF_MAP:
+        (out / "osm").mkdir(exist_ok=True)
+        inputs = [write_cut_off_map(out / "osm")]
+    return import_maps(inputs, out / "maps", profiles=["car-fastest"], vehicles=",".join(VEHICLES),
+                       algorithm=made_map_algorithm(name), progress=Progress(emit=lambda _line: None))  # fmt: skip
+
+
+# The maps `city_maps` serves, in the order the suite first asks for them (the optimizer's tests
+# take Heidelberg, the route service's every map in EVERY_MAP's order, then the made one).
+CITY_MAPS_AHEAD = (*EVERY_MAP, CUT_OFF_MAP)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def imports_ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ImportsAhead]:
+    """With TEST_IMPORTS_AHEAD=1, the session's slow imports start at once in the background,
+    each only when a collected test uses its fixture (`tests.imports_ahead`)."""
+    ahead = ImportsAhead()
+    if imports_ahead_wanted():
+        used = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+        start_imports_ahead(ahead, used, request, tmp_path_factory)
+    yield ahead
+    ahead.close()
+
+
+def start_imports_ahead(
+    ahead: ImportsAhead, used: set[str], request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tests.geo_service.test_copies import COPIES, import_copies
+    from tests.route_service.conftest import import_every_profile
+
+    shared_osm: Path = request.getfixturevalue("shared_osm")
+    if "monaco_copies_indexes" in used:  # geocoder tests come before the route service's
+        ahead.start("geo-copies", import_copies, shared_osm, tmp_path_factory.mktemp("geo-copies"), (1, COPIES))
+    if "city_maps" in used:
+        for name in CITY_MAPS_AHEAD:
+            ahead.start(f"city-maps-{name}", import_city_map, name, shared_osm, tmp_path_factory.mktemp(f"maps-{name}"))
+    if "heidelberg_maps" in used:
+        ahead.start("heidelberg-every-profile", import_every_profile, shared_osm / "heidelberg.osm.pbf",
+                    tmp_path_factory.mktemp("maps"))  # fmt: skip
 
 
 def made_map_algorithm(name: str) -> str:

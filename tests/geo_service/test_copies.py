@@ -21,21 +21,29 @@ from geo_service.model import GeocodeQuery
 from geo_service.records import Named
 from geo_service.store import IndexReader
 from tests.geo_service.conftest import open_current
+from tests.imports_ahead import ImportsAhead
 
 COPIES = 4
 
 
-def monaco_copies(shared_osm: Path, tmp: Path, copies: int) -> LoadedIndex:
-    pbf = tmp / f"monaco-{copies}.osm.pbf"
-    write_copies([shared_osm / "monaco.osm.pbf"], copies, pbf)
-    run_import([pbf], tmp / f"geo-{copies}", emit=lambda line: None)
-    return open_current(tmp / f"geo-{copies}")
+def import_copies(shared_osm: Path, tmp: Path, counts: tuple[int, ...]) -> list[Path]:
+    """For each count, an index of that many Monaco copies side by side: its folder."""
+    folders = []
+    for copies in counts:
+        pbf = tmp / f"monaco-{copies}.osm.pbf"
+        write_copies([shared_osm / "monaco.osm.pbf"], copies, pbf)
+        run_import([pbf], tmp / f"geo-{copies}", emit=lambda line: None)
+        folders.append(tmp / f"geo-{copies}")
+    return folders
 
 
 @pytest.fixture(scope="module")
-def indexes(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LoadedIndex, LoadedIndex]]:
+def monaco_copies_indexes(
+    shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, imports_ahead: ImportsAhead
+) -> Iterator[tuple[LoadedIndex, LoadedIndex]]:
     tmp = tmp_path_factory.mktemp("geo-copies")
-    one, many = monaco_copies(shared_osm, tmp, 1), monaco_copies(shared_osm, tmp, COPIES)
+    folders = imports_ahead.result("geo-copies", lambda: import_copies(shared_osm, tmp, (1, COPIES)))
+    one, many = (open_current(folder) for folder in folders)
     yield one, many
     one.reader.close()
     many.reader.close()
@@ -70,9 +78,9 @@ def counting(reader: IndexReader, monkeypatch: pytest.MonkeyPatch) -> Counter[st
     return read
 
 
-def test_copies_answer_alike_and_read_no_more(indexes: tuple[LoadedIndex, LoadedIndex],
+def test_copies_answer_alike_and_read_no_more(monaco_copies_indexes: tuple[LoadedIndex, LoadedIndex],
                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    one, many = indexes
+    one, many = monaco_copies_indexes
     assert many.reader.grouped and many.counts["streets"] >= COPIES * one.counts["streets"] * 0.9
     texts = addresses(one, 40)
     read = [counting(index.reader, monkeypatch) for index in (one, many)]

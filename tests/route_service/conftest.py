@@ -5,7 +5,6 @@ The import takes about 30 s on 2 cores (MLD); every OSRM test shares it.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from route_service.importing.importer import ImportResult, Progress, import_maps
 from route_service.osrm_profiles import PROFILE_NAMES
 from route_service.providers.osrm_provider import OsrmProvider
+from tests.imports_ahead import ImportsAhead
 from tests.route_service.osm_samples import TinyMap, write_tiny_map
 
 IMPORT_SECONDS: dict[str, float] = {}
@@ -24,14 +24,19 @@ def heidelberg_pbf(shared_osm: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def heidelberg_maps(tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Path) -> ImportResult:
-    started = time.perf_counter()
+def heidelberg_maps(
+    tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Path, imports_ahead: ImportsAhead
+) -> ImportResult:
+    out = tmp_path_factory.mktemp("maps")
+    result = imports_ahead.result("heidelberg-every-profile", lambda: import_every_profile(heidelberg_pbf, out))
+    IMPORT_SECONDS["heidelberg"] = result.seconds
+    return result
+
+
+def import_every_profile(pbf: Path, out: Path) -> ImportResult:
     # Every OSRM profile (OSRM_VEHICLES may name every vehicle): the tests here check OSRM's bicycle
     # and pedestrian routes too, not only the default import's car and truck.
-    every = list(PROFILE_NAMES)
-    result = import_maps([heidelberg_pbf], tmp_path_factory.mktemp("maps"), profiles=every, progress=Progress(emit=lambda _line: None))  # fmt: skip
-    IMPORT_SECONDS["heidelberg"] = time.perf_counter() - started
-    return result
+    return import_maps([pbf], out, profiles=list(PROFILE_NAMES), progress=Progress(emit=lambda _line: None))
 
 
 @pytest.fixture(scope="session")
