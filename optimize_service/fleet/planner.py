@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from common.errors import InvalidParameter, UpstreamError, Violation
+from common.errors import UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
 from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, rules_search_s
@@ -25,8 +25,8 @@ from optimize_service.fleet.replan import committed_days, rest_of_day, with_comm
 from optimize_service.fleet.road_windows import explain_closed, with_road_windows
 from optimize_service.fleet.solver import (
     EXPLORATION_LEVEL,
-    better,
     methods_for,
+    portfolio,
     solve_fleet,
     solve_method,
 )
@@ -156,21 +156,18 @@ async def balanced_in(lane: Lane, job: Job, problem: FleetProblem) -> tuple[Flee
 
 async def solve_in(lane: Lane, job: Job, problem: FleetProblem) -> FleetSolution:
     """The portfolio (`methods_for`): with two processes in the lane each search in its own,
-    at once, VROOM on one thread; otherwise all in one process one after the other."""
-    methods = methods_for(problem.request)
-    if len(methods) == 1 or lane.parallel < 2:
+    at once, VROOM on one thread, round by round (`portfolio`); otherwise all in one process
+    one after the other."""
+    if len(methods_for(problem.request)) == 1 or lane.parallel < 2:
         return await lane.call(job, solve_fleet, problem)
-    alone = replace(problem, threads=1)
-    found = await lane.call_each(job, [(solve_method, (alone, method)) for method in methods])
-    solutions = [item for item in found if isinstance(item, FleetSolution)]
-    failures = [item for item in found if isinstance(item, BaseException)]
-    refusal = next((item for item in failures if isinstance(item, InvalidParameter)), None)
-    if refusal is not None:  # VROOM's own input checks: a 400
-        raise refusal
-    if not solutions and failures:
-        raise failures[0]
-    # One search failing leaves the other's plan (the chain's VROOM models every rule anyway).
-    return better(solutions)
+    rounds = portfolio(problem, work=solve_method)
+    calls = next(rounds)
+    while True:
+        found = await lane.call_each(job, calls)
+        try:
+            calls = rounds.send(found)
+        except StopIteration as done:
+            return done.value
 
 
 def profile(vehicle_index: int, request: FleetRequest) -> dict[str, Any]:

@@ -35,7 +35,19 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from pyvrp import Client, ClientGroup, Depot, Location, ProblemData, Route, Solution, SolveParams, VehicleType
+from pyvrp import (
+    Activity,
+    ActivityType,
+    Client,
+    ClientGroup,
+    Depot,
+    Location,
+    ProblemData,
+    Route,
+    Solution,
+    SolveParams,
+    VehicleType,
+)
 from pyvrp import solve as pyvrp_solve
 from pyvrp.exceptions import PenaltyBoundWarning
 from pyvrp.IteratedLocalSearch import IteratedLocalSearchParams
@@ -329,14 +341,21 @@ def left_out(request: FleetRequest, routes: list[RoutePlan]) -> list[int]:
 
 
 def initial_solution(problem: FleetProblem, model: Model, solution: FleetSolution) -> Solution | None:
-    """VROOM's routes as PyVRP's starting point (only when they serve every job they can)."""
-    if {item.task for item in solution.unassigned} != set(range(len(problem.request.jobs))) - set(model.jobs):
+    """A plan as PyVRP's starting point: VROOM's routes (only when they serve every job they can),
+    or an earlier search's for a rules request (`fleet.solver.portfolio`'s rounds: its reloads too,
+    its jobs left out optional)."""
+    request = problem.request
+    unservable = set(range(len(request.jobs))) - set(model.jobs)
+    if not request.pyvrp_rules and {item.task for item in solution.unassigned} != unservable:
         return None
     type_of = {v: t for t, group in enumerate(model.vehicle_of) for v in group}
     client = {j: c for c, j in enumerate(model.jobs)}
+    depots = problem.locations.depots
     routes = []
     for route in solution.routes:
-        visits = [client[step.task] for step in route.steps if step.type == "job" and step.task is not None]
+        visits = [Activity(ActivityType.CLIENT, client[step.task]) if step.type == "job"
+                  else Activity(ActivityType.DEPOT, model.depot_at[depots[step.task]])
+                  for step in route.steps if step.type in ("job", "reload") and step.task is not None]  # fmt: skip
         routes.append(Route(model.data, visits, type_of[route.vehicle]))
     return Solution(model.data, routes)
 

@@ -5,6 +5,7 @@ planner keeps the better of two plans."""
 from __future__ import annotations
 
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -33,9 +34,11 @@ from optimize_service.fleet.problem import (
     FleetProblem,
     FleetSolution,
 )
-from optimize_service.fleet.pyvrp import RULES_PENALTY_UPDATES, build_model, solve_params, solve_pyvrp
+from optimize_service.fleet.pyvrp import RULES_PENALTY_UPDATES, build_model, initial_solution, solve_params, solve_pyvrp
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
+    RULES_ROUNDS,
+    Leg,
     methods_for,
     solve_fleet,
     solve_method,
@@ -248,7 +251,7 @@ async def test_the_planner_keeps_the_better_plan(
     pyvrp: FleetSolution | Exception | None,
     kept: str,
 ) -> None:
-    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+    def solve_method(problem: FleetProblem, method: str, *more: Any) -> FleetSolution | None:
         assert problem.threads == 1, "each search on one core"
         found = chain if method == CHAIN else pyvrp
         if isinstance(found, Exception):
@@ -263,7 +266,7 @@ async def test_the_planner_keeps_the_better_plan(
 
 
 async def test_a_failure_of_every_search_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+    def solve_method(problem: FleetProblem, method: str, *more: Any) -> FleetSolution | None:
         raise RuntimeError(f"{method} lost")
 
     monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
@@ -274,7 +277,7 @@ async def test_a_failure_of_every_search_is_the_answer(monkeypatch: pytest.Monke
 
 
 async def test_vroom_s_refusal_is_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+    def solve_method(problem: FleetProblem, method: str, *more: Any) -> FleetSolution | None:
         if method == CHAIN:
             raise InvalidParameter("the solver refused the problem: x")
         return fake(1, method=PYVRP)
@@ -298,7 +301,7 @@ async def test_a_failed_balanced_round_keeps_the_cheapest_plan(monkeypatch: pyte
     whole_day = [v.shift.end_s for v in request.vehicles]
     rounds: list[int] = []
 
-    def solve_method(problem: FleetProblem, method: str) -> FleetSolution | None:
+    def solve_method(problem: FleetProblem, method: str, *more: Any) -> FleetSolution | None:
         if [v.shift.end_s for v in problem.request.vehicles] != whole_day:  # a bounded round
             rounds.append(1)
             raise RuntimeError("the worker died")
@@ -366,3 +369,67 @@ def test_a_rules_request_s_default_search_gets_what_its_matrix_leaves_of_the_ans
     assert fleet_planner.with_search_time(plain, 1.0) == plain
     asked = replace(rules, time_limit_s=4.5)
     assert fleet_planner.with_search_time(asked, 1.0) == asked
+
+
+def rules_body(seed: int, jobs: int, vehicles: int) -> dict[str, Any]:
+    """Jobs PyVRP alone plans (issue 36): half the capacity, a depot to reload at, a group, a prize."""
+    body = jobs_only(seed, jobs, vehicles)
+    body["depots"] = [{"id": "hub", "location": body["vehicles"][0]["start"]}]
+    for vehicle in body["vehicles"]:
+        vehicle |= {"capacity": [c // 4 for c in vehicle["capacity"]], "reloadDepots": ["hub"], "maxTrips": 3}
+    body["jobs"][0]["group"] = body["jobs"][1]["group"] = "either"
+    body["jobs"][5]["prize"] = 900
+    return body
+
+
+async def test_a_rules_request_s_two_searches_share_their_time_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36, item 8: the two PyVRP seeds search RULES_ROUNDS rounds (more than one), the
+    rounds' limits adding up to the request's; every round after the first starts both from
+    the better plan so far, kept even when a later round finds worse; the answer names the
+    request's limit. Each search of a round gets its own seed (its round's number)."""
+    body = rules_body(1, 8, 2) | {"timeLimit": 1}
+    request = parse_fleet_request(body, datetime.now(UTC))
+    legs: list[tuple[str, Leg]] = []
+    costs = iter([90, 80, 85, 70] + [100] * 2 * RULES_ROUNDS)  # round 1: 80 best; round 2: 70; then worse
+
+    def solve_method(problem: FleetProblem, method: str, stop_after: Any = None, leg: Leg | None = None) -> FleetSolution:
+        assert problem.threads == 1 and leg is not None
+        legs.append((method, leg))
+        time.sleep(leg.limit_s)  # a search takes its time
+        return replace(fake(next(costs), method=PYVRP), time_limit_s=leg.limit_s)
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    problem = FleetProblem(request, locate(request)[1], {}, {}, threads=2)
+    lane = two_process_lane()
+    found = await solve_in(lane, lane.admit(1.0), problem)
+    assert RULES_ROUNDS > 1 and len(legs) == 2 * RULES_ROUNDS
+    assert [(method, leg.index) for method, leg in legs] == [(m, k) for k in range(RULES_ROUNDS) for m in (PYVRP, PYVRP_SECOND_SEED)]
+    starts = [None if leg.start is None else leg.start.cost for _, leg in legs]
+    assert starts == [None, None, 80, 80] + [70] * 2 * (RULES_ROUNDS - 2)
+    assert sum(leg.limit_s for _, leg in legs[::2]) == pytest.approx(1.0, abs=0.05)
+    assert all(leg.limit_s == pytest.approx(1.0 / RULES_ROUNDS, abs=0.05) for _, leg in legs)
+    assert found.cost == 70 and found.time_limit_s == 1
+
+
+async def test_a_round_starts_from_the_plan_before_it_with_its_reloads(monaco_route: TestServer) -> None:
+    """A rules request's later rounds start from an earlier round's plan (`initial_solution`):
+    its trips and the jobs it left out carried over exactly, so a round with no time to search
+    answers that plan again; with time, no worse, and feasible."""
+    body = rules_body(3, 30, 2)
+    problem = await problem_for(monaco_route, body)
+    first = solve_method(problem, PYVRP, leg=Leg(0.5, None, 0))
+    assert first is not None and any(step.type == "reload" for route in first.routes for step in route.steps)
+    served = [step.task for route in first.routes for step in route.steps if step.type == "job"]
+    assert len(served) < len(body["jobs"]), "a group's other job left out at least"
+    model = build_model(problem)
+    start = initial_solution(problem, model, first)
+    assert start is not None and start.is_feasible()
+    again = solve_method(problem, PYVRP_SECOND_SEED, leg=Leg(0.0, first, 1))
+    assert again is not None and (again.routes, again.unassigned, again.cost) == (first.routes, first.unassigned, first.cost)
+    better_or_same = solve_method(problem, PYVRP_SECOND_SEED, leg=Leg(0.3, first, 1))
+    assert better_or_same is not None
+    def key(found: FleetSolution) -> tuple[int, int, int]:
+        return (found.left_priority, found.left_wanted, found.cost + found.left_prizes)
+
+    assert key(better_or_same) <= key(first)
+    check_feasible(body, answer_of(problem, better_or_same), await road_matrix(monaco_route, body))
