@@ -149,12 +149,14 @@ async def test_a_cache_flood_evicts_answers_and_the_state_redis_keeps_every_limi
     assert cache_stats["evicted_keys"] > 0
     assert cache_stats["used_memory"] <= 8 * MIB
     # LRU as Redis approximates it (sampling keys): of the oldest quarter ~12 % survive, of the
-    # newest ~47 % (measured), against 25 % each if it evicted at random.
+    # newest ~47 % (measured), against 25 % each if it evicted at random. A full run on a busy
+    # machine had 82 against 236 (2.9 x): at random the two would be within some 10 % of each
+    # other, so twice as many is the bound.
     quarter = len(stored) // 4
     oldest = await surviving(cache, "route:v1:", range(quarter))
     newest = await surviving(cache, "route:v1:", range(len(stored) - quarter, len(stored)))
     assert oldest < quarter // 4 < newest
-    assert newest > 3 * oldest
+    assert newest > 2 * oldest
 
     # The same flood sent to the state Redis (a misrouted cache): refused at the cap, nothing evicted.
     refused = await flood(state, "misrouted:", 32 * MIB)
