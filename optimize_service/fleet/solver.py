@@ -87,7 +87,7 @@ RULES_ROUNDS = 4
 
 
 @dataclass(frozen=True)
-class Leg:
+class SearchRound:
     """One round of a rules request's searches: its seconds, the plan it starts from (none in
     the first round), its number (the seeds differ from round to round)."""
 
@@ -97,17 +97,17 @@ class Leg:
 
 
 def solve_method(
-    problem: FleetProblem, method: str, stop_after: StopAfter | None = None, leg: Leg | None = None
+    problem: FleetProblem, method: str, stop_after: StopAfter | None = None, search_round: SearchRound | None = None
 ) -> FleetSolution | None:
     """One search of the portfolio, in its own solver process; None: PyVRP served not every job.
-    `leg`: a round of a rules request's searches (`portfolio`), else the whole time limit."""
+    `search_round`: a round of a rules request's searches (`portfolio`), else the whole time limit."""
     if method in (PYVRP, PYVRP_SECOND_SEED):
         from optimize_service.fleet.pyvrp import solve_pyvrp  # PyVRP only in solver processes
 
-        limit = time_limit(problem.request) if leg is None else leg.limit_s
-        stop = None if stop_after is None else stop_after(limit)
-        seed = int(method == PYVRP_SECOND_SEED) + (0 if leg is None else 2 * leg.index)
-        return solve_pyvrp(problem, limit, initial=None if leg is None else leg.start, stop=stop, seed=seed)
+        this = search_round or SearchRound(time_limit(problem.request), None, 0)
+        stop = None if stop_after is None else stop_after(this.limit_s)
+        seed = int(method == PYVRP_SECOND_SEED) + 2 * this.index
+        return solve_pyvrp(problem, this.limit_s, initial=this.start, stop=stop, seed=seed)
     if method == CHAIN:
         return solve_chain(problem, CHAIN_VROOM_SHARE, seed=1, stop_after=stop_after)
     return solve_vroom(problem)
@@ -129,16 +129,16 @@ def portfolio(
     quality bench run it alike."""
     alone = replace(problem, threads=1)
     methods = methods_for(problem.request)
-    extra = () if stop_after is None else (stop_after,)
     if not problem.request.pyvrp_rules:
-        return kept((yield [(work, (alone, method, *extra)) for method in methods]))
+        return kept((yield [(work, (alone, method, stop_after)) for method in methods]))
     limit = time_limit(problem.request)
     began = time.perf_counter()
     best: FleetSolution | None = None
     for index in range(RULES_ROUNDS):
-        left = limit - (time.perf_counter() - began) if stop_after is None else limit * (RULES_ROUNDS - index) / RULES_ROUNDS
-        leg = Leg(max(0.0, left) / (RULES_ROUNDS - index), best, index)
-        best = kept((yield [(work, (alone, method, stop_after, leg)) for method in methods]), best)
+        rounds_left = RULES_ROUNDS - index
+        left = limit * rounds_left / RULES_ROUNDS if stop_after else limit - (time.perf_counter() - began)
+        search_round = SearchRound(max(0.0, left) / rounds_left, best, index)
+        best = kept((yield [(work, (alone, method, stop_after, search_round)) for method in methods]), best)
     assert best is not None
     # The answer's `solver.timeLimit` is the request's, not a round's.
     return replace(best, time_limit_s=limit)

@@ -5,7 +5,6 @@ planner keeps the better of two plans."""
 from __future__ import annotations
 
 import random
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from pyvrp.stop import MaxRuntime
 from common.errors import InvalidParameter
 from common.pools import RestartingPool
 from optimize_service.fleet import planner as fleet_planner
+from optimize_service.fleet import solver as fleet_solver
 from optimize_service.fleet.check import check_feasible
 from optimize_service.fleet.formatter import fleet_body
 from optimize_service.fleet.model import MAX_TIME_LIMIT_S, FleetPlan, RoutePlan, Step, Unassigned, default_time_limit
@@ -38,7 +38,8 @@ from optimize_service.fleet.pyvrp import RULES_PENALTY_UPDATES, build_model, ini
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
     RULES_ROUNDS,
-    Leg,
+    SearchRound,
+    better,
     methods_for,
     solve_fleet,
     solve_method,
@@ -382,33 +383,74 @@ def rules_body(seed: int, jobs: int, vehicles: int) -> dict[str, Any]:
     return body
 
 
-async def test_a_rules_request_s_two_searches_share_their_time_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+class SearchClock:
+    """The solver module's clock, moved by the fake searches: a round's two searches run at
+    once, so the first seed's search moves it by the round's time, plus `overrun` in round 1."""
+
+    def __init__(self, overrun: float) -> None:
+        self.now, self.overrun = 1000.0, overrun
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def searched(self, method: str, search_round: SearchRound) -> None:
+        if method == PYVRP:
+            self.now += search_round.limit_s + (self.overrun if search_round.index == 0 else 0.0)
+
+
+@pytest.mark.parametrize("overrun", [0.0, 0.2])
+async def test_a_rules_request_s_two_searches_share_their_time_in_rounds(
+    monkeypatch: pytest.MonkeyPatch, overrun: float
+) -> None:
     """Issue 36, item 8: the two PyVRP seeds search RULES_ROUNDS rounds (more than one), the
-    rounds' limits adding up to the request's; every round after the first starts both from
+    rounds' limits adding up to what is left of the request's; a round that overran leaves the
+    later ones less (each round's setup counts); every round after the first starts both from
     the better plan so far, kept even when a later round finds worse; the answer names the
     request's limit. Each search of a round gets its own seed (its round's number)."""
     body = rules_body(1, 8, 2) | {"timeLimit": 1}
     request = parse_fleet_request(body, datetime.now(UTC))
-    legs: list[tuple[str, Leg]] = []
+    rounds: list[tuple[str, SearchRound]] = []
     costs = iter([90, 80, 85, 70] + [100] * 2 * RULES_ROUNDS)  # round 1: 80 best; round 2: 70; then worse
+    clock = SearchClock(overrun)
+    monkeypatch.setattr(fleet_solver, "time", clock)
 
-    def solve_method(problem: FleetProblem, method: str, stop_after: Any = None, leg: Leg | None = None) -> FleetSolution:
-        assert problem.threads == 1 and leg is not None
-        legs.append((method, leg))
-        time.sleep(leg.limit_s)  # a search takes its time
-        return replace(fake(next(costs), method=PYVRP), time_limit_s=leg.limit_s)
+    def solve_method(problem: FleetProblem, method: str, stop_after: Any, search_round: SearchRound) -> FleetSolution:
+        assert problem.threads == 1
+        rounds.append((method, search_round))
+        clock.searched(method, search_round)
+        return replace(fake(next(costs), method=PYVRP), time_limit_s=search_round.limit_s)
 
     monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
     problem = FleetProblem(request, locate(request)[1], {}, {}, threads=2)
     lane = two_process_lane()
     found = await solve_in(lane, lane.admit(1.0), problem)
-    assert RULES_ROUNDS > 1 and len(legs) == 2 * RULES_ROUNDS
-    assert [(method, leg.index) for method, leg in legs] == [(m, k) for k in range(RULES_ROUNDS) for m in (PYVRP, PYVRP_SECOND_SEED)]
-    starts = [None if leg.start is None else leg.start.cost for _, leg in legs]
+    assert RULES_ROUNDS > 1 and len(rounds) == 2 * RULES_ROUNDS
+    assert [(method, r.index) for method, r in rounds] == [(m, k) for k in range(RULES_ROUNDS) for m in (PYVRP, PYVRP_SECOND_SEED)]
+    starts = [None if r.start is None else r.start.cost for _, r in rounds]
     assert starts == [None, None, 80, 80] + [70] * 2 * (RULES_ROUNDS - 2)
-    assert sum(leg.limit_s for _, leg in legs[::2]) == pytest.approx(1.0, abs=0.05)
-    assert all(leg.limit_s == pytest.approx(1.0 / RULES_ROUNDS, abs=0.05) for _, leg in legs)
+    limits = [r.limit_s for _, r in rounds[::2]]
+    assert limits[0] == pytest.approx(1.0 / RULES_ROUNDS)
+    assert limits[1:] == pytest.approx([(1.0 - limits[0] - overrun) / (RULES_ROUNDS - 1)] * (RULES_ROUNDS - 1))
+    assert [r.limit_s for _, r in rounds[1::2]] == limits  # both seeds of a round alike
     assert found.cost == 70 and found.time_limit_s == 1
+
+
+async def test_searches_that_die_in_a_later_round_leave_the_plan_found_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A solver process lost in a later round of a rules request (killed, out of memory) costs
+    that round only: the better plan of the rounds before is the answer."""
+    request = parse_fleet_request(rules_body(1, 8, 2) | {"timeLimit": 1}, datetime.now(UTC))
+
+    def solve_method(problem: FleetProblem, method: str, stop_after: Any, search_round: SearchRound) -> FleetSolution:
+        if search_round.index >= 1:
+            raise RuntimeError("the worker died")
+        return fake(80 if method == PYVRP else 90, method=PYVRP)
+
+    monkeypatch.setattr(fleet_planner, "solve_method", solve_method)
+    monkeypatch.setattr(fleet_solver, "time", SearchClock(0.0))
+    problem = FleetProblem(request, locate(request)[1], {}, {}, threads=2)
+    lane = two_process_lane()
+    found = await solve_in(lane, lane.admit(1.0), problem)
+    assert found.cost == 80 and found.time_limit_s == 1
 
 
 async def test_a_round_starts_from_the_plan_before_it_with_its_reloads(monaco_route: TestServer) -> None:
@@ -417,19 +459,15 @@ async def test_a_round_starts_from_the_plan_before_it_with_its_reloads(monaco_ro
     answers that plan again; with time, no worse, and feasible."""
     body = rules_body(3, 30, 2)
     problem = await problem_for(monaco_route, body)
-    first = solve_method(problem, PYVRP, leg=Leg(0.5, None, 0))
+    first = solve_method(problem, PYVRP, search_round=SearchRound(0.5, None, 0))
     assert first is not None and any(step.type == "reload" for route in first.routes for step in route.steps)
     served = [step.task for route in first.routes for step in route.steps if step.type == "job"]
     assert len(served) < len(body["jobs"]), "a group's other job left out at least"
     model = build_model(problem)
     start = initial_solution(problem, model, first)
     assert start is not None and start.is_feasible()
-    again = solve_method(problem, PYVRP_SECOND_SEED, leg=Leg(0.0, first, 1))
+    again = solve_method(problem, PYVRP_SECOND_SEED, search_round=SearchRound(0.0, first, 1))
     assert again is not None and (again.routes, again.unassigned, again.cost) == (first.routes, first.unassigned, first.cost)
-    better_or_same = solve_method(problem, PYVRP_SECOND_SEED, leg=Leg(0.3, first, 1))
-    assert better_or_same is not None
-    def key(found: FleetSolution) -> tuple[int, int, int]:
-        return (found.left_priority, found.left_wanted, found.cost + found.left_prizes)
-
-    assert key(better_or_same) <= key(first)
+    better_or_same = solve_method(problem, PYVRP_SECOND_SEED, search_round=SearchRound(0.3, first, 1))
+    assert better_or_same is not None and better([better_or_same, first]) is better_or_same
     check_feasible(body, answer_of(problem, better_or_same), await road_matrix(monaco_route, body))
