@@ -34,7 +34,14 @@ from optimize_service.fleet.problem import (
     FleetProblem,
     FleetSolution,
 )
-from optimize_service.fleet.pyvrp import RULES_PENALTY_UPDATES, build_model, initial_solution, solve_params, solve_pyvrp
+from optimize_service.fleet.pyvrp import (
+    RULES_NEIGHBOURS,
+    RULES_PENALTY_UPDATES,
+    build_model,
+    initial_solution,
+    solve_params,
+    solve_pyvrp,
+)
 from optimize_service.fleet.reasons import explain
 from optimize_service.fleet.solver import (
     RULES_ROUNDS,
@@ -168,7 +175,8 @@ async def test_pyvrp_plans_pass_the_feasibility_checker(
 async def test_rules_requests_start_pyvrp_s_penalties_from_the_legs(monaco_route: TestServer) -> None:
     """PyVRP's own start (its bounds' midpoint, moved every 500 iterations) left every plan of a
     4 s search feasible: rules requests start at an average leg's cost per unit, moved every
-    RULES_PENALTY_UPDATES; plain requests keep PyVRP's settings."""
+    RULES_PENALTY_UPDATES, and search RULES_NEIGHBOURS neighbours each; plain requests keep
+    PyVRP's settings."""
     body = jobs_only(4, 20, 2)
     problem = await problem_for(monaco_route, body)
     plain_model = build_model(problem)
@@ -184,6 +192,7 @@ async def test_rules_requests_start_pyvrp_s_penalties_from_the_legs(monaco_route
     load, time_warp, _ = model.penalties
     assert 0 < time_warp < 100 and all(0 < p < 10_000 for p in load), model.penalties  # PyVRP's: 50,000
     assert plain.penalty.midpoint_penalties(model.data) != model.penalties
+    assert params.neighbourhood.num_neighbours == RULES_NEIGHBOURS != plain.neighbourhood.num_neighbours
 
 
 async def test_pyvrp_from_vroom_s_plan_is_never_worse(monaco_route: TestServer) -> None:
