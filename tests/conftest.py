@@ -126,12 +126,28 @@ def imports_ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 def start_imports_ahead(
     ahead: ImportsAhead, used: set[str], request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    from tests.geo_service.conftest import SESSION_INDEXES, import_index
     from tests.geo_service.test_copies import COPIES, import_copies
+    from tests.integration.conftest import import_platform_data
     from tests.route_service.conftest import import_every_profile
 
     shared_osm: Path = request.getfixturevalue("shared_osm")
-    if "monaco_copies_indexes" in used:  # geocoder tests come before the route service's
+
+    def start_index(fixture: str) -> None:
+        if fixture in used:
+            ahead.start(fixture, import_index, shared_osm, tmp_path_factory.mktemp(fixture), SESSION_INDEXES[fixture])
+
+    # The geocoder's tests come first, then the end-to-end ones, then the route service's. Each
+    # geocoder index took 5-36 s in its first test's set-up (Munich, the merged three, Heidelberg,
+    # every extract: 4.6, 14.2, 8.7, 35.7 s; tests/geo_service alone, load 4 on 2 cores).
+    start_index("munich_import")
+    start_index("andorra_monaco_helsinki_import")
+    start_index("heidelberg_import")
+    if "monaco_copies_indexes" in used:  # test_copies comes between test_autocomplete and test_countries
         ahead.start("geo-copies", import_copies, shared_osm, tmp_path_factory.mktemp("geo-copies"), (1, COPIES))
+    start_index("all_extracts_import")
+    if "full_platform" in used:
+        ahead.start("full-platform", import_platform_data, shared_osm, tmp_path_factory.mktemp("full-platform"))
     if "city_maps" in used:
         for name in CITY_MAPS_AHEAD:
             ahead.start(f"city-maps-{name}", import_city_map, name, shared_osm, tmp_path_factory.mktemp(f"maps-{name}"))

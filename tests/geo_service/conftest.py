@@ -1,4 +1,5 @@
-"""Geocoder indexes built once per test session from the shared OSM extracts."""
+"""Geocoder indexes built once per test session from the shared OSM extracts (imported ahead,
+in the background, under TEST_IMPORTS_AHEAD=1: `tests.imports_ahead`)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,42 @@ from common.geo import LatLon, haversine_m
 from geo_service.importing.importer import ImportResult, run_import
 from geo_service.index import LoadedIndex, open_index
 from geo_service.model import GeocodeQuery
+from tests.imports_ahead import ImportsAhead
+
+ALL_EXTRACTS = ("andorra", "heidelberg", "helsinki", "monaco", "munich")
+# Each session index's import fixture and the shared extracts merged into it, in the order the
+# suite first uses them (test_app, test_autocomplete twice, test_countries): the order they are
+# started ahead in (`tests.conftest.start_imports_ahead`).
+SESSION_INDEXES: dict[str, tuple[str, ...]] = {
+    "munich_import": ("munich",),
+    "andorra_monaco_helsinki_import": ("andorra", "monaco", "helsinki"),
+    "heidelberg_import": ("heidelberg",),
+    "all_extracts_import": ALL_EXTRACTS,
+}
 
 
-def build(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, *names: str) -> ImportResult:
-    out = tmp_path_factory.mktemp("geo-" + "-".join(names))
+def import_index(shared_osm: Path, out: Path, names: tuple[str, ...]) -> ImportResult:
+    """The named shared extracts merged into one index in `out` (made current)."""
     return run_import([shared_osm / f"{name}.osm.pbf" for name in names], out, emit=lambda line: None)
+
+
+def session_index(request: pytest.FixtureRequest) -> ImportResult:
+    """The import of the requesting fixture's index (SESSION_INDEXES): started ahead under the
+    fixture's name, else imported now."""
+    fixture = request.fixturename
+    assert fixture is not None  # None only for a test's own request
+    names = SESSION_INDEXES[fixture]
+    shared_osm: Path = request.getfixturevalue("shared_osm")
+    out = request.getfixturevalue("tmp_path_factory").mktemp(fixture)
+    ahead: ImportsAhead = request.getfixturevalue("imports_ahead")
+    return ahead.result(fixture, lambda: import_index(shared_osm, out, names))
+
+
+def serve(index_dir: Path) -> Iterator[LoadedIndex]:
+    """The current index in `index_dir`, open for the session's tests, closed after them."""
+    loaded = open_current(index_dir)
+    yield loaded
+    loaded.reader.close()
 
 
 def open_current(index_dir: Path) -> LoadedIndex:
@@ -26,8 +58,8 @@ def open_current(index_dir: Path) -> LoadedIndex:
 
 
 @pytest.fixture(scope="session")
-def munich_import(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportResult:
-    return build(shared_osm, tmp_path_factory, "munich")
+def munich_import(request: pytest.FixtureRequest) -> ImportResult:
+    return session_index(request)
 
 
 @pytest.fixture(scope="session")
@@ -38,36 +70,40 @@ def munich_dir(munich_import: ImportResult) -> Path:
 
 @pytest.fixture(scope="session")
 def munich(munich_dir: Path) -> Iterator[LoadedIndex]:
-    loaded = open_current(munich_dir)
-    yield loaded
-    loaded.reader.close()
+    yield from serve(munich_dir)
 
 
 @pytest.fixture(scope="session")
-def heidelberg(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
-    loaded = open_current(build(shared_osm, tmp_path_factory, "heidelberg").path.parent)
-    yield loaded
-    loaded.reader.close()
+def heidelberg_import(request: pytest.FixtureRequest) -> ImportResult:
+    return session_index(request)
 
 
 @pytest.fixture(scope="session")
-def andorra_monaco_helsinki(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
+def heidelberg(heidelberg_import: ImportResult) -> Iterator[LoadedIndex]:
+    yield from serve(heidelberg_import.path.parent)
+
+
+@pytest.fixture(scope="session")
+def andorra_monaco_helsinki_import(request: pytest.FixtureRequest) -> ImportResult:
+    return session_index(request)
+
+
+@pytest.fixture(scope="session")
+def andorra_monaco_helsinki(andorra_monaco_helsinki_import: ImportResult) -> Iterator[LoadedIndex]:
     """Three extracts merged into one index: Catalan, French and Finnish street names."""
-    loaded = open_current(build(shared_osm, tmp_path_factory, "andorra", "monaco", "helsinki").path.parent)
-    yield loaded
-    loaded.reader.close()
-
-
-ALL_EXTRACTS = ("andorra", "heidelberg", "helsinki", "monaco", "munich")
+    yield from serve(andorra_monaco_helsinki_import.path.parent)
 
 
 @pytest.fixture(scope="session")
-def all_extracts(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoadedIndex]:
+def all_extracts_import(request: pytest.FixtureRequest) -> ImportResult:
+    return session_index(request)
+
+
+@pytest.fixture(scope="session")
+def all_extracts(all_extracts_import: ImportResult) -> Iterator[LoadedIndex]:
     """Every shared extract in one index: Germany twice, Finland, Monaco with French suburbs,
     Andorra with Spanish and French edges — several countries in one map, as users load them."""
-    loaded = open_current(build(shared_osm, tmp_path_factory, *ALL_EXTRACTS).path.parent)
-    yield loaded
-    loaded.reader.close()
+    yield from serve(all_extracts_import.path.parent)
 
 
 def missed_near(index: LoadedIndex, cases: list[tuple[str, LatLon]], limit: int = 1,

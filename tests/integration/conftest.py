@@ -14,6 +14,7 @@ import pytest
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from launcher.redis_server import free_port
 from launcher.stack import Stack
+from tests.imports_ahead import ImportsAhead
 from tests.postgres_server import PostgresServer
 
 TEST_ENV = {
@@ -90,17 +91,15 @@ def accounts_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 
 
 @pytest.fixture(scope="session")
-def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) -> Iterator[Stack]:
+def full_platform(
+    tmp_path_factory: pytest.TempPathFactory, shared_osm: Path, imports_ahead: ImportsAhead
+) -> Iterator[Stack]:
     """Every service on real data: Monaco for routing (car fastest and the emergency graph),
     Munich for geocoding. One stack for all end-to-end modules: starting it is the slow part."""
-    from geo_service.importing.importer import run_import
-    from route_service.importing.importer import Progress, import_maps
-
-    data_dir = tmp_path_factory.mktemp("full-platform")
-    # Services open their datasets at start, so the imports come first.
-    import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
-                progress=Progress(emit=lambda _line: None))  # fmt: skip
-    run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda _line: None)
+    # Services open their datasets at start, so the imports come first (ahead: `tests.imports_ahead`).
+    data_dir = imports_ahead.result(
+        "full-platform", lambda: import_platform_data(shared_osm, tmp_path_factory.mktemp("full-platform"))
+    )
     # One solver process per lane (small, large): the machine has few cores and most tests send
     # one request at a time.
     services = ["auth_service", "geo_service", "route_service", "optimize_service", "job_service"]
@@ -113,6 +112,18 @@ def full_platform(tmp_path_factory: pytest.TempPathFactory, shared_osm: Path) ->
         yield stack
     finally:
         stack.stop()
+
+
+def import_platform_data(shared_osm: Path, data_dir: Path) -> Path:
+    """`full_platform`'s datasets imported into `data_dir`: Monaco's car-fastest maps, Munich's
+    geocoder index; gives `data_dir`."""
+    from geo_service.importing.importer import run_import
+    from route_service.importing.importer import Progress, import_maps
+
+    import_maps([shared_osm / "monaco.osm.pbf"], data_dir / "maps", profiles=["car-fastest"],
+                progress=Progress(emit=lambda _line: None))  # fmt: skip
+    run_import([shared_osm / "munich.osm.pbf"], data_dir / "geo", emit=lambda _line: None)
+    return data_dir
 
 
 def user_token(stack: Stack, tier: str = "unlimited") -> str:
