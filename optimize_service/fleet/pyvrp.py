@@ -268,8 +268,9 @@ RULES_HISTORY_LENGTH = 50
 RULES_PENALTY_UPDATES = 100
 
 # PyVRP's local search tries each client's `num_neighbours` nearest (its granular neighbourhood,
-# 50 by default). With 30 a rules request's searches make about 45 % more iterations per CPU
-# second. On the fleet_rules bench's 100 x 5 instances (5 cities, 4 rounds as built, the default
+# 50 by default). With 30 a rules request's searches made about 45 % more iterations per CPU
+# second (a helper's count over its runs; single 800-iteration counts vary from 0 to +48 % by
+# city, as each search's path differs). On the fleet_rules bench's 100 x 5 instances (5 cities, 4 rounds as built, the default
 # limit in CPU seconds, against the cached 60 s references; scratch runs on a shared machine,
 # 2026-11-29, paired with 50 in the same runs, load 4-6): per run the max gap over the cities,
 # median over runs, +2.08 % against +2.62 % (8 runs; lower in 7), each run's median +0.90 %
