@@ -65,7 +65,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tat = tonumber(redis.call('GET', KEYS[1]) or now)
 if tat < now then tat = now end
 local tolerance = interval * burst
-local new_tat = tat + interval * units
+local new_tat = math.max(now, tat + interval * units)  -- units < 0: a refund, never past full
 local allow_at = new_tat - tolerance
 if now < allow_at and debt == 0 then
   return {0, allow_at - now, math.floor((now + tolerance - tat) / interval)}
@@ -193,9 +193,10 @@ def caller_of(headers: Mapping[str, str]) -> Caller | None:
 
 @dataclass
 class Admitted:
-    """The headers an admitted request's answer carries."""
+    """The headers an admitted request's answer carries, and the units it was charged."""
 
     headers: dict[str, str]
+    charged: int = 0
 
 
 class Admission:
@@ -219,11 +220,11 @@ class Admission:
         self.check_price(price, budget, caller.tier)
         headers = await self.charge(caller, price, budget)
         if not price.heavy or not budget.concurrent or caller.job:
-            yield Admitted(headers)
+            yield Admitted(headers, price.units)
             return
         ticket = await self.take_slot(caller, budget, headers)
         try:
-            yield Admitted(headers)
+            yield Admitted(headers, price.units)
         finally:
             if ticket:
                 await self.release_slot(caller, ticket)
@@ -292,6 +293,29 @@ class Admission:
                 headers={**headers, "Retry-After": str(retry)},
             )
         return headers
+
+    async def refund(self, caller: Caller | None, admitted: Admitted, units: int) -> None:
+        """Gives back units charged ahead for work that turned out cheaper (a batch's lines answered
+        from the cache), never more than were charged; the answer's headers say what was kept."""
+        units = min(units, admitted.charged)
+        if caller is None or units <= 0:
+            return
+        budget = self.budgets.for_tier(caller.tier)
+        kept = admitted.charged - units
+        admitted.headers["RateLimit-Cost"] = str(kept)
+        admitted.charged = kept
+        if not budget.rate:
+            return
+        interval_ms = 1000.0 / budget.rate
+
+        async def run(_: Redis) -> list[int]:
+            keys = [BUDGET_KEY.format(account=caller.account)]
+            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, -units, 1]))
+
+        no_answer: list[int] = []
+        result = await self.redis.call(run, no_answer)
+        if result:
+            admitted.headers["RateLimit-Cost-Remaining"] = str(max(0, int(result[2])))
 
     async def take_slot(self, caller: Caller, budget: TierBudget, headers: dict[str, str]) -> str | None:
         ticket = secrets.token_hex(8)

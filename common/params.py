@@ -154,8 +154,12 @@ def parse_instant(raw: str, name: str, errors: ParameterErrors) -> datetime | No
     except ValueError:
         errors.add(name, f"must be an ISO 8601 date-time with a UTC offset (e.g. {INSTANT_EXAMPLE}), got {short(raw)}")
         return None
-    if value.tzinfo is None or value.utcoffset() is None:
+    offset = value.utcoffset()
+    if offset is None:
         errors.add(name, f"needs a UTC offset (e.g. {INSTANT_EXAMPLE} or ...Z), got {short(raw)}")
+        return None
+    if offset.total_seconds() % 60:  # +01:00:30.5: no time zone has one, Python alone reads it
+        errors.add(name, f"needs a UTC offset in whole minutes (e.g. +01:00 or Z), got {short(raw)}")
         return None
     if not EARLIEST_INSTANT <= value < LATEST_INSTANT:
         errors.add(name, f"must be from {EARLIEST_INSTANT:%Y-%m-%d} and before {LATEST_INSTANT:%Y-%m-%d}, got {short(raw)}")

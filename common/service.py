@@ -83,10 +83,12 @@ def json_response(data: Any, *, status: int = 200, headers: dict[str, str] | Non
 
 
 async def read_limited_body(request: web.Request, limit: int, too_large: Callable[[str], ApiError],
-                            what: str = "the body") -> bytes:  # fmt: skip
+                            what: str = "the body", start_checked: Callable[[bytes], bool] | None = None) -> bytes:  # fmt: skip
     """A body larger than the app's `client_max_size` (an upload: a detour file, a geocoder
     batch), read in chunks up to its operation's own `limit`; `too_large(message)` is raised
-    as soon as the declared length or the bytes read pass it."""
+    as soon as the declared length or the bytes read pass it. `start_checked(start)`, given the
+    bytes read so far until it answers True, refuses a body by its start (a batch's header)
+    before the rest is read."""
     if request.content_length is not None and request.content_length > limit:
         raise too_large(f"{what} has {request.content_length} bytes; at most {limit} are accepted")
     body = bytearray()
@@ -94,6 +96,8 @@ async def read_limited_body(request: web.Request, limit: int, too_large: Callabl
         body += chunk
         if len(body) > limit:
             raise too_large(f"{what} is larger than {limit} bytes, the limit")
+        if start_checked is not None and start_checked(bytes(body)):
+            start_checked = None
     return bytes(body)
 
 

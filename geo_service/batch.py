@@ -17,17 +17,18 @@ read as a whole (no header, an unknown column, bad UTF-8, too many lines) is ref
 from __future__ import annotations
 
 import csv
-import io
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from threading import Event
 from typing import Any
 
 import orjson
 
 from common.errors import ApiError, BatchEmpty, BatchInvalidHeader, BatchTooLarge, MalformedBody
-from common.params import utf8_text
+from common.params import UTF8_BOM, json_kind, utf8_text
 
 # Synchronous batches answer up to this many lines (10 000 within the gateway's wait, the
 # issue's goal); larger ones run as a job (`?async=true`) up to MAX_JOB_LINES.
@@ -43,7 +44,13 @@ COLUMNS = (ID_COLUMN, *FORWARD_COLUMNS, *REVERSE_COLUMNS)
 _CANONICAL = {re.sub(r"[^a-z]", "", name.lower()): name for name in COLUMNS}
 MAX_ID_CHARS = 200
 INVALID_LINE = "GEOCODER_ERROR_INVALID_LINE"
-_LINE_END = re.compile(r"\r\n|\r|\n")
+# A line and its ending; the last line may have none (never an empty match at the very end).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_BYTE_LINE_END = re.compile(rb"\r\n|\r|\n")
+# A header names at most the API's nine columns (~90 bytes); spreadsheets quote and space them.
+MAX_HEADER_BYTES = 4096
+# How often (in lines) a batch being read looks whether its client went.
+STOP_CHECK_LINES = 1000
 
 
 class Form(StrEnum):
@@ -121,13 +128,17 @@ def decode(body: bytes) -> str:
     return utf8_text(body, MalformedBody, "send the batch as UTF-8 text")
 
 
-def parse_batch(text: str, form: Form, max_lines: int) -> ParsedBatch:
-    """The batch's typed lines; raises for an empty batch, a bad header or more than `max_lines`."""
+def parse_batch(text: str, form: Form, max_lines: int, stop: Event | None = None) -> ParsedBatch:
+    """The batch's typed lines, read line by line (never split whole: a 16 MiB body of short
+    lines split at once held ~350 MB); raises for an empty batch, a bad header, more than
+    `max_lines`, or `stop` set (the client went)."""
     parsed = ParsedBatch(form)
     rows = csv_rows(text) if form is Form.CSV else json_rows(text)
     for line, row in rows:
         if parsed.lines_read >= max_lines:
             raise BatchTooLarge(too_many(max_lines))
+        if stop is not None and parsed.lines_read % STOP_CHECK_LINES == 0 and stop.is_set():
+            raise ConnectionResetError("the client went while its batch was read")
         if isinstance(row, LineError):
             parsed.errors.append(row)
         else:
@@ -143,17 +154,61 @@ def too_many(max_lines: int) -> str:
     return f"the batch has more than {max_lines} lines: split it"
 
 
+def text_lines(text: str) -> Iterator[str]:
+    """The text's lines with their endings (\\n, \\r\\n or \\r), one at a time."""
+    return (match.group() for match in _LINE.finditer(text))
+
+
+def counted_lines(body: bytes, form: Form) -> int:
+    """The data lines the body can hold at most, counted in C before anything is parsed: its
+    line breaks (blank lines included; a CSV's header line not)."""
+    breaks = body.count(b"\n") + body.count(b"\r") - body.count(b"\r\n")
+    lines = breaks + (0 if body.endswith((b"\n", b"\r")) or not body else 1)
+    return max(0, lines - (1 if form is Form.CSV else 0))
+
+
 Row = dict[str, str] | LineError
+
+
+def header_line(prefix: bytes) -> str | None:
+    """A CSV's header, its first non-blank line, once `prefix` holds all of it (None before);
+    refused when it is not within the first MAX_HEADER_BYTES."""
+    start = len(UTF8_BOM) if prefix.startswith(UTF8_BOM) else 0
+    while (end := _BYTE_LINE_END.search(prefix, start)) is not None and start < MAX_HEADER_BYTES:
+        line = prefix[start : end.start()]
+        if line.strip(b" \t,;"):
+            return utf8_text(line, MalformedBody, "send the batch as UTF-8 text")
+        start = end.end()
+    if len(prefix) > MAX_HEADER_BYTES:
+        raise BatchInvalidHeader(
+            f"the header (the first non-blank line) must end within the first {MAX_HEADER_BYTES} bytes: "
+            f"it names the columns, of {', '.join(COLUMNS)}"
+        )
+    return None
+
+
+def header_checked(start: bytes) -> bool:
+    """True once the body's start holds a whole header and its columns are the API's; raises
+    for a header that is not (refused before the rest of the body is read)."""
+    header = header_line(start)
+    if header is not None:
+        header_columns_of(header)
+    return header is not None
+
+
+def header_columns_of(header: str) -> tuple[str, list[str]]:
+    """The header's delimiter and its names as the API's columns (unknown or repeated ones refused)."""
+    delimiter = max((",", ";", "\t"), key=header.count)
+    return delimiter, header_columns(next(csv.reader([header], delimiter=delimiter)))
 
 
 def csv_rows(text: str) -> Iterator[tuple[int, Row]]:
     """(line number, the row's values by column) for every non-blank record after the header."""
-    header = next((line for line in _LINE_END.split(text) if line.strip(" \t,;")), None)
+    header = next((line for line in text_lines(text) if line.strip(" \t,;\r\n")), None)
     if header is None:
         raise BatchEmpty("the batch is empty")
-    delimiter = max((",", ";", "\t"), key=header.count)
-    columns = header_columns(next(csv.reader([header], delimiter=delimiter)))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    delimiter, columns = header_columns_of(header)
+    reader = csv.reader(text_lines(text), delimiter=delimiter)
     seen_header, line_num = False, 0
     try:
         for fields in reader:
@@ -173,10 +228,17 @@ def csv_rows(text: str) -> Iterator[tuple[int, Row]]:
 
 
 def header_columns(names: list[str]) -> list[str]:
-    """The header's names as the API's columns; unknown or repeated ones refuse the batch."""
+    """The header's names as the API's columns; unknown or repeated ones refuse the batch. Linear
+    in the header's width, and no wider than the API's columns is read at all (a 25 000-column
+    header was 6.6 CPU-s of a quadratic check)."""
+    if len(names) > len(COLUMNS):
+        raise BatchInvalidHeader(
+            f"the header has {len(names)} columns, more than the {len(COLUMNS)} the API knows: "
+            f"{', '.join(COLUMNS)} (an address, its parts, or lat and lon)"
+        )
     columns = [_CANONICAL.get(re.sub(r"[^a-z]", "", name.lower()), name.strip()) for name in names]
     unknown = [name for name in columns if name not in COLUMNS]
-    repeated = sorted({name for name in columns if columns.count(name) > 1})
+    repeated = sorted(name for name, count in Counter(columns).items() if count > 1)
     if unknown or repeated or not set(columns) - {ID_COLUMN}:
         problem = (f"unknown columns {', '.join(repr(n[:40]) for n in unknown[:5])}" if unknown
                    else f"repeated columns {', '.join(repeated)}" if repeated else "no address or coordinate column")  # fmt: skip
@@ -188,7 +250,7 @@ def header_columns(names: list[str]) -> list[str]:
 
 def json_rows(text: str) -> Iterator[tuple[int, Row]]:
     """(line number, the object's values by key) for every non-blank line."""
-    for number, raw in enumerate(_LINE_END.split(text), start=1):
+    for number, raw in enumerate(text_lines(text), start=1):
         if not raw.strip():
             continue
         try:
@@ -201,7 +263,7 @@ def json_rows(text: str) -> Iterator[tuple[int, Row]]:
 
 def json_row(number: int, value: Any) -> Row:
     if not isinstance(value, dict):
-        return LineError(number, None, INVALID_LINE, f"expected a JSON object, got {type(value).__name__}")
+        return LineError(number, None, INVALID_LINE, f"expected a JSON object, got {json_kind(value)}")
     line_id = value.get(ID_COLUMN)
     text_id = None if line_id is None else str(line_id)[:MAX_ID_CHARS]
     unknown = [key for key in value if key not in COLUMNS]

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from aiohttp import web
 
 from common.admission import caller_of
 from common.errors import BatchTooLarge
 from common.service import json_response, read_limited_body
 from common.waiting import unless_gone
-from geo_service.batch import MAX_BATCH_BYTES, decode, parse_batch
-from geo_service.costs import batch_cost
+from geo_service.batch import MAX_BATCH_BYTES, Form, counted_lines, header_checked
+from geo_service.costs import batch_cost, unlooked_units
 from geo_service.formatter import batch_json
 from geo_service.parsing import autocomplete_request, batch_request, geocode_request, reverse_request
 from geo_service.state import AUTOCOMPLETE, GEOCODE, REVERSE, STATE_KEY
@@ -34,15 +32,20 @@ async def autocomplete(request: web.Request) -> web.Response:
 
 async def batch(request: web.Request) -> web.Response:
     """POST /v1/geocoder/batch. Checks in the order a client fixes them: the Content-Type (415),
-    the parameters (400), the size (413), the file as a whole (400), the price (413/429); then
-    every line is answered or gets its own error."""
+    the parameters (400), the size and a CSV's header as it arrives (413, 400), the price of the
+    lines the body can hold (413/429, before any parse); then the file as a whole (400), and
+    every line is answered or gets its own error. Lines answered without a lookup (cached or
+    alike) are given back after (`costs.unlooked_units`)."""
     state, caller = request.app[STATE_KEY], caller_of(request.headers)
     parsed_request = batch_request(request.query, request.content_type, request.charset, state.registry,
                                    in_job=caller is not None and caller.job)  # fmt: skip
-    body = await read_limited_body(request, MAX_BATCH_BYTES, BatchTooLarge, "the batch")
-    parsed = await asyncio.to_thread(lambda: parse_batch(decode(body), parsed_request.form, parsed_request.max_lines))
-    async with state.admission.admit(caller, batch_cost(parsed.lines_read)) as admitted:
-        answers = await unless_gone(request, state.answer_batch(parsed_request, parsed))
+    header_check = header_checked if parsed_request.form is Form.CSV else None
+    body = await read_limited_body(request, MAX_BATCH_BYTES, BatchTooLarge, "the batch", header_check)
+    lines = min(counted_lines(body, parsed_request.form), parsed_request.max_lines)
+    async with state.admission.admit(caller, batch_cost(lines)) as admitted:
+        parsed = await unless_gone(request, state.parse_batch(caller, body, parsed_request))
+        answers, looked_up = await unless_gone(request, state.answer_batch(parsed_request, parsed))
+        await state.admission.refund(caller, admitted, unlooked_units(lines, looked_up))
     return json_response(batch_json(answers, parsed_request.defaults["provider"]), headers=admitted.headers)
 
 

@@ -13,10 +13,11 @@ from typing import Any
 
 from aiohttp import web
 
-from common.admission import Admission, parse_cost_budgets
+from common.admission import Admission, Caller, parse_cost_budgets
 from common.errors import ApiError
+from common.pools import SharedThreads
 from common.service import CACHE_REDIS_KEY, REDIS_KEY
-from geo_service.batch import BatchLine, LineAnswer, LineResult, ParsedBatch, line_error
+from geo_service.batch import BatchLine, LineAnswer, LineResult, ParsedBatch, decode, line_error, parse_batch
 from geo_service.cache import AnswerCache, autocomplete_parts, geocode_parts, reverse_parts
 from geo_service.config import GeoConfig
 from geo_service.formatter import response_json
@@ -70,6 +71,14 @@ class GeoState:
     registry: ProviderRegistry
     answers: AnswerCache
     admission: Admission  # what a batch costs its account (common.admission)
+    readers: SharedThreads  # where batch bodies are read, one at a time per account
+
+    async def parse_batch(self, caller: Caller | None, body: bytes, request: BatchRequest) -> ParsedBatch:
+        """The batch's lines, read in a thread of the readers' (stopped when the client goes)."""
+        return await self.readers.run(
+            caller.account if caller else "",
+            lambda stop: parse_batch(decode(body), request.form, request.max_lines, stop),
+        )
 
     async def answer[Q](self, operation: Operation[Q], request: ProviderRequest[Q]) -> dict[str, Any]:
         """The answer's JSON: cached, else asked of the request's provider and formatted."""
@@ -84,21 +93,21 @@ class GeoState:
 
         return await self.answers.answer(operation.name, provider, key_parts(operation, request), compute)
 
-    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> list[LineAnswer]:
+    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> tuple[list[LineAnswer], int]:
         """Every line's answer, in the batch's order: the geocoder's answer to the line's request
-        (cached like a single one), or the line's error. Lines alike (the same kind and
-        parameters: address lists repeat) are asked once."""
+        (cached like a single one), or the line's error; and how many were looked up in the
+        index. Lines alike (the same kind and parameters: address lists repeat) are asked once."""
         alike = {line.same_as: line for line in parsed.lines}
-        asked = await self.ask_lines(request, list(alike.values()))
+        asked, looked_up = await self.ask_lines(request, list(alike.values()))
         answers: list[LineAnswer] = [*parsed.errors]
         for line in parsed.lines:
             found = asked[line.same_as]
             answers.append(line_error(line, found) if isinstance(found, ApiError) else LineResult(line, found))
-        return sorted(answers, key=lambda answer: answer.line)
+        return sorted(answers, key=lambda answer: answer.line), looked_up
 
-    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine]) -> dict[tuple[str, ...], LineFound]:
-        """Each line's answer JSON or its request's violations: from the cache, the rest asked of
-        the provider BATCH_CHUNK lines at a time. A provider that cannot answer (5xx) fails the
+    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine]) -> tuple[dict[tuple[str, ...], LineFound], int]:
+        """Each line's answer JSON or its request's violations, and how many were looked up: from
+        the cache, the rest asked of the provider BATCH_CHUNK lines at a time. A provider that cannot answer (5xx) fails the
         batch, which is then retried whole."""
         found: dict[tuple[str, ...], LineFound] = {}
         asked: list[tuple[BatchLine, ProviderRequest[Any], str | None]] = []
@@ -136,7 +145,7 @@ class GeoState:
                 self.answers.keep(key, answer_json)
 
         await asyncio.gather(*(ask(misses[i : i + BATCH_CHUNK]) for i in range(0, len(misses), BATCH_CHUNK)))
-        return found
+        return found, len(misses)
 
     def index_health(self) -> dict[str, Any]:
         provider = self.registry.providers[self.registry.default]
@@ -159,8 +168,10 @@ def state_context(config: GeoConfig) -> CleanupContext:
             log.warning("geocoder not ready: %s", loader.error)
         registry = ProviderRegistry([OsmIndexProvider(loader, config.query_threads)], default=DEFAULT_PROVIDER)
         admission = Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets))
-        app[STATE_KEY] = GeoState(registry, AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds), admission)
+        readers = SharedThreads("geo-batch-read", config.parse_threads)
+        app[STATE_KEY] = GeoState(registry, AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds), admission, readers)
         yield
+        readers.shutdown()
         await asyncio.to_thread(registry.close)
 
     return context

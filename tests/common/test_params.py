@@ -7,7 +7,7 @@ import math
 import pytest
 
 from common.errors import ParameterErrors
-from common.params import json_kind, number_or_nan, parse_decimal, parse_latlon_text
+from common.params import json_kind, number_or_nan, parse_decimal, parse_instant, parse_latlon_text
 from geo_service.parsing import parse_coordinate
 from route_service.detour.csvfile import number
 
@@ -48,3 +48,11 @@ def test_detour_files_take_ascii_digits_only() -> None:
 )
 def test_json_kinds_are_named_in_jsons_words(value: object, kind: str) -> None:
     assert json_kind(value) == kind
+
+
+@pytest.mark.parametrize(("text", "accepted"), [("2026-12-01T08:00:00+01:00", True), ("2026-12-01T08:00:00Z", True),
+                                                ("2026-12-01T08:00:00+01:00:30.5", False), ("2026-12-01T08:00:00+01:00:30", False)])  # fmt: skip
+def test_time_offsets_are_whole_minutes(text: str, accepted: bool) -> None:
+    errors = ParameterErrors()
+    assert (parse_instant(text, "departureTime", errors) is not None) is accepted
+    assert bool(errors.violations) is not accepted

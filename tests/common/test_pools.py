@@ -9,15 +9,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from common.config import REPO_ROOT
 from common.errors import ServiceUnavailable
-from common.pools import POOL_RESTARTS, RestartingPool
+from common.pools import POOL_RESTARTS, RestartingPool, SharedThreads
 from common.processes import start_pool_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
@@ -111,3 +112,55 @@ if __name__ == "__main__":
         if service.poll() is None:
             service.kill()
             service.wait()
+
+
+# ---------------------------------------------------------------- threads shared between accounts (issue 55)
+
+
+async def test_an_account_s_calls_take_turns_so_another_account_finds_a_thread() -> None:
+    threads = SharedThreads("test-shared", threads=2, share=1)
+    release, two_started = threading.Event(), threading.Event()
+    started: list[str] = []
+
+    def work(name: str) -> Callable[[threading.Event], str]:
+        def run(_: threading.Event) -> str:
+            started.append(name)
+            if len(started) == 2:
+                two_started.set()
+            release.wait(10)
+            return name
+
+        return run
+
+    try:
+        first = asyncio.ensure_future(threads.run("a", work("a1")))
+        second = asyncio.ensure_future(threads.run("a", work("a2")))
+        other = asyncio.ensure_future(threads.run("b", work("b1")))
+        await asyncio.to_thread(two_started.wait, 10)
+        assert sorted(started) == ["a1", "b1"]  # a's second call waits for its first, not b's
+        release.set()
+        assert await asyncio.gather(first, second, other) == ["a1", "a2", "b1"]
+    finally:
+        release.set()
+        threads.shutdown()
+
+
+async def test_a_call_whose_client_went_is_told_to_stop() -> None:
+    threads = SharedThreads("test-shared", threads=1)
+    running, stopped = threading.Event(), threading.Event()
+
+    def work(stop: threading.Event) -> None:
+        running.set()
+        if stop.wait(10):
+            stopped.set()
+
+    try:
+        call = asyncio.ensure_future(threads.run("a", work))
+        await asyncio.to_thread(running.wait, 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert stopped.is_set()  # the work saw its stop event before the call ended
+        assert await threads.run("a", lambda _: "next") == "next"  # the thread and the account's turn are free
+    finally:
+        threads.shutdown()

@@ -4,6 +4,8 @@ error; whole-batch errors only for what no line can fix; a batch pays per line."
 
 from __future__ import annotations
 
+import math
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,19 @@ import pytest
 from common.admission import INTERNAL_JOB_HEADER
 from common.errors import ApiError, BatchEmpty, BatchInvalidHeader, BatchTooLarge, MalformedBody
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
+from geo_service import state as geo_state
 from geo_service.app import create_app
-from geo_service.batch import MAX_SYNC_LINES, Form, LineKind, decode, parse_batch
+from geo_service.batch import (
+    MAX_HEADER_BYTES,
+    MAX_SYNC_LINES,
+    Form,
+    LineKind,
+    decode,
+    header_checked,
+    header_columns,
+    parse_batch,
+)
+from geo_service.costs import BATCH_LINE_UNITS
 from geo_service.state import BATCH_CHUNK, STATE_KEY
 from tests.geo_service.test_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
 
@@ -66,6 +79,7 @@ def test_json_lines_read_each_object_and_name_each_bad_line() -> None:
     assert parsed.lines[1].params == {"lat": "48.137", "lon": "11.575"}
     assert [e.line for e in parsed.errors] == [4, 5, 6, 7]
     assert "colour" in parsed.errors[1].message and "must be a string or a number" in parsed.errors[2].message
+    assert parsed.errors[0].message == "expected a JSON object, got an array"  # JSON's words, never "list"
 
 
 @pytest.mark.parametrize(
@@ -91,6 +105,38 @@ def test_a_batch_over_the_synchronous_size_is_sent_to_a_job() -> None:
     with pytest.raises(BatchTooLarge) as caught:
         parse_batch("address\n" + "Tal 4\n" * (MAX_SYNC_LINES + 1), Form.CSV, MAX_SYNC_LINES)
     assert "?async=true" in caught.value.detail
+
+
+# ---------------------------------------------------------------- bounded before it is paid (issue 55)
+
+
+def test_a_header_wider_than_the_api_s_columns_is_refused_by_its_width() -> None:
+    """A 25 000-column header was 6.6 CPU-s of a check counting each column against all others."""
+    with pytest.raises(BatchInvalidHeader) as caught:
+        header_columns(["address"] * 100_000)
+    assert "100000 columns, more than the 9 the API knows" in caught.value.detail
+
+
+def test_a_csv_header_is_checked_from_the_body_s_start() -> None:
+    assert not header_checked(b"\xef\xbb\xbfid,addr")  # not whole yet: read on
+    assert header_checked(b"\xef\xbb\xbf\n id , Address \nTal 4")
+    for start, words in [(b"id,adress\n", "unknown columns 'adress'"), (b"\n" * (MAX_HEADER_BYTES + 1), "first 4096 bytes")]:
+        with pytest.raises(BatchInvalidHeader) as caught:
+            header_checked(start)
+        assert words in caught.value.detail
+
+
+def test_a_large_body_is_read_line_by_line_never_split_whole() -> None:
+    """A 16 MiB batch held ~350 MB before its 413: the whole text split into lines to find the header."""
+    text = "address\n" + "Tal 4\n" * 500_000  # 3.5 MB, 50 times the lines a batch may have
+    tracemalloc.start()
+    try:
+        with pytest.raises(BatchTooLarge):
+            parse_batch(text, Form.CSV, MAX_SYNC_LINES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10 * 1024 * 1024  # split whole: ~40 MB
 
 
 def test_bytes_that_are_not_utf8_name_their_line() -> None:
@@ -178,7 +224,7 @@ async def test_whole_batch_errors_in_both_formats(client: Client, headers: dict[
 async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> None:
     caller = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "demo"}
     small = await client.post("/v1/geocoder/batch", data=b"address\nTal 4\nTal 5\n", headers={**LEGACY, **CSV, **caller})
-    assert small.status == 200 and small.headers["RateLimit-Cost"] == "4"  # 2 lines, 2 units each
+    assert small.status == 200 and small.headers["RateLimit-Cost"] == str(math.ceil(2 * BATCH_LINE_UNITS))  # 2 lines looked up
     # demo: 5000 units per request at most, so 2501 lines are too dear at once
     dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * 2501).encode(),
                              headers={**LEGACY, **CSV, **caller})  # fmt: skip
@@ -188,6 +234,31 @@ async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> 
                               headers={**LEGACY, **CSV, **job})  # fmt: skip
     body = await large.json()
     assert large.status == 200 and body["summary"]["answered"] == MAX_SYNC_LINES + 5
+
+
+async def test_a_batch_is_priced_from_its_line_breaks_before_it_is_parsed(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*_: Any) -> Any:
+        raise AssertionError("a batch refused for its price was parsed")
+
+    monkeypatch.setattr(geo_state, "parse_batch", never)
+    caller = {INTERNAL_SUBJECT_HEADER: "acct-priced-first", INTERNAL_TIER_HEADER: "demo"}
+    lines = 1 + 5000 // int(BATCH_LINE_UNITS)  # demo: at most 5000 units a request
+    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * lines).encode(),
+                             headers={**LEGACY, **CSV, **caller})  # fmt: skip
+    assert dear.status == 413 and f"{lines} geocoder lines" in str(await dear.json())
+
+
+async def test_lines_answered_without_a_lookup_are_given_back(client: Client) -> None:
+    caller = {INTERNAL_SUBJECT_HEADER: "acct-given-back", INTERNAL_TIER_HEADER: "demo"}
+    text = "address\nLindwurmstraße 3 München\nLindwurmstraße 3 München\nSendlinger Straße 9 München\n"
+    first = await client.post("/v1/geocoder/batch", data=text.encode(), headers={**LEGACY, **CSV, **caller})
+    again = await client.post("/v1/geocoder/batch", data=text.encode(), headers={**LEGACY, **CSV, **caller})
+    assert first.status == again.status == 200
+    # two lookups paid, the line alike given back; then all three answered from the cache
+    assert int(first.headers["RateLimit-Cost"]) == pytest.approx(3 * BATCH_LINE_UNITS - (BATCH_LINE_UNITS - 0.2), abs=1)
+    assert int(again.headers["RateLimit-Cost"]) <= 1
 
 
 async def test_lines_alike_are_looked_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
