@@ -294,23 +294,24 @@ class Admission:
             )
         return headers
 
-    async def refund(self, caller: Caller | None, admitted: Admitted, units: int) -> None:
-        """Gives back units charged ahead for work that turned out cheaper (a batch's lines answered
-        from the cache), never more than were charged; the answer's headers say what was kept."""
-        units = min(units, admitted.charged)
-        if caller is None or units <= 0:
-            return
+    async def settle(self, caller: Caller | None, admitted: Admitted, units: int) -> None:
+        """Charges what the work measured instead of the price paid ahead: the difference given
+        back (a batch's lines answered from the cache) or charged in debt (lines dearer than their
+        price: the work is done; the account's next requests wait for it). The answer's headers
+        say what was charged in the end."""
+        difference = units - admitted.charged
+        if caller is None or not admitted.charged or not difference:
+            return  # nothing was charged ahead (on nobody's behalf, light, or a paid job's replay)
         budget = self.budgets.for_tier(caller.tier)
-        kept = admitted.charged - units
-        admitted.headers["RateLimit-Cost"] = str(kept)
-        admitted.charged = kept
+        admitted.charged = units
+        admitted.headers["RateLimit-Cost"] = str(units)
         if not budget.rate:
             return
         interval_ms = 1000.0 / budget.rate
 
         async def run(_: Redis) -> list[int]:
             keys = [BUDGET_KEY.format(account=caller.account)]
-            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, -units, 1]))
+            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, difference, 1]))
 
         no_answer: list[int] = []
         result = await self.redis.call(run, no_answer)

@@ -19,6 +19,8 @@ class GeoConfig(BaseConfig):
     # Threads running index queries, each with its own read-only SQLite connection;
     # 0 runs them on the event loop (measured in bench/geocoder.py).
     query_threads: int = setting("GEO_QUERY_THREADS", 2, at_least=0)
+    # Threads answering batch lines, apart from the query threads (geo_service.providers.osm).
+    batch_threads: int = setting("GEO_BATCH_THREADS", 1, at_least=1)
     # Threads reading batch bodies, shared by accounts one each (common.pools.SharedThreads).
     parse_threads: int = setting("GEO_PARSE_THREADS", 2, at_least=1)
     cache_seconds: int = setting("GEO_CACHE_SECONDS", 3600)

@@ -29,11 +29,11 @@ from geo_service.providers import DEFAULT_PROVIDER, GeocodeProvider, OsmIndexPro
 
 log = logging.getLogger("geo_service")
 # A batch's lines not in the cache are asked of the provider BATCH_CHUNK at a time (one thread
-# hop for the lot: a hop per line doubled a lookup's time), two chunks at a time: the index's
-# query threads (GEO_QUERY_THREADS, 2) stay busy, and a chunk (~0.1 s of lookups) queues
-# little ahead of other requests.
+# hop for the lot: a hop per line doubled a lookup's time), one chunk of a batch at a time in
+# the batch lane (GEO_BATCH_THREADS), so batches of several accounts take turns chunk by chunk
+# and single lookups keep the query threads.
 BATCH_CHUNK = 32
-BATCH_CHUNKS_IN_FLIGHT = 2
+BATCH_CHUNKS_IN_FLIGHT = 1
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 
@@ -93,20 +93,20 @@ class GeoState:
 
         return await self.answers.answer(operation.name, provider, key_parts(operation, request), compute)
 
-    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> tuple[list[LineAnswer], int]:
+    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> tuple[list[LineAnswer], float]:
         """Every line's answer, in the batch's order: the geocoder's answer to the line's request
-        (cached like a single one), or the line's error; and how many were looked up in the
-        index. Lines alike (the same kind and parameters: address lists repeat) are asked once."""
+        (cached like a single one), or the line's error; and the CPU seconds of the lookups. Lines
+        alike (the same kind and parameters: address lists repeat) are asked once."""
         alike = {line.same_as: line for line in parsed.lines}
-        asked, looked_up = await self.ask_lines(request, list(alike.values()))
+        asked, lookups_s = await self.ask_lines(request, list(alike.values()))
         answers: list[LineAnswer] = [*parsed.errors]
         for line in parsed.lines:
             found = asked[line.same_as]
             answers.append(line_error(line, found) if isinstance(found, ApiError) else LineResult(line, found))
-        return sorted(answers, key=lambda answer: answer.line), looked_up
+        return sorted(answers, key=lambda answer: answer.line), lookups_s
 
-    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine]) -> tuple[dict[tuple[str, ...], LineFound], int]:
-        """Each line's answer JSON or its request's violations, and how many were looked up: from
+    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine]) -> tuple[dict[tuple[str, ...], LineFound], float]:
+        """Each line's answer JSON or its request's violations, and the lookups' CPU seconds: from
         the cache, the rest asked of the provider BATCH_CHUNK lines at a time. A provider that cannot answer (5xx) fails the
         batch, which is then retried whole."""
         found: dict[tuple[str, ...], LineFound] = {}
@@ -135,17 +135,20 @@ class GeoState:
         ]
         found |= {line.same_as: value for (line, _, _), value in zip(asked, stored, strict=True) if value is not None}
         in_flight = asyncio.Semaphore(BATCH_CHUNKS_IN_FLIGHT)
+        lookups_s = 0.0
 
         async def ask(chunk: list[tuple[BatchLine, ProviderRequest[Any], str | None]]) -> None:
+            nonlocal lookups_s
             async with in_flight:
                 provider = chunk[0][1].provider
-                answers = await provider.answer_many([line_request.query for _, line_request, _ in chunk])
+                answers, cpu_s = await provider.answer_many([line_request.query for _, line_request, _ in chunk])
+                lookups_s += cpu_s
             for (line, _, key), answer in zip(chunk, answers, strict=True):
                 found[line.same_as] = answer_json = response_json(answer.results, provider.name, answer.notes)
                 self.answers.keep(key, answer_json)
 
         await asyncio.gather(*(ask(misses[i : i + BATCH_CHUNK]) for i in range(0, len(misses), BATCH_CHUNK)))
-        return found, len(misses)
+        return found, lookups_s
 
     def index_health(self) -> dict[str, Any]:
         provider = self.registry.providers[self.registry.default]
@@ -166,7 +169,7 @@ def state_context(config: GeoConfig) -> CleanupContext:
         await asyncio.to_thread(loader.refresh)
         if loader.loaded is None:
             log.warning("geocoder not ready: %s", loader.error)
-        registry = ProviderRegistry([OsmIndexProvider(loader, config.query_threads)], default=DEFAULT_PROVIDER)
+        registry = ProviderRegistry([OsmIndexProvider(loader, config.query_threads, config.batch_threads)], default=DEFAULT_PROVIDER)
         admission = Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets))
         readers = SharedThreads("geo-batch-read", config.parse_threads)
         app[STATE_KEY] = GeoState(registry, AnswerCache(app[CACHE_REDIS_KEY], config.cache_seconds), admission, readers)

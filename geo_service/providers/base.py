@@ -29,8 +29,9 @@ class GeocodeProvider(Protocol):
 
     async def reverse(self, query: ReverseQuery) -> GeocodeAnswer: ...
 
-    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> list[GeocodeAnswer]:
-        """The answers to many lookups, in their order (a batch's lines): cheaper than one call each."""
+    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> tuple[list[GeocodeAnswer], float]:
+        """The answers to many lookups, in their order (a batch's lines): cheaper than one call
+        each; and the CPU seconds they took (what the batch is charged in the end)."""
         ...
 
     async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:

@@ -7,6 +7,7 @@ event loop free for other requests while a query runs.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -22,9 +23,12 @@ T = TypeVar("T")
 class OsmIndexProvider:
     name = "osm"
 
-    def __init__(self, loader: IndexLoader, threads: int) -> None:
+    def __init__(self, loader: IndexLoader, threads: int, batch_threads: int = 1) -> None:
         self.loader = loader
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="geo-query") if threads else None
+        # Batch lines have their own lane: a batch's chunks queued in the query threads made every
+        # single lookup wait behind one (issue 55: 4-9 ms became a median of 125 ms).
+        self.batch_pool = ThreadPoolExecutor(max_workers=batch_threads, thread_name_prefix="geo-batch")
 
     def index(self) -> LoadedIndex:
         loaded = self.loader.current()
@@ -57,10 +61,11 @@ class OsmIndexProvider:
             "sources": list(loaded.reader.meta.get("inputs", [])) if loaded else [],
         }
 
-    async def _run(self, function: Callable[[], T]) -> T:
-        if self.pool is None:
+    async def _run(self, function: Callable[[], T], pool: ThreadPoolExecutor | None = None) -> T:
+        pool = pool or self.pool
+        if pool is None:
             return function()
-        return await asyncio.get_running_loop().run_in_executor(self.pool, function)
+        return await asyncio.get_running_loop().run_in_executor(pool, function)
 
     async def geocode(self, query: GeocodeQuery) -> GeocodeAnswer:
         matcher = self.index().matcher
@@ -70,16 +75,18 @@ class OsmIndexProvider:
         matcher = self.index().matcher
         return await self._run(lambda: matcher.reverse(query))
 
-    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> list[GeocodeAnswer]:
-        """Many lookups in one hop to a query thread. A batch's lines asked one hop each paid a
+    async def answer_many(self, queries: Sequence[GeocodeQuery | ReverseQuery]) -> tuple[list[GeocodeAnswer], float]:
+        """Many lookups in one hop to the batch lane's thread. A batch's lines asked one hop each paid a
         thread switch apiece: 10 000 lines on the merged map took 14.7 s that way and 7.9 s
         without the pool (bench/geocoder_batch.py)."""
         matcher = self.index().matcher
 
-        def answer_all() -> list[GeocodeAnswer]:
-            return [matcher.reverse(q) if isinstance(q, ReverseQuery) else matcher.geocode(q) for q in queries]
+        def answer_all() -> tuple[list[GeocodeAnswer], float]:
+            began = time.thread_time()
+            answers = [matcher.reverse(q) if isinstance(q, ReverseQuery) else matcher.geocode(q) for q in queries]
+            return answers, time.thread_time() - began
 
-        return await self._run(answer_all)
+        return await self._run(answer_all, self.batch_pool)
 
     async def autocomplete(self, query: AutocompleteQuery) -> list[GeocodeResult]:
         autocompleter = self.index().autocompleter
@@ -93,6 +100,7 @@ class OsmIndexProvider:
         return self.index().reader.translations(language)
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+        for pool in (self.pool, self.batch_pool):
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         self.loader.close()
