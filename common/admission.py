@@ -98,7 +98,7 @@ return {0, 0}
 LARGE_BODY_BYTES = 16 * 1024
 
 # A slot: a sorted set of tickets scored by their lease's end; expired ones are dropped first.
-_TAKE_SLOT = """
+TAKE_SLOT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -204,7 +204,7 @@ class Admission:
         self.budgets = budgets
         self.lease_seconds = lease_seconds
         self._charge = redis.client.register_script(_CHARGE)
-        self._take_slot = redis.client.register_script(_TAKE_SLOT)
+        self._take_slot = redis.client.register_script(TAKE_SLOT)
         self._large_body_refusal = redis.client.register_script(_LARGE_BODY_REFUSAL)
 
     @contextlib.asynccontextmanager
