@@ -19,7 +19,8 @@ measurement behind them, sit beside its parser: `cost_of_*` functions). Then, be
 
 Every answer carries `RateLimit-Cost` (units charged), `RateLimit-Cost-Limit` (the burst) and
 `RateLimit-Cost-Remaining`. Like the gateway's request rate, admission fails open when the state
-Redis is unreachable (serving beats refusing; the per-request cap still holds, it needs no Redis).
+Redis is unreachable (serving beats refusing; the per-request cap still holds, it needs no Redis),
+but not when it answers that it is full: that is a 503 (issue 55).
 
 Calls without a caller (internal calls between our services, e.g. the optimizer's matrix) are
 not charged again: the public request that caused them paid for the whole. A job's replay
@@ -98,7 +99,7 @@ return {0, 0}
 LARGE_BODY_BYTES = 16 * 1024
 
 # A slot: a sorted set of tickets scored by their lease's end; expired ones are dropped first.
-_TAKE_SLOT = """
+TAKE_SLOT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -205,7 +206,7 @@ class Admission:
         self.budgets = budgets
         self.lease_seconds = lease_seconds
         self._charge = redis.client.register_script(_CHARGE)
-        self._take_slot = redis.client.register_script(_TAKE_SLOT)
+        self._take_slot = redis.client.register_script(TAKE_SLOT)
         self._large_body_refusal = redis.client.register_script(_LARGE_BODY_REFUSAL)
 
     @contextlib.asynccontextmanager
@@ -275,7 +276,7 @@ class Admission:
             return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, price.units, int(caller.job)]))
 
         no_answer: list[int] = []
-        result = await self.redis.call(run, no_answer)
+        result = await self.redis.call(run, no_answer, refuse_when_full=True)  # full: 503, never open
         if not result:
             return {"RateLimit-Cost": str(price.units)}  # Redis unreachable: fail open
         allowed, retry_ms, remaining = (float(x) for x in result)
@@ -325,7 +326,7 @@ class Admission:
             key = HEAVY_KEY.format(account=caller.account)
             return int(await self._take_slot(keys=[key], args=[budget.concurrent, self.lease_seconds, ticket]))
 
-        taken = await self.redis.call(run, -1)
+        taken = await self.redis.call(run, -1, refuse_when_full=True)
         if taken == -1:
             return None  # Redis unreachable: fail open, nothing to release
         if not taken:

@@ -497,6 +497,19 @@ class JobQuotaExceeded(TooManyRequests):
         super().__init__(message, headers=headers, **kwargs)
 
 
+class TooManyResultReads(TooManyRequests):
+    """The account already reads as many job results at once as its tier allows (each is a
+    stream of up to tens of MB): one must end first."""
+
+    type = "/problems/jobs/too-many-result-reads"
+    title = "Too many job results read at once"
+    code = "JOB_ERROR_TOO_MANY_RESULT_READS"
+
+    def __init__(self, message: str | None = None, *, retry_after_s: int = 5, **kwargs: Any) -> None:
+        headers = {"Retry-After": str(max(1, retry_after_s)), **kwargs.pop("headers", {})}
+        super().__init__(message, headers=headers, **kwargs)
+
+
 class JobResultTooLarge(ApiError):
     """A job's error: its operation answered more bytes than a job's result may keep."""
 

@@ -101,6 +101,8 @@ def set_standard_headers(headers: MutableMapping[str, str], status: int) -> None
 async def standard_headers(request: web.Request, response: web.StreamResponse) -> None:
     """`on_response_prepare` hook: runs for every answer of the app, errors included."""
     set_standard_headers(response.headers, response.status)
+    if "request_id" in request:  # a streamed answer is sent before `request_context` sees it
+        response.headers[REQUEST_ID_HEADER] = request["request_id"]
 
 
 class BodyReadTimeout(TimeoutError):

@@ -32,9 +32,11 @@ from prometheus_client import Counter, Gauge
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import MaxConnectionsError, RedisError
+from redis.exceptions import MaxConnectionsError, OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.maint_notifications import MaintNotificationsConfig
+
+from common.errors import ServiceUnavailable
 
 log = logging.getLogger("common.redis")
 T = TypeVar("T")
@@ -52,6 +54,8 @@ COMMAND_ERROR_LOG_SECONDS = 60.0
 # that: a burst of concurrent requests then failed like an outage. Past this cap a call answers
 # its fallback (logged, not an outage).
 MAX_CONNECTIONS = 512
+# Retry-After of a request refused because the state Redis is full (its keys expire within seconds).
+FULL_RETRY_AFTER_SECONDS = 5
 
 
 def redacted(url: str) -> str:
@@ -63,6 +67,12 @@ def redacted(url: str) -> str:
     if not slashes or at < 0:
         return url
     return f"{scheme}//***@{rest[at + 1 :]}"
+
+
+def full(exc: RedisError) -> bool:
+    """Redis refused a write at its memory cap (noeviction), for a command or inside a script
+    (whose error carries the command's as text)."""
+    return isinstance(exc, OutOfMemoryError) or "OOM command not allowed" in str(exc)
 
 
 class ResilientRedis:
@@ -102,12 +112,19 @@ class ResilientRedis:
         """How long the current outage has lasted (0 when Redis answers)."""
         return 0.0 if self._outage_started is None else time.monotonic() - self._outage_started
 
-    async def call(self, operation: Callable[[aioredis.Redis], Awaitable[T]], fallback: T) -> T:
+    async def call(
+        self, operation: Callable[[aioredis.Redis], Awaitable[T]], fallback: T, *, refuse_when_full: bool = False
+    ) -> T:
+        """The operation's answer, else `fallback`. `refuse_when_full`: a Redis that refuses the
+        write at its memory cap raises a 503 instead (a limit must not fail open because the
+        store is full: issue 55), while an unreachable one still answers the fallback."""
         if self._outage_started is not None:
             return fallback
-        return await self._attempt(operation, fallback)
+        return await self._attempt(operation, fallback, refuse_when_full)
 
-    async def _attempt(self, operation: Callable[[aioredis.Redis], Awaitable[T]], fallback: T) -> T:
+    async def _attempt(
+        self, operation: Callable[[aioredis.Redis], Awaitable[T]], fallback: T, refuse_when_full: bool = False
+    ) -> T:
         try:
             return await self._with_one_reconnect(operation)
         except MaxConnectionsError as exc:  # busy, not down
@@ -116,6 +133,11 @@ class ResilientRedis:
             self._start_outage(exc)
         except RedisError as exc:
             self._command_failed(exc)
+            if refuse_when_full and full(exc):
+                raise ServiceUnavailable(
+                    "the limits' store is full, so this request cannot be counted: try again shortly",
+                    headers={"Retry-After": str(FULL_RETRY_AFTER_SECONDS)},
+                ) from exc
         return fallback
 
     async def _with_one_reconnect(self, operation: Callable[[aioredis.Redis], Awaitable[T]]) -> T:

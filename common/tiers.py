@@ -20,6 +20,10 @@ DEFAULT_JOB_LIMITS = "demo=1,standard=3,unlimited=10"
 # large lane for 30 s and took another account's 300-stop request from 2.9 s to 30.8 s (issue
 # 29): a tier waits at most its own cap behind one request. A default above the cap is cut to it.
 DEFAULT_OPTIMIZE_SECONDS = "demo=2,standard=10,unlimited=30"
+# Job results one account may read at once (GET /v1/jobs/{id} of a succeeded job, or its
+# /result; JOB_RESULT_READS, the job service): each read streams up to tens of MB, so its
+# reads are capped like its heavy requests; beyond it 429 JOB_ERROR_TOO_MANY_RESULT_READS.
+DEFAULT_JOB_RESULT_READS = "demo=1,standard=2,unlimited=4"
 # MiB of the job store one account may fill with its jobs' requests and results, compressed as
 # they are kept (JOB_STORE_QUOTAS, the job service); beyond it 429 JOB_ERROR_QUOTA_EXCEEDED.
 # The store's share of the 256 MB state Redis is ~179 MB: ~209 large detour results of one

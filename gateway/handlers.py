@@ -59,7 +59,7 @@ def answer_options(request: web.Request) -> web.Response:
     return options_response(request, route.methods)
 
 
-async def proxy(request: web.Request) -> web.Response:
+async def proxy(request: web.Request) -> web.StreamResponse:
     if request.method == "OPTIONS":
         return answer_options(request)
     state = request.app[GATEWAY_KEY]
@@ -72,7 +72,7 @@ async def proxy(request: web.Request) -> web.Response:
     return response
 
 
-async def answer(state: GatewayState, request: web.Request) -> web.Response:
+async def answer(state: GatewayState, request: web.Request) -> web.StreamResponse:
     identity = await authenticate(state, request) if needs_token(request.path) else None
     if identity is not None:
         request["account"] = identity.subject
@@ -80,10 +80,11 @@ async def answer(state: GatewayState, request: web.Request) -> web.Response:
     request["route_label"] = route.path
     limit_headers = await apply_rate_limit(state, request, route, identity)
     try:
-        if route.service == LOCAL_SERVICE:
-            response = await local_answer(state, route, identity)
-        else:
-            response = await forward(request, route, state.services.get(route.service), identity, state.admission)
+        if route.service != LOCAL_SERVICE:
+            # The limit's headers go with the service's answer, which may be streamed as it comes.
+            service = state.services.get(route.service)
+            return await forward(request, route, service, identity, state.admission, limit_headers)
+        response = await local_answer(state, route, identity)
     except ApiError as exc:
         # The request counted against the limit, so its error says so too.
         exc.headers.update(limit_headers)

@@ -68,7 +68,8 @@ class RateLimiter:
         return self.limits.get(tier) or self.limits.get("standard") or RateLimit(0, 0)
 
     async def check(self, account: str, tier: str) -> Decision | None:
-        """The decision, or None when no limit applies or Redis is unreachable (fail open)."""
+        """The decision, or None when no limit applies or Redis is unreachable (fail open); 503
+        when Redis is full (it answers: refusing to count is no reason to allow)."""
         limit = self.limit_for(tier)
         if limit.unlimited:
             return None
@@ -78,7 +79,7 @@ class RateLimiter:
             return list(await self._script(keys=[f"ratelimit:{account}"], args=[interval_ms, limit.burst]))
 
         no_answer: list[int] = []
-        result = await self.redis.call(run, no_answer)
+        result = await self.redis.call(run, no_answer, refuse_when_full=True)
         if not result:
             return None
         allowed, retry_ms, remaining, reset_ms = (float(x) for x in result)

@@ -19,6 +19,9 @@ JOB_STORE_QUOTAS               MiB of the store one account's jobs may hold (req
                                unlimited=128); beyond it 429 JOB_ERROR_QUOTA_EXCEEDED
 JOB_MAX_RESULT_MB              the largest result a job keeps, in MiB as the operation answered it; larger fails
                                the job with 413 JOB_ERROR_RESULT_TOO_LARGE (default 64)
+JOB_RESULT_READS               results of finished jobs one account may read at once, per tier, as `tier=count,...`
+                               (default in common/tiers.py: demo=1,standard=2,unlimited=4); beyond it 429
+                               JOB_ERROR_TOO_MANY_RESULT_READS
 JOB_RUNNING_PER_ACCOUNT        jobs one account may have running at once across every job-service process, the
                                others waiting their turn, round-robin between accounts (default 1: below the
                                default 2 runners, so another account's job always finds one; 0: no cap)
@@ -30,7 +33,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from common.config import BaseConfig, setting
-from common.tiers import DEFAULT_JOB_LIMITS, DEFAULT_JOB_STORE_MIB, TierLimits, parse_tier_limits
+from common.tiers import (
+    DEFAULT_JOB_LIMITS,
+    DEFAULT_JOB_RESULT_READS,
+    DEFAULT_JOB_STORE_MIB,
+    TierLimits,
+    parse_tier_limits,
+)
 
 DEFAULT_ROUTE_SERVICE_URL = "http://127.0.0.1:8083"
 DEFAULT_GEO_SERVICE_URL = "http://127.0.0.1:8082"
@@ -52,6 +61,7 @@ class JobConfig(BaseConfig):
     store_max_fraction: float = setting("JOB_STORE_MAX_FRACTION", 0.7, low=0.1, high=1)
     store_quotas: TierLimits = setting("JOB_STORE_QUOTAS", DEFAULT_JOB_STORE_MIB, parse_named=parse_tier_limits)
     max_result_mb: int = setting("JOB_MAX_RESULT_MB", 64, low=1)
+    result_reads: TierLimits = setting("JOB_RESULT_READS", DEFAULT_JOB_RESULT_READS, parse_named=parse_tier_limits)
     running_per_account: int = setting("JOB_RUNNING_PER_ACCOUNT", 1, low=0)
     # How often an idle runner looks for queued jobs, and the reaper for expired leases.
     poll_seconds: float = 0.25

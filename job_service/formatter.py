@@ -3,6 +3,7 @@ byte for byte what the synchronous call answered (spliced in, never parsed again
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,11 +53,23 @@ def job_fields(job: Job, result_ttl_seconds: int) -> dict[str, Any]:
     return fields
 
 
-def job_body(job: Job, result_ttl_seconds: int, result: bytes | None = None) -> bytes:
-    body = orjson.dumps(job_fields(job, result_ttl_seconds))
-    if result is None or "json" not in job.result_type:
-        return body
-    return body[:-1] + b',"result":' + result + b"}"
+def job_body(job: Job, result_ttl_seconds: int) -> bytes:
+    return orjson.dumps(job_fields(job, result_ttl_seconds))
+
+
+def embeds_result(job: Job) -> bool:
+    """A JSON result is part of the job's answer; any other is read at its resultLocation."""
+    return job.status == SUCCEEDED and "json" in job.result_type
+
+
+async def with_result(job: Job, result_ttl_seconds: int, result: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The job's JSON with its result as `result`, in chunks as the result is read. Its first
+    chunk is read before anything is given, so a store that refuses is still an error answer."""
+    first = await anext(result, b"")
+    yield job_body(job, result_ttl_seconds)[:-1] + b',"result":' + first
+    async for chunk in result:
+        yield chunk
+    yield b"}"
 
 
 def jobs_body(jobs: list[Job], result_ttl_seconds: int) -> bytes:
@@ -66,3 +79,8 @@ def jobs_body(jobs: list[Job], result_ttl_seconds: int) -> bytes:
 def answer(body: bytes, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """A job answer already serialized (job_body, jobs_body)."""
     return web.Response(body=body, status=status, content_type="application/json", headers=headers)
+
+
+def streamed(content_type: str) -> web.StreamResponse:
+    """An answer written as its result is read (common.streaming)."""
+    return web.StreamResponse(headers={"Content-Type": content_type})

@@ -7,7 +7,8 @@ from aiohttp import hdrs, web
 
 from common.errors import Unauthorized
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
-from job_service.formatter import answer, job_body, job_path, jobs_body
+from common.streaming import stream
+from job_service.formatter import answer, embeds_result, job_body, job_path, jobs_body, streamed, with_result
 from job_service.model import Account
 from job_service.parsing import check_job_id, stored_request
 from job_service.state import STATE_KEY
@@ -37,15 +38,21 @@ async def submit(request: web.Request) -> web.Response:
     return answer(job_body(job, request.app[STATE_KEY].result_ttl_seconds), status=202, headers={hdrs.LOCATION: location})
 
 
-async def get_job(request: web.Request) -> web.Response:
-    job, result = await request.app[STATE_KEY].jobs.view(account(request), check_job_id(request.match_info["job_id"]))
-    return answer(job_body(job, request.app[STATE_KEY].result_ttl_seconds, result))
+async def get_job(request: web.Request) -> web.StreamResponse:
+    state, caller = request.app[STATE_KEY], account(request)
+    job = await state.jobs.get(caller, check_job_id(request.match_info["job_id"]))
+    if not embeds_result(job):
+        return answer(job_body(job, state.result_ttl_seconds))
+    async with state.jobs.reading(caller, job) as result:
+        return await stream(request, streamed("application/json"), with_result(job, state.result_ttl_seconds, result))
 
 
-async def get_result(request: web.Request) -> web.Response:
+async def get_result(request: web.Request) -> web.StreamResponse:
     """The result alone, with the synchronous call's Content-Type."""
-    job, result = await request.app[STATE_KEY].jobs.result(account(request), check_job_id(request.match_info["job_id"]))
-    return web.Response(body=result, headers={hdrs.CONTENT_TYPE: job.result_type})
+    state, caller = request.app[STATE_KEY], account(request)
+    job = await state.jobs.get(caller, check_job_id(request.match_info["job_id"]))
+    async with state.jobs.reading(caller, job) as result:
+        return await stream(request, streamed(job.result_type), result)
 
 
 async def delete_job(request: web.Request) -> web.Response:

@@ -4,11 +4,12 @@ so ids reveal nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from common.errors import Conflict, JobQuotaExceeded, NotFound, TooManyJobs
+from common.errors import Conflict, JobQuotaExceeded, NotFound, TooManyJobs, TooManyResultReads
 from common.tiers import TierLimits
 from job_service.model import ACTIVE, SUCCEEDED, Account, Job, StoredRequest
 from job_service.store import JobStore, OverQuota
@@ -23,6 +24,8 @@ class Limits:
     retry_after_seconds: int = 10
     # MiB of the store an account's jobs may hold (JOB_STORE_QUOTAS); None: no quota.
     store_mib: TierLimits | None = None
+    # Results an account may read at once (JOB_RESULT_READS); None: no cap.
+    reads: TierLimits | None = None
 
     def quota_bytes(self, tier: str) -> tuple[int, str]:
         """The tier's quota in bytes (0: none) and the tier it applies to."""
@@ -70,17 +73,24 @@ class Jobs:
             raise NotFound(f"no job {job_id} (finished jobs are kept for a limited time)")
         return job
 
-    async def view(self, account: Account, job_id: str) -> tuple[Job, bytes | None]:
-        """The job and, when it succeeded, its result."""
-        job = await self.get(account, job_id)
-        return job, await self.store.result(job_id) if job.status == SUCCEEDED else None
-
-    async def result(self, account: Account, job_id: str) -> tuple[Job, bytes]:
-        job = await self.get(account, job_id)
-        result = await self.store.result(job_id) if job.status == SUCCEEDED else None
-        if result is None:
-            raise Conflict(f"job {job_id} has no result: it is {job.status}")
-        return job, result
+    @contextlib.asynccontextmanager
+    async def reading(self, account: Account, job: Job) -> AsyncIterator[AsyncIterator[bytes]]:
+        """The succeeded job's result, in chunks as it is read, while the account holds one of
+        its tier's reads (429 when they are all taken)."""
+        if job.status != SUCCEEDED:
+            raise Conflict(f"job {job.id} has no result: it is {job.status}")
+        limit, tier = self.limits.reads.for_tier(account.tier) if self.limits.reads else (0, account.tier)
+        ticket = await self.store.start_read(account.subject, limit) if limit else ""
+        if ticket is None:
+            raise TooManyResultReads(
+                f"the {tier} tier may read {limit} job results at once, and this account reads {limit} now: "
+                "retry when one has ended"
+            )
+        try:
+            yield self.store.result(job.id, account.subject, ticket)
+        finally:
+            if ticket:
+                await self.store.end_read(account.subject, ticket)
 
     async def cancel(self, account: Account, job_id: str) -> Job | None:
         """A queued or running job is cancelled (and returned), a finished one deleted (None)."""

@@ -162,6 +162,8 @@ class Runner:
         except OverQuota as exc:
             refused: ApiError = over_quota(tier, quota, exc.used, exc.needed, "the job's result")
             stored, status = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(refused))), "failed"
+        except JobStoreFull as exc:  # the result would not fit the store's share of the state Redis
+            stored, status = await self.store.finish(job_id, self.worker, Outcome(error=error_fields(exc))), "failed"
         except ApiError:
             if outcome.result is None:
                 raise

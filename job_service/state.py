@@ -58,7 +58,7 @@ def service_clients(config: JobConfig) -> dict[str, ServiceClient]:
 
 
 def limits(config: JobConfig) -> Limits:
-    return Limits(config.job_limits, store_mib=config.store_quotas)
+    return Limits(config.job_limits, store_mib=config.store_quotas, reads=config.result_reads)
 
 
 def runner_settings(config: JobConfig) -> RunnerSettings:

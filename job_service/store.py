@@ -15,20 +15,31 @@ tier's quota (`OverQuota`: a submission refused, a result not kept).
 Every change of state is one Lua script, so several job-service processes may share the store:
 a job is claimed by one of them only, and a lease (`job:<id>:lease`, renewed by the runner's
 heartbeat) tells a running job from one whose process died. Finished jobs expire after the
-result's lifetime. Redis unreachable, or refusing a write, is a 503 (`ServiceUnavailable`)."""
+result's lifetime. Redis unreachable, or refusing a write, is a 503 (`ServiceUnavailable`).
+
+Results (issue 55: eight parallel reads of a 44 MB result took the job service from 108 to
+828 MB): a result's compressed bytes have a key of their own (`job:<id>:result`), read in
+slices of RESULT_SLICE_BYTES and inflated as they are written to the client, so a reader holds
+a slice, never the result; an account has at most its tier's reads at once (`start_read`, a
+lease per reader like common.admission's heavy slots, so a crashed reader frees its own).
+Before a result is stored it must fit the store's share of the state Redis (`check_room`)."""
 
 from __future__ import annotations
 
+import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
 import orjson
 from redis.asyncio import Redis
 
-from common.errors import JobStoreFull, ServiceUnavailable
+from common.admission import TAKE_SLOT
+from common.errors import JobStoreFull, ServiceUnavailable, Unauthorized
 from common.redis import ResilientRedis
+from job_service import scripts
 from job_service.model import QUEUED, Account, Job, Outcome, StoredRequest, compress, decompress
 
 T = TypeVar("T")
@@ -41,205 +52,11 @@ RUNNING_SET = "jobs:running"
 # How long the memory figure of the state Redis is trusted before it is asked again.
 MEMORY_CHECK_SECONDS = 1.0
 LISTED = 100
-
-# The bytes the jobs in an account's index hold (expired ones leave the index); `skip`: one
-# job not counted (the one whose bytes change).
-_USED = """
-local function used(index, skip)
-  local total = 0
-  for _, id in ipairs(redis.call('ZRANGE', index, 0, -1)) do
-    if id ~= skip then
-      local b = redis.call('HGET', 'job:' .. id, 'bytes')
-      if b then
-        total = total + tonumber(b)
-      elseif redis.call('EXISTS', 'job:' .. id) == 0 then
-        redis.call('ZREM', index, id)
-      end
-    end
-  end
-  return total
-end
-"""
-
-# A queue's owner joins the ring's tail when its queue was empty; `front`: at its head instead.
-_ENQUEUE = """
-local function enqueue(owner, id, front)
-  local queue = 'jobs:queue:' .. owner
-  local was_empty = redis.call('LLEN', queue) == 0
-  if front then redis.call('RPUSH', queue, id) else redis.call('LPUSH', queue, id) end
-  if was_empty then
-    redis.call('LREM', KEYS_RING, 0, owner)
-    if front then redis.call('RPUSH', KEYS_RING, owner) else redis.call('LPUSH', KEYS_RING, owner) end
-  end
-end
-"""
-
-_SUBMIT = (
-    _USED
-    + _ENQUEUE.replace("KEYS_RING", "KEYS[3]")
-    + """
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local s = redis.call('HGET', 'job:' .. id, 'status')
-  if s ~= 'queued' and s ~= 'running' then redis.call('SREM', KEYS[2], id) end
-end
-if redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {0, 0} end
-if tonumber(ARGV[5]) > 0 then
-  local held = used(KEYS[4], '')
-  if held + tonumber(ARGV[6]) > tonumber(ARGV[5]) then return {-1, held} end
-end
-redis.call('HSET', KEYS[1], unpack(ARGV, 8))
-redis.call('SADD', KEYS[2], ARGV[1])
-enqueue(ARGV[7], ARGV[1], false)
-redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
-redis.call('EXPIRE', KEYS[4], ARGV[4])
-return {1, 0}
-"""
-)
-
-# Round-robin over the ring (its head is the right end): an account at its cap of running jobs
-# keeps its place at the tail; one whose queue is empty leaves the ring.
-_CLAIM = """
-local function start(id)
-  local key = 'job:' .. id
-  redis.call('HSET', key, 'status', 'running', 'started', ARGV[3])
-  redis.call('HINCRBY', key, 'attempts', 1)
-  redis.call('SET', key .. ':lease', ARGV[1], 'PX', ARGV[2])
-  redis.call('SADD', KEYS[2], id)
-  return id
-end
-local running = {}
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  local owner = redis.call('HGET', 'job:' .. id, 'owner')
-  if owner then running[owner] = (running[owner] or 0) + 1 end
-end
-local cap = tonumber(ARGV[4])
-for _ = 1, redis.call('LLEN', KEYS[1]) do
-  local owner = redis.call('RPOP', KEYS[1])
-  if not owner then break end
-  if cap > 0 and (running[owner] or 0) >= cap then
-    redis.call('LPUSH', KEYS[1], owner)
-  else
-    local queue = 'jobs:queue:' .. owner
-    local id = redis.call('RPOP', queue)
-    while id and redis.call('HGET', 'job:' .. id, 'status') ~= 'queued' do id = redis.call('RPOP', queue) end
-    if id then
-      if redis.call('LLEN', queue) > 0 then redis.call('LPUSH', KEYS[1], owner) end
-      return start(id)
-    end
-  end
-end
-while true do
-  local id = redis.call('RPOP', KEYS[3])
-  if not id then return false end
-  if redis.call('HGET', 'job:' .. id, 'status') == 'queued' then return start(id) end
-end
-"""
-
-# A job's place among every account's: its own jobs ahead, and from each other account in the
-# ring as many as get a turn before it (one more from those ahead of its account).
-_POSITION = """
-local queue = 'jobs:queue:' .. ARGV[1]
-local at = redis.call('LPOS', queue, ARGV[2])
-if not at then return false end
-local own = redis.call('LLEN', queue) - at - 1
-local ahead, before = own, true
-local ring = redis.call('LRANGE', KEYS[1], 0, -1)
-for i = #ring, 1, -1 do
-  if ring[i] == ARGV[1] then
-    before = false
-  else
-    local turns = own
-    if before then turns = own + 1 end
-    ahead = ahead + math.min(turns, redis.call('LLEN', 'jobs:queue:' .. ring[i]))
-  end
-end
-return ahead
-"""
-
-_HEARTBEAT = """
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return 1
-"""
-
-# ARGV[4] > 0: the account's quota, which the new bytes (ARGV[5]) must fit with its other jobs'.
-_FINISH = (
-    _USED
-    + """
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return {0, 0} end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {0, 0} end
-local owner = redis.call('HGET', KEYS[1], 'owner')
-if tonumber(ARGV[4]) > 0 then
-  local held = used('jobs:owner:' .. owner, ARGV[3])
-  if held + tonumber(ARGV[5]) > tonumber(ARGV[4]) then return {-1, held} end
-end
-redis.call('HSET', KEYS[1], 'bytes', ARGV[5], unpack(ARGV, 6))
-redis.call('HDEL', KEYS[1], 'body')
-redis.call('DEL', KEYS[2])
-redis.call('SREM', KEYS[3], ARGV[3])
-redis.call('SREM', 'jobs:active:' .. owner, ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return {1, 0}
-"""
-)
-
-_CANCEL = """
-local s = redis.call('HGET', KEYS[1], 'status')
-if s ~= 'queued' and s ~= 'running' then return s or false end
-local owner = redis.call('HGET', KEYS[1], 'owner')
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished', ARGV[2], 'bytes', 0)
-redis.call('HDEL', KEYS[1], 'body')
-local queue = 'jobs:queue:' .. owner
-redis.call('LREM', queue, 0, ARGV[1])
-if redis.call('LLEN', queue) == 0 then redis.call('LREM', KEYS[5], 0, owner) end
-redis.call('LREM', KEYS[3], 0, ARGV[1])
-redis.call('DEL', KEYS[2])
-redis.call('SREM', KEYS[4], ARGV[1])
-redis.call('SREM', 'jobs:active:' .. owner, ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return 'cancelled'
-"""
-
-_RELEASE = (
-    _ENQUEUE.replace("KEYS_RING", "KEYS[4]")
-    + """
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'status', 'queued')
-redis.call('HINCRBY', KEYS[1], 'attempts', -1)
-redis.call('SREM', KEYS[3], ARGV[2])
-enqueue(redis.call('HGET', KEYS[1], 'owner'), ARGV[2], true)
-return 1
-"""
-)
-
-_REAP = (
-    _ENQUEUE.replace("KEYS_RING", "KEYS[2]")
-    + """
-local moved = {}
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local key = 'job:' .. id
-  if redis.call('EXISTS', key .. ':lease') == 0 then
-    redis.call('SREM', KEYS[1], id)
-    if redis.call('HGET', key, 'status') == 'running' then
-      if tonumber(redis.call('HGET', key, 'attempts') or '0') >= tonumber(ARGV[2]) then
-        redis.call('HSET', key, 'status', 'failed', 'finished', ARGV[1], 'error', ARGV[4], 'bytes', 0)
-        redis.call('HDEL', key, 'body')
-        redis.call('SREM', 'jobs:active:' .. redis.call('HGET', key, 'owner'), id)
-        redis.call('EXPIRE', key, ARGV[3])
-      else
-        redis.call('HSET', key, 'status', 'queued')
-        enqueue(redis.call('HGET', key, 'owner'), id, true)
-      end
-      table.insert(moved, id)
-    end
-  end
-end
-return moved
-"""
-)
+# What one reader asks Redis for at a time (compressed) and writes at a time (inflated).
+RESULT_SLICE_BYTES = 64 << 10
+RESULT_CHUNK_BYTES = 64 << 10
+# A reader's lease, renewed at every slice: a reader that died frees its place after it.
+READ_LEASE_SECONDS = 60
 
 STATE_FIELDS = ("owner", "operation", "status", "created", "started", "finished", "attempts", "error", "result_type")
 
@@ -261,6 +78,14 @@ def lease_key(job_id: str) -> str:
     return f"job:{job_id}:lease"
 
 
+def result_key(job_id: str) -> str:
+    return f"job:{job_id}:result"
+
+
+def reads_key(owner: str) -> str:
+    return f"jobs:reads:{owner}"
+
+
 def active_key(owner: str) -> str:
     return f"jobs:active:{owner}"
 
@@ -280,6 +105,16 @@ def interrupted_error(attempts: int) -> dict[str, Any]:
     }
 
 
+# Why a job of a disabled account was cancelled (its tokens are refused with the same 401).
+DISABLED_ERROR = {
+    "status": 401,
+    "code": Unauthorized.code,
+    "type": Unauthorized.type,
+    "title": "The account was disabled",
+    "detail": "the job was cancelled: its account was disabled after the job was submitted",
+}
+
+
 class JobStore:
     def __init__(
         self,
@@ -295,16 +130,18 @@ class JobStore:
         self.max_memory_fraction = max_memory_fraction
         self.running_per_account = running_per_account
         client = redis.client
-        self._position = client.register_script(_POSITION)
-        self._submit = client.register_script(_SUBMIT)
-        self._claim = client.register_script(_CLAIM)
-        self._heartbeat = client.register_script(_HEARTBEAT)
-        self._finish = client.register_script(_FINISH)
-        self._cancel = client.register_script(_CANCEL)
-        self._release = client.register_script(_RELEASE)
-        self._reap = client.register_script(_REAP)
+        self._position = client.register_script(scripts.POSITION)
+        self._submit = client.register_script(scripts.SUBMIT)
+        self._claim = client.register_script(scripts.CLAIM)
+        self._heartbeat = client.register_script(scripts.HEARTBEAT)
+        self._finish = client.register_script(scripts.FINISH)
+        self._cancel = client.register_script(scripts.CANCEL)
+        self._release = client.register_script(scripts.RELEASE)
+        self._reap = client.register_script(scripts.REAP)
+        self._take_read = client.register_script(TAKE_SLOT)
+        self._read_slice = client.register_script(scripts.READ_SLICE)
         self._memory_checked_at = -MEMORY_CHECK_SECONDS
-        self._memory_full = False
+        self._memory = (0, 0)  # used_memory and maxmemory of the state Redis, as last asked
 
     async def _call(self, operation: Callable[[Redis], Awaitable[T]]) -> T:
         """The operation's answer; 503 when Redis did not give one (down, or refusing writes)."""
@@ -314,16 +151,26 @@ class JobStore:
             raise ServiceUnavailable("the job store is unavailable, try again shortly")
         return answer  # type: ignore[return-value]  # not the sentinel: the operation's own answer
 
-    async def check_room(self) -> None:
-        """503 when the state Redis is fuller than its share for jobs allows."""
+    async def check_room(self, adding: int = 0) -> None:
+        """503 when the state Redis is fuller than its share for jobs allows, or would be with
+        `adding` more bytes (a result about to land: asked afresh, not from the last second's
+        figure, since several results may land within it)."""
         now = time.monotonic()
-        if now - self._memory_checked_at >= MEMORY_CHECK_SECONDS:
+        if adding or now - self._memory_checked_at >= MEMORY_CHECK_SECONDS:
             info: dict[str, Any] = await self._call(lambda r: r.info("memory"))
-            limit = int(info.get("maxmemory", 0))
-            self._memory_full = limit > 0 and int(info.get("used_memory", 0)) > limit * self.max_memory_fraction
+            self._memory = int(info.get("used_memory", 0)), int(info.get("maxmemory", 0))
             self._memory_checked_at = now
-        if self._memory_full:
+        used, limit = self._memory
+        share = limit * self.max_memory_fraction
+        if not limit or used + adding <= share:
+            return
+        if not adding:
             raise JobStoreFull("the job store is full until older results expire, try again later")
+        raise JobStoreFull(
+            f"the job's result ({adding} bytes compressed) would take the job store past its share of the "
+            f"state store ({self.max_memory_fraction:.0%} of its memory, {int(share - min(used, share))} bytes "
+            "left): the job failed, submit it again once older results have expired"
+        )
 
     async def submit(
         self, job_id: str, account: Account, request: StoredRequest, limit: int, quota_bytes: int = 0
@@ -369,9 +216,41 @@ class JobStore:
                 job = replace_position(job, int(position))
         return job
 
-    async def result(self, job_id: str) -> bytes | None:
-        stored: Any = await self._call(lambda r: r.hget(job_key(job_id), "result"))
-        return decompress(stored) if stored is not None else None
+    async def start_read(self, owner: str, limit: int) -> str | None:
+        """A ticket for one read of the account's results; None when `limit` are under way."""
+        args: list[Arg] = [limit, READ_LEASE_SECONDS, secrets.token_hex(8)]
+        taken = await self._call(lambda _: self._take_read(keys=[reads_key(owner)], args=args))
+        return str(args[2]) if int(taken) else None
+
+    async def end_read(self, owner: str, ticket: str) -> None:
+        await self.redis.call(lambda r: r.zrem(reads_key(owner), ticket), 0)
+
+    async def result(self, job_id: str, owner: str, ticket: str) -> AsyncIterator[bytes]:
+        """The result, inflated in chunks of at most RESULT_CHUNK_BYTES as it is read."""
+        inflater = zlib.decompressobj()
+        async for piece in self._compressed(job_id, owner, ticket):
+            while piece:
+                chunk = inflater.decompress(piece, RESULT_CHUNK_BYTES)
+                piece = inflater.unconsumed_tail
+                if chunk:
+                    yield chunk
+        if not inflater.eof:
+            raise ServiceUnavailable("the job's result ended early: it expired or was deleted while it was read")
+
+    async def _compressed(self, job_id: str, owner: str, ticket: str) -> AsyncIterator[bytes]:
+        keys = [result_key(job_id), reads_key(owner)]
+        start = 0
+        while piece := await self._slice(keys, start, ticket):
+            yield piece
+            start += len(piece)
+        if not start:  # kept whole in the job's hash before results had their own key
+            stored: Any = await self._call(lambda r: r.hget(job_key(job_id), "result"))
+            if stored:
+                yield stored
+
+    async def _slice(self, keys: list[str], start: int, ticket: str) -> bytes:
+        args: list[Arg] = [start, start + RESULT_SLICE_BYTES - 1, READ_LEASE_SECONDS, ticket]
+        return bytes(await self._call(lambda _: self._read_slice(keys=keys, args=args)))
 
     async def request(self, job_id: str) -> tuple[Account, StoredRequest] | None:
         """The stored request of a job that has not finished (its body is dropped at the end)."""
@@ -398,30 +277,39 @@ class JobStore:
 
     async def claim(self, worker: str, lease_seconds: float) -> str | None:
         """The next queued job, now running under this worker's lease; None when none waits."""
-        args: list[Arg] = [worker, int(lease_seconds * 1000), repr(time.time()), self.running_per_account]
+        args: list[Arg] = [worker, int(lease_seconds * 1000), repr(time.time()), self.running_per_account,
+                           *self._disabled_args()[1:]]  # fmt: skip
         claimed = await self._call(lambda _: self._claim(keys=[RING, RUNNING_SET, QUEUE], args=args))
         return claimed.decode() if isinstance(claimed, bytes) else None
 
     async def heartbeat(self, job_id: str, worker: str, lease_seconds: float) -> bool | None:
         """True: the lease is renewed. False: the job is no longer this worker's to run
-        (cancelled, or re-queued after the lease ran out). None: Redis did not answer."""
+        (cancelled, its account disabled, or re-queued after the lease ran out). None: Redis
+        did not answer."""
         keys = [job_key(job_id), lease_key(job_id)]
-        args: list[Arg] = [worker, int(lease_seconds * 1000)]
+        args: list[Arg] = [worker, int(lease_seconds * 1000), job_id, *self._disabled_args()]
         answer = await self.redis.call(lambda _: self._heartbeat(keys=keys, args=args), None)
         return None if answer is None else bool(answer)
 
+    def _disabled_args(self) -> list[Arg]:
+        """What a script needs to cancel a job of a disabled account: now, the lifetime, why."""
+        return [repr(time.time()), self.result_ttl_seconds, orjson.dumps(DISABLED_ERROR)]
+
     async def finish(self, job_id: str, worker: str, outcome: Outcome, quota_bytes: int = 0) -> bool:
         """Records the outcome if the job is still this worker's; False otherwise. OverQuota
-        (nothing recorded) when its result would take the account's jobs past `quota_bytes`."""
+        (nothing recorded) when its result would take the account's jobs past `quota_bytes`,
+        JobStoreFull when it would take the store past its share of the state Redis."""
         fields: dict[str, Arg] = {"finished": repr(time.time())}
         if outcome.result is not None:
             result = compress(outcome.result)
-            fields.update(status="succeeded", result=result, result_type=outcome.result_type)
+            await self.check_room(len(result))
+            fields.update(status="succeeded", result_type=outcome.result_type)
         else:
             result = b""
             fields.update(status="failed", error=orjson.dumps(outcome.error))
-        keys = [job_key(job_id), lease_key(job_id), RUNNING_SET]
-        args: list[Arg] = [worker, self.result_ttl_seconds, job_id, quota_bytes, len(result), *flatten(fields)]
+        keys = [job_key(job_id), lease_key(job_id), RUNNING_SET, result_key(job_id)]
+        args: list[Arg] = [worker, self.result_ttl_seconds, job_id, quota_bytes, len(result), result,
+                           *flatten(fields)]  # fmt: skip
         finished, held = await self._call(lambda _: self._finish(keys=keys, args=args))
         if int(finished) == -1:
             raise OverQuota(int(held), len(result))
@@ -429,14 +317,13 @@ class JobStore:
 
     async def cancel(self, job_id: str) -> str | None:
         """Cancels a queued or running job: "cancelled", or the status it had already ended with."""
-        keys = [job_key(job_id), lease_key(job_id), QUEUE, RUNNING_SET, RING]
         args: list[Arg] = [job_id, repr(time.time()), self.result_ttl_seconds]
-        answer = await self._call(lambda _: self._cancel(keys=keys, args=args))
+        answer = await self._call(lambda _: self._cancel(keys=[job_key(job_id)], args=args))
         return answer.decode() if isinstance(answer, bytes) else answer
 
     async def delete(self, job_id: str, owner: str) -> None:
         """Removes a finished job and its result."""
-        await self._call(lambda r: r.delete(job_key(job_id)))
+        await self._call(lambda r: r.delete(job_key(job_id), result_key(job_id)))
         await self._call(lambda r: r.zrem(owner_key(owner), job_id))
 
     async def release(self, job_id: str, worker: str) -> bool:

@@ -26,6 +26,7 @@ from tests.gateway.keys import TestKey, jwks
 
 LEGACY = {"Accept": "application/json"}
 PROBLEM = {"Accept": "application/json, application/problem+json"}
+BLOCK = b"x" * (64 << 10)
 
 
 def upstream_app(key: TestKey) -> web.Application:
@@ -48,6 +49,18 @@ def upstream_app(key: TestKey) -> web.Application:
     async def broken(request: web.Request) -> web.Response:
         return web.Response(status=500, text="<html>boom</html>", content_type="text/html")
 
+    async def large(request: web.Request) -> web.StreamResponse:
+        """?bytes=n of one repeated block (nothing held here), chunked or with ?length=1 its length."""
+        size = int(request.query["bytes"])
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        if request.query.get("length"):
+            response.content_length = size
+        await response.prepare(request)
+        for start in range(0, size, len(BLOCK)):
+            await response.write(BLOCK[: size - start])
+        await response.write_eof()
+        return response
+
     async def jwks_handler(request: web.Request) -> web.Response:
         return web.json_response(jwks(key))
 
@@ -66,6 +79,7 @@ def upstream_app(key: TestKey) -> web.Application:
     app.router.add_get("/v1/geocoder/reverse", broken)
     app.router.add_get("/internal/providers", providers)
     app.router.add_get("/v1/geocoder", slow)
+    app.router.add_get("/v1/jobs/{job_id}/result", large)
     return app
 
 
