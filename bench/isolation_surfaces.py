@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-import psutil
 import yaml
 
+from bench.processes import resident_mib
 from common.admission import parse_cost_budgets
 from common.config import DEFAULT_COST_BUDGETS, REPO_ROOT
 from geo_service.costs import BATCH_LINE_UNITS
@@ -172,22 +172,6 @@ def mebibytes(quantity: str) -> float:
         if quantity.endswith(suffix):
             return float(quantity[: -len(suffix)]) * factor
     return float(quantity) / (1 << 20)
-
-
-def resident_mib(pid: int) -> float:
-    """The process's resident memory with its children's (workers, solver and engine processes)."""
-    try:
-        process = psutil.Process(pid)
-        family = [process, *process.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0
-    for member in family:
-        try:
-            total += member.memory_info().rss
-        except psutil.Error:
-            continue
-    return total / (1 << 20)
 
 
 @contextmanager

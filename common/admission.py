@@ -230,6 +230,11 @@ class Admission:
             if ticket:
                 await self.release_slot(caller, ticket)
 
+    def most_units(self, caller: Caller | None) -> int:
+        """The most one request of the caller may cost (0: no cap), for work that can only be
+        measured as it runs (a batch's lookups) and stops there."""
+        return 0 if caller is None else self.budgets.for_tier(caller.tier).per_request
+
     async def refuse_large_body_early(self, caller: Caller | None, body_bytes: int | None) -> None:
         """Before a large body is read: a 429 while its account's budget cannot pay one unit or
         its heavy slots are all taken, so such requests cost one Redis call each, not their

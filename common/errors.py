@@ -428,6 +428,15 @@ class BatchTooLarge(ApiError):
     code = "GEOCODER_ERROR_BATCH_TOO_LARGE"
 
 
+class BatchWorkSpent(ApiError):
+    """A batch line not looked up: the lines before it used all the work one request may cost."""
+
+    status = 413
+    type = "/problems/geocoder/batch-work-spent"
+    title = "The batch used all the work one request may cost"
+    code = "GEOCODER_ERROR_BATCH_WORK_SPENT"
+
+
 class BatchEmpty(ApiError):
     status = 400
     type = "/problems/geocoder/empty-batch"

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from common.admission import Admission, Caller, parse_cost_budgets
-from common.errors import ApiError
+from common.errors import ApiError, BatchWorkSpent
 from common.pools import SharedThreads
 from common.service import CACHE_REDIS_KEY, REDIS_KEY
 from geo_service.batch import BatchLine, LineAnswer, LineResult, ParsedBatch, decode, line_error, parse_batch
@@ -93,19 +93,20 @@ class GeoState:
 
         return await self.answers.answer(operation.name, provider, key_parts(operation, request), compute)
 
-    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch) -> tuple[list[LineAnswer], float]:
+    async def answer_batch(self, request: BatchRequest, parsed: ParsedBatch, most_s: float = 0.0) -> tuple[list[LineAnswer], float]:
         """Every line's answer, in the batch's order: the geocoder's answer to the line's request
         (cached like a single one), or the line's error; and the CPU seconds of the lookups. Lines
-        alike (the same kind and parameters: address lists repeat) are asked once."""
+        alike (the same kind and parameters: address lists repeat) are asked once. Once the
+        lookups took `most_s` (0: no bound), the lines left are not looked up (their error says so)."""
         alike = {line.same_as: line for line in parsed.lines}
-        asked, lookups_s = await self.ask_lines(request, list(alike.values()))
+        asked, lookups_s = await self.ask_lines(request, list(alike.values()), most_s)
         answers: list[LineAnswer] = [*parsed.errors]
         for line in parsed.lines:
             found = asked[line.same_as]
             answers.append(line_error(line, found) if isinstance(found, ApiError) else LineResult(line, found))
         return sorted(answers, key=lambda answer: answer.line), lookups_s
 
-    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine]) -> tuple[dict[tuple[str, ...], LineFound], float]:
+    async def ask_lines(self, request: BatchRequest, lines: list[BatchLine], most_s: float) -> tuple[dict[tuple[str, ...], LineFound], float]:
         """Each line's answer JSON or its request's violations, and the lookups' CPU seconds: from
         the cache, the rest asked of the provider BATCH_CHUNK lines at a time. A provider that cannot answer (5xx) fails the
         batch, which is then retried whole."""
@@ -140,6 +141,11 @@ class GeoState:
         async def ask(chunk: list[tuple[BatchLine, ProviderRequest[Any], str | None]]) -> None:
             nonlocal lookups_s
             async with in_flight:
+                if most_s and lookups_s >= most_s:
+                    spent = BatchWorkSpent(f"not looked up: the lines before it took {lookups_s:.1f} CPU-s, "
+                                           f"all the work one request of the account's tier may cost; send it in another batch")  # fmt: skip
+                    found.update((line.same_as, spent) for line, _, _ in chunk)
+                    return
                 provider = chunk[0][1].provider
                 answers, cpu_s = await provider.answer_many([line_request.query for _, line_request, _ in chunk])
                 lookups_s += cpu_s

@@ -251,7 +251,8 @@ async def test_a_batch_is_priced_from_its_line_breaks_before_it_is_parsed(
 
 async def test_a_batch_is_charged_the_work_it_took(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Paid ahead by its lines, settled to its lookups' CPU: lines from the cache given back,
-    lines dearer than their price (3 000 names found nowhere: ~20 ms each) charged in full."""
+    lines dearer than their price (3 000 names found nowhere: ~20 ms each) charged in full, and
+    no more looked up than one request of the tier may cost."""
     caller = {INTERNAL_SUBJECT_HEADER: "acct-settled", INTERNAL_TIER_HEADER: "demo"}
     text = "address\nLindwurmstraße 3 München\nLindwurmstraße 3 München\nSendlinger Straße 9 München\n"
     first = await client.post("/v1/geocoder/batch", data=text.encode(), headers={**LEGACY, **CSV, **caller})
@@ -266,10 +267,13 @@ async def test_a_batch_is_charged_the_work_it_took(client: Client, monkeypatch: 
         return answers, 6.0 * len(queries)  # 6 CPU-s a line: 12 000 units, past the demo burst
 
     monkeypatch.setattr(provider, "answer_many", dear)
-    costly = await client.post("/v1/geocoder/batch", data=b"address\nTal 41 M\xc3\xbcnchen\nTal 43 M\xc3\xbcnchen\n",
-                               headers={**LEGACY, **CSV, **caller})  # fmt: skip
-    assert costly.status == 200 and int(costly.headers["RateLimit-Cost"]) >= 12_000  # priced 2 lines ahead
+    lines = "".join(f"Tal {n} München\n" for n in range(101, 101 + BATCH_CHUNK + 8))
+    costly = await client.post("/v1/geocoder/batch", data=f"address\n{lines}".encode(), headers={**LEGACY, **CSV, **caller})
+    assert costly.status == 200 and int(costly.headers["RateLimit-Cost"]) >= 6 * 1000 * BATCH_CHUNK  # priced 40 lines ahead
     assert costly.headers["RateLimit-Cost-Remaining"] == "0"  # in debt: the next request waits
+    # a chunk's lookups took more than the demo tier's 5000 units a request: the lines after it are not looked up
+    entries = (await costly.json())["results"]
+    assert [e["error"]["code"] for e in entries if "error" in e] == ["GEOCODER_ERROR_BATCH_WORK_SPENT"] * 8
     refused = await client.post("/v1/geocoder/batch", data=text.encode(), headers={**LEGACY, **CSV, **caller})
     assert refused.status == 429
 
