@@ -10,8 +10,8 @@ Two rules bound the work of one request before any of it starts (issue 29):
   against the tier's `/v1/matrix` cells (`ROUTE_MATRIX_CELLS`: demo 1000, standard 10 000,
   unlimited 1 000 000), so a synchronous request may have at most sqrt(cells) places: demo 31,
   standard 100, unlimited 1000. Larger ones run as jobs (`?async=true`), whose cells are what the
-  tier's per-request cost pays for at the dearest engine's price (`job_cells`: demo 83 333,
-  standard 1 000 000, unlimited 10 000 000; never fewer than the synchronous cells): its
+  tier's per-request cost pays for at the dearest engine's price (`job_cells`: demo 50 000,
+  standard 600 000, unlimited 6 000 000; never fewer than the synchronous cells): its
   matrices alone then fit the cap whichever engine computes them, and the optimizer's memory is
   bounded (a cell is two int64 in the solver's arrays, more as JSON on the way). More is 413
   `OPTIMIZE_ERROR_TOO_MANY_STOPS` naming the cells.
@@ -31,8 +31,11 @@ on every core it runs on, plus the road matrix:
   100 x 100 11.8-24.1 ms, 300 x 300 60-95 ms, 1000 x 1000 0.57-0.88 s on Munich and Heidelberg;
   the JSON hop of a 1000 x 1000 matrix added 0.13 s: 0.7-2.4 us a cell). Every other kind (a
   truck's dimensions, an avoid area, bicycle, pedestrian) goes to the road graph, a Dijkstra a
-  source: UNITS_PER_GRAPH_CELL, measured by `python -m bench prices` (issue 55: 200 stops and 10
-  truck sizes used 26.7 CPU-s of the route service, ~60 us a cell, charged 2 us).
+  source: 0.1 units a cell, measured by `python -m bench prices` (issue 55: 200 stops and 10
+  truck sizes used 26.7 CPU-s of the route service, ~60 us a cell, charged 2 us). 10 truck sizes
+  x 100 places (100 000 cells): 1.4-2.5 s on Monaco, Munich, Helsinki and Andorra, 7.7 s on
+  Heidelberg, 9.8 s on the five maps as one, so the dearest's ~0.1 (a Dijkstra a source, its cost
+  the map's, not the cells': larger fleets pay more than they use, smaller maps too).
 
 A 1000-stop request at its default 8 s on two cores: 17 500 + 2 000 = 19 500 units.
 """
@@ -47,19 +50,23 @@ from common.errors import TooManyStops
 from common.tiers import TierLimits
 from optimize_service.stops.exact import EXACT_MAX_STOPS
 
-# Work units a cell of a road matrix costs, by engine (see above).
+# Work units of a road matrix, by engine (see above).
 UNITS_PER_CELL = 0.002  # OSRM
-UNITS_PER_GRAPH_CELL = 0.06  # the road graph
+UNITS_PER_OSRM_POINT = 0.2  # OSRM's per-point share, as route_service.costs.MATRIX_POINT_UNITS
+UNITS_PER_GRAPH_CELL = 0.1  # the road graph
 # The vehicles OSRM is built for by default (route_service.importing.importer.DEFAULT_OSRM_VEHICLES):
 # a deployment that builds more pays the graph's price for them, an upper bound.
 OSRM_VEHICLES = frozenset({"car", "truck"})
 UNITS_PER_SOLVER_SECOND = 1000.0
 
 
-def cell_units(vehicle: str, restricted: bool) -> float:
-    """A cell's price on the engine that computes it: OSRM for its vehicles unless `restricted`
-    (truck dimensions, an avoid area, a route type or provider OSRM does not serve)."""
-    return UNITS_PER_CELL if vehicle in OSRM_VEHICLES and not restricted else UNITS_PER_GRAPH_CELL
+def matrix_units(vehicle: str, restricted: bool, places: int) -> float:
+    """A places x places matrix on the engine that computes it: OSRM for its vehicles unless
+    `restricted` (truck dimensions, an avoid area, a route type or provider OSRM does not serve),
+    else the road graph."""
+    if vehicle in OSRM_VEHICLES and not restricted:
+        return places * places * UNITS_PER_CELL + 2 * places * UNITS_PER_OSRM_POINT
+    return places * places * UNITS_PER_GRAPH_CELL
 
 
 def job_cells(budgets: CostBudgets, tier: str, synchronous: int) -> int | None:
@@ -129,16 +136,17 @@ def price(solver_s: float, cores: int, cells: int, matrix_units: float, measure:
                 heavy=True)  # fmt: skip
 
 
-def cost_of_stops(stops: int, solver_s: float, parallel: int, per_cell: float = UNITS_PER_CELL) -> Cost:
+def cost_of_stops(stops: int, solver_s: float, parallel: int, vehicle: str = "car", restricted: bool = False) -> Cost:
     """A stop order: an exact solve runs once, a search on each of the lane's `parallel` processes."""
     cores = 1 if stops <= EXACT_MAX_STOPS else parallel
-    cells = stops * stops if stops > 1 else 0
-    return price(solver_s, cores, cells, cells * per_cell, f"{stops} stops")
+    if stops <= 1:
+        return price(solver_s, cores, 0, 0.0, f"{stops} stops")
+    return price(solver_s, cores, stops * stops, matrix_units(vehicle, restricted, stops), f"{stops} stops")
 
 
-def cost_of_fleet(places: int, per_cell: list[float], time_limit_s: float, parallel: int) -> Cost:
-    """Fleet routing: the portfolio's searches on the lane's processes, a matrix per road profile
-    at the price a cell of the engine that computes it (`cell_units`)."""
-    cells = places * places
-    return price(time_limit_s, parallel, cells * len(per_cell), cells * sum(per_cell),
-                 f"{places} places, {len(per_cell)} road profile(s)")  # fmt: skip
+def cost_of_fleet(places: int, profiles: list[tuple[str, bool]], time_limit_s: float, parallel: int) -> Cost:
+    """Fleet routing: the portfolio's searches on the lane's processes, and a matrix per road
+    profile ((vehicle, restricted) each) on the engine that computes it (`matrix_units`)."""
+    units = sum(matrix_units(vehicle, restricted, places) for vehicle, restricted in profiles)
+    return price(time_limit_s, parallel, places * places * len(profiles), units,
+                 f"{places} places, {len(profiles)} road profile(s)")  # fmt: skip

@@ -20,7 +20,6 @@ from optimize_service.costs import (
     Allowance,
     TierRules,
     capped_default,
-    cell_units,
     check_cells,
     cost_of_fleet,
     cost_of_stops,
@@ -71,8 +70,8 @@ class Optimizer:
             self.scheduler.check_room(lane, estimate_s(stops, limit))
         options = request.options
         restricted = options.avoid is not None or options.route_type != "fastest" or options.provider not in (None, "osrm")
-        per_cell = cell_units(options.vehicle, restricted)
-        return cost_of_stops(stops, estimate_s(stops, limit) if stops > 1 else 0.0, lane.parallel, per_cell)
+        solver_s = estimate_s(stops, limit) if stops > 1 else 0.0
+        return cost_of_stops(stops, solver_s, lane.parallel, options.vehicle, restricted)
 
     async def plan(self, request: OptimizeRequest, account: str = "") -> Plan:
         """Raises OptimizerBusy (503) or the route service's errors, naming the stops they concern."""
@@ -100,8 +99,8 @@ class Optimizer:
         self.scheduler.check_room(lane, limit)
         places, _ = locate(fleet)
         vehicles = [fleet.vehicles[first] for first in fleet.profiles.values()]
-        per_cell = [cell_units(v.kind, bool(v.truck) or fleet.avoid is not None) for v in vehicles]
-        return cost_of_fleet(len(places.points), per_cell, limit, lane.parallel)
+        profiles = [(v.kind, bool(v.truck) or fleet.avoid is not None) for v in vehicles]
+        return cost_of_fleet(len(places.points), profiles, limit, lane.parallel)
 
     async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:
         return await plan_fleet(fleet, self.routes, self.scheduler, account)

@@ -15,6 +15,7 @@ from common.errors import ApiError, BatchEmpty, BatchInvalidHeader, BatchTooLarg
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from geo_service.app import create_app
 from geo_service.batch import MAX_SYNC_LINES, Form, LineKind, decode, parse_batch
+from geo_service.costs import BATCH_LINE_UNITS
 from geo_service.state import BATCH_CHUNK, STATE_KEY
 from tests.geo_service.test_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
 
@@ -178,11 +179,12 @@ async def test_whole_batch_errors_in_both_formats(client: Client, headers: dict[
 async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> None:
     caller = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "demo"}
     small = await client.post("/v1/geocoder/batch", data=b"address\nTal 4\nTal 5\n", headers={**LEGACY, **CSV, **caller})
-    assert small.status == 200 and small.headers["RateLimit-Cost"] == "4"  # 2 lines, 2 units each
-    # demo: 5000 units per request at most, so 2501 lines are too dear at once
-    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * 2501).encode(),
+    assert small.status == 200 and small.headers["RateLimit-Cost"] == str(2 * int(BATCH_LINE_UNITS))
+    # demo: 5000 units per request at most, so one line more than 5000 / BATCH_LINE_UNITS is too dear at once
+    over = int(5000 // BATCH_LINE_UNITS) + 1
+    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * over).encode(),
                              headers={**LEGACY, **CSV, **caller})  # fmt: skip
-    assert dear.status == 413 and "2501 geocoder lines" in str(await dear.json())
+    assert dear.status == 413 and f"{over} geocoder lines" in str(await dear.json())
     job = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "unlimited", INTERNAL_JOB_HEADER: "1"}
     large = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * (MAX_SYNC_LINES + 5)).encode(),
                               headers={**LEGACY, **CSV, **job})  # fmt: skip
