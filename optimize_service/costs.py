@@ -34,8 +34,9 @@ on every core it runs on, plus the road matrix:
   source: 0.1 units a cell, measured by `python -m bench prices` (issue 55: 200 stops and 10
   truck sizes used 26.7 CPU-s of the route service, ~60 us a cell, charged 2 us). 10 truck sizes
   x 100 places (100 000 cells): 1.4-2.5 s on Monaco, Munich, Helsinki and Andorra, 7.7 s on
-  Heidelberg, 9.8 s on the five maps as one, so the dearest's ~0.1 (a Dijkstra a source, its cost
-  the map's, not the cells': larger fleets pay more than they use, smaller maps too).
+  Heidelberg, 8.1-9.8 s on the five maps as one, so the dearest's ~0.1 (a Dijkstra a source, its
+  cost the map's, not the cells': larger fleets pay more than they use, smaller maps too); a
+  bicycle's or pedestrian's network is larger, 13-15 ms a source on the merged map: 0.15.
 
 A 1000-stop request at its default 8 s on two cores: 17 500 + 2 000 = 19 500 units.
 """
@@ -48,12 +49,14 @@ from dataclasses import dataclass
 from common.admission import Caller, Cost, CostBudgets, cost
 from common.errors import TooManyStops
 from common.tiers import TierLimits
+from common.vehicles import VEHICLE_TABLE
 from optimize_service.stops.exact import EXACT_MAX_STOPS
 
 # Work units of a road matrix, by engine (see above).
 UNITS_PER_CELL = 0.002  # OSRM
 UNITS_PER_OSRM_POINT = 0.2  # OSRM's per-point share, as route_service.costs.MATRIX_POINT_UNITS
-UNITS_PER_GRAPH_CELL = 0.1  # the road graph
+UNITS_PER_GRAPH_CELL = 0.1  # the road graph, motor vehicles
+UNITS_PER_GRAPH_CELL_UNMOTORIZED = 0.15  # the road graph, a bicycle or a pedestrian
 # The vehicles OSRM is built for by default (route_service.importing.importer.DEFAULT_OSRM_VEHICLES):
 # a deployment that builds more pays the graph's price for them, an upper bound.
 OSRM_VEHICLES = frozenset({"car", "truck"})
@@ -66,7 +69,8 @@ def matrix_units(vehicle: str, restricted: bool, places: int) -> float:
     else the road graph."""
     if vehicle in OSRM_VEHICLES and not restricted:
         return places * places * UNITS_PER_CELL + 2 * places * UNITS_PER_OSRM_POINT
-    return places * places * UNITS_PER_GRAPH_CELL
+    motorized = VEHICLE_TABLE[vehicle].motorized if vehicle in VEHICLE_TABLE else False
+    return places * places * (UNITS_PER_GRAPH_CELL if motorized else UNITS_PER_GRAPH_CELL_UNMOTORIZED)
 
 
 def job_cells(budgets: CostBudgets, tier: str, synchronous: int) -> int | None:
