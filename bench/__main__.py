@@ -1,6 +1,8 @@
 """`python -m bench [SECTION ...]`: run the benchmark sections, write bench/RESULTS.md.
 
-Each section is a module of this package with `run() -> str` returning Markdown. The
+Each section is a module of this package with `run() -> str` returning Markdown (and, for a
+section that checks a rule, `FAILURES`: what broke it, which makes the run exit 1 once
+RESULTS.md is written). The
 machines are shared and noisy: sections compare against a reference measured in the same
 run (ratios) and quote medians and p99, never a single timing. Every section written starts
 with its provenance (`provenance`): when, at which commit, by which command with which
@@ -45,6 +47,7 @@ SECTIONS = (
     "fleet_rules",
     "detour",
     "jobs",
+    "prices",
     "isolation",
     "soak",
     "scale",
@@ -109,17 +112,21 @@ def main() -> int:
     args = parser.parse_args()
     sections = args.sections or available_sections()
     written = previous_sections()
+    failures: list[str] = []
     for name in sections:
         started, at, load, code = time.perf_counter(), datetime.now(UTC), os.getloadavg()[0], commit()
         print(f"== {name} ...", flush=True)
         module = importlib.import_module(f"bench.{name}")
         written[name] = stamped(module.run(), provenance(name, at, load, time.perf_counter() - started, code))
+        failures += [f"{name}: {failure}" for failure in getattr(module, "FAILURES", [])]
         print(f"== {name} done in {time.perf_counter() - started:.0f} s", flush=True)
     order = [name for name in SECTIONS if name in written]
     parts = [header(sections, order)] + [f"{MARKER.format(name)}\n{written[name]}" for name in order]
     RESULTS.write_text("\n".join(parts), encoding="utf-8")
     print(f"wrote {RESULTS}")
-    return 0
+    for failure in failures:
+        print(f"FAILED {failure}")
+    return 1 if failures else 0
 
 
 def previous_sections() -> dict[str, str]:

@@ -33,11 +33,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from bench.full_stack import one_service
 from bench.maps import EVERY_MAP, BenchMap, bench_map
 from bench.processes import cpu_seconds
-from common.config import DEFAULT_PORTS
 from common.geo import LatLon, haversine_m_arrays
-from launcher.redis_server import free_port
 from launcher.stack import Stack
 from route_service.dataset import Dataset
 from route_service.detour.csvfile import DetourCase
@@ -138,22 +137,7 @@ def post(url: str, body: bytes, filename: str, headers: dict[str, str]) -> tuple
 
 
 def start_route_service(dataset: Dataset, data_dir: Path) -> Stack:
-    stack = Stack(
-        data_dir=data_dir,
-        ports={name: free_port() for name in DEFAULT_PORTS},
-        redis_port=free_port(),
-        services=["route_service"],
-        extra_env={"MAP_DIR": str(dataset.path.parent), "LOG_LEVEL": "WARNING"},
-    )
-    stack.log_dir.mkdir(parents=True, exist_ok=True)
-    stack.start_redis()
-    try:
-        stack.start_process("route_service")
-        stack.wait_healthy("route_service")
-    except BaseException:
-        stack.stop()
-        raise
-    return stack
+    return one_service(data_dir, "route_service", MAP_DIR=str(dataset.path.parent))
 
 
 @dataclass

@@ -45,6 +45,22 @@ def loopback_stack(data_dir: Path, services: list[str], **extra_env: str) -> Sta
     )
 
 
+def one_service(data_dir: Path, name: str, **env: str) -> Stack:
+    """`name` alone (no gateway) with its Redis, started and healthy: asked on its own port with
+    the internal credential (`Stack.internal_headers`). The caller stops it."""
+    stack = Stack(data_dir=data_dir, ports={service: free_port() for service in DEFAULT_PORTS},
+                  redis_port=free_port(), services=[name], extra_env={"LOG_LEVEL": "WARNING", **env})  # fmt: skip
+    stack.log_dir.mkdir(parents=True, exist_ok=True)
+    stack.start_redis()
+    try:
+        stack.start_process(name)
+        stack.wait_healthy(name)
+    except BaseException:
+        stack.stop()
+        raise
+    return stack
+
+
 @contextmanager
 def full_stack(data_dir: Path, **extra_env: str) -> Iterator[Stack]:
     """Every service and the gateway on Munich, started and healthy; stopped on exit."""

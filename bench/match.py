@@ -104,8 +104,8 @@ def right_road_share(bench: BenchMap, count: int, seed: int, provider: str | Non
     return right, total
 
 
-def latency(bench: BenchMap, points: int, repeats: int = 5) -> tuple[float, float]:
-    """p50 / p99 ms of a trace of `points` points along a chain of routes."""
+def chained_trace(bench: BenchMap, points: int) -> dict[str, Any]:
+    """A /v1/match body of `points` points along a chain of drives."""
     rng = np.random.default_rng(SEED)
     chain: list[np.ndarray] = []
     seconds = 0.0
@@ -116,6 +116,12 @@ def latency(bench: BenchMap, points: int, repeats: int = 5) -> tuple[float, floa
             break
     body = synthetic_trace(np.concatenate(chain), seconds, rng)
     body["points"] = body["points"][:points]
+    return body
+
+
+def latency(bench: BenchMap, points: int, repeats: int = 5) -> tuple[float, float]:
+    """p50 / p99 ms of a trace of `points` points along a chain of routes."""
+    body = chained_trace(bench, points)
     times = []
     for _ in range(repeats + 1):
         started = time.perf_counter()

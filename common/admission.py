@@ -23,9 +23,15 @@ Redis is unreachable (serving beats refusing; the per-request cap still holds, i
 but not when it answers that it is full: that is a 503 (issue 55).
 
 Calls without a caller (internal calls between our services, e.g. the optimizer's matrix) are
-not charged again: the public request that caused them paid for the whole. A job's replay
-(`X-Internal-Job`) is charged but never refused for an empty budget: the job was accepted, and
-its cost puts the account's budget in debt instead, which later synchronous requests feel.
+not charged again: the public request that caused them paid for the whole. Jobs are priced at
+submission (issue 55): the job service first sends the request to its owning service with
+`X-Internal-Job: price`, whose handler parses and prices it as usual; `admit` then checks the
+tier's cap (413) and charges the budget (429 when it cannot pay) and, instead of the work,
+raises `Priced`, which `common.middleware` answers 204 with the RateLimit-Cost headers. The
+job's replay (`X-Internal-Job: paid`) is neither checked nor charged again, and never refused.
+A job stored unpaid (its owning service could not be asked at submission: the job service
+fails open) is replayed with `X-Internal-Job: 1`: charged into debt but never refused, which
+later synchronous requests feel.
 """
 
 from __future__ import annotations
@@ -42,8 +48,11 @@ from common.errors import CostLimitExceeded, CostTooHigh, TooManyConcurrent
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.redis import ResilientRedis
 
-# Set by the job service on a replayed request (trusted only behind the internal credential).
+# Set by the job service (trusted only behind the internal credential): on a submission's
+# pricing (JOB_PRICE_ONLY), a paid job's replay (JOB_PAID) or an unpaid one's ("1").
 INTERNAL_JOB_HEADER = "X-Internal-Job"
+JOB_PRICE_ONLY = "price"
+JOB_PAID = "paid"
 
 # The budgets' text (tier=per_request/rate/burst/concurrent; 0: that number does not limit) is
 # COST_BUDGETS, default common.config.DEFAULT_COST_BUDGETS.
@@ -177,11 +186,14 @@ def parse_cost_budgets(text: str, variable: str = "COST_BUDGETS") -> CostBudgets
 
 @dataclass(frozen=True)
 class Caller:
-    """Who pays: the account the gateway forwarded, its tier, and whether this is a job's replay."""
+    """Who pays: the account the gateway forwarded, its tier, and whether this is a job's (its
+    submission's pricing or its replay: a job's sizes apply to both)."""
 
     account: str
     tier: str
     job: bool = False
+    price_only: bool = False  # the job's submission: priced and charged, refusable, no work
+    paid: bool = False  # the replay of a job paid at submission: not charged again
 
 
 def caller_of(headers: Mapping[str, str]) -> Caller | None:
@@ -189,7 +201,17 @@ def caller_of(headers: Mapping[str, str]) -> Caller | None:
     account = headers.get(INTERNAL_SUBJECT_HEADER)
     if not account:
         return None
-    return Caller(account, headers.get(INTERNAL_TIER_HEADER, ""), bool(headers.get(INTERNAL_JOB_HEADER)))
+    job = headers.get(INTERNAL_JOB_HEADER, "")
+    return Caller(account, headers.get(INTERNAL_TIER_HEADER, ""), bool(job), job == JOB_PRICE_ONLY, job == JOB_PAID)
+
+
+class Priced(Exception):
+    """Raised by `Admission.admit` for a price-only request once it is charged, before the work;
+    `common.middleware` answers it 204 with its headers."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("priced")
+        self.headers = headers
 
 
 @dataclass
@@ -211,8 +233,9 @@ class Admission:
 
     @contextlib.asynccontextmanager
     async def admit(self, caller: Caller | None, price: Cost) -> AsyncIterator[Admitted]:
-        """Checks, charges and (for heavy work) holds a slot while the body of the `with` runs."""
-        if caller is None or (price.units <= 1 and not price.heavy):
+        """Checks, charges and (for heavy work) holds a slot while the body of the `with` runs;
+        a price-only request raises `Priced` after its charge instead."""
+        if caller is None or caller.paid or (price.units <= 1 and not price.heavy and not caller.price_only):
             # On nobody's behalf, or a light request the gateway's request rate already counts
             # (charging it would add a Redis round trip to the cheapest, most frequent requests).
             yield Admitted({})
@@ -220,6 +243,8 @@ class Admission:
         budget = self.budgets.for_tier(caller.tier)
         self.check_price(price, budget, caller.tier)
         headers = await self.charge(caller, price, budget)
+        if caller.price_only:
+            raise Priced(headers)
         if not price.heavy or not budget.concurrent or caller.job:
             yield Admitted(headers, price.units)
             return
@@ -275,10 +300,11 @@ class Admission:
         if not budget.rate:
             return {"RateLimit-Cost": str(price.units)}
         interval_ms = 1000.0 / budget.rate
+        in_debt = caller.job and not caller.price_only
 
         async def run(_: Redis) -> list[int]:
             keys = [BUDGET_KEY.format(account=caller.account)]
-            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, price.units, int(caller.job)]))
+            return list(await self._charge(keys=keys, args=[interval_ms, budget.burst, price.units, int(in_debt)]))
 
         no_answer: list[int] = []
         result = await self.redis.call(run, no_answer, refuse_when_full=True)  # full: 503, never open

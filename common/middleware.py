@@ -1,5 +1,6 @@
-"""The middlewares every app installs: request ids, errors in the caller's format, and the
-request body's guard (Content-Encoding, read timeout); and the headers every answer carries."""
+"""The middlewares every app installs: request ids, errors in the caller's format (and the 204
+of a job submission's price-only request, `common.admission.Priced`), and the request body's
+guard (Content-Encoding, read timeout); and the headers every answer carries."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from aiohttp.http_exceptions import ContentEncodingError
 from aiohttp.web_protocol import RequestPayloadError
 from prometheus_client import Counter, Histogram
 
+from common.admission import Priced
 from common.errors import (
     ApiError,
     InternalError,
@@ -205,6 +207,8 @@ def make_middlewares(
             return await handler(request)
         except ApiError as exc:
             return error_response(request, exc)
+        except Priced as exc:  # charged, and no work done: what it cost is the whole answer
+            return web.Response(status=204, headers=exc.headers)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise

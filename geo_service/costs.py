@@ -8,9 +8,12 @@ import math
 
 from common.admission import Cost, cost
 
-# A line costs about one lookup in the matcher: p50 1.43 ms, p95 4.86 ms in process
-# (bench/RESULTS.md `geocoder`), a unit being about a millisecond of one core.
-BATCH_LINE_UNITS = 2.0
+# A line costs up to 8 ms of the service's CPU (`python -m bench prices`, 2026-12-02: addresses
+# of the index 1-2.2 ms a line, mistyped in an unknown town 4.0 on the five maps as one, 7.4 on
+# Andorra; issue 55's campaign: 3 000 distinct lines 24-28 CPU-s), a unit being about a
+# millisecond of one core. A line the answer cache holds costs 0.05-0.06 ms: priced before the
+# work, it pays as any line.
+BATCH_LINE_UNITS = 8.0
 
 
 # Every line's share beyond its lookup: reading it, the cache's round trip, its answer's JSON.

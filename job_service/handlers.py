@@ -23,7 +23,8 @@ def account(request: web.Request) -> Account:
 
 
 async def submit(request: web.Request) -> web.Response:
-    """POST /v1/optimize/routes|stops, /v1/detour/file with ?async=true: 202 and where to look."""
+    """POST /v1/optimize/routes|stops, /v1/detour/file, /v1/geocoder/batch with ?async=true:
+    202, where to look and what it cost."""
     caller = account(request)
     stored = stored_request(
         request.path,
@@ -33,9 +34,9 @@ async def submit(request: web.Request) -> web.Response:
         request.headers.get(hdrs.CONTENT_DISPOSITION, ""),
         await request.read(),
     )
-    job = await request.app[STATE_KEY].jobs.submit(caller, stored)
-    location = job_path(job.id)
-    return answer(job_body(job, request.app[STATE_KEY].result_ttl_seconds), status=202, headers={hdrs.LOCATION: location})
+    job, cost = await request.app[STATE_KEY].jobs.submit_priced(caller, stored)
+    headers = {hdrs.LOCATION: job_path(job.id), **cost}
+    return answer(job_body(job, request.app[STATE_KEY].result_ttl_seconds), status=202, headers=headers)
 
 
 async def get_job(request: web.Request) -> web.StreamResponse:

@@ -1,13 +1,13 @@
-"""The jobs of an account: submit within the tier's limits (jobs at once, bytes kept), look at,
-cancel, list. A job of another account is answered exactly as one that does not exist (404),
+"""The jobs of an account: submit within the tier's limits (jobs at once, bytes kept) once its
+owning service has priced and charged it, look at, cancel, list. A job of another account is answered exactly as one that does not exist (404),
 so ids reveal nothing."""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
 
 from common.errors import Conflict, JobQuotaExceeded, NotFound, TooManyJobs, TooManyResultReads
 from common.tiers import TierLimits
@@ -15,6 +15,13 @@ from job_service.model import ACTIVE, SUCCEEDED, Account, Job, StoredRequest
 from job_service.store import JobStore, OverQuota
 
 MIB = 1 << 20
+# A request's price at submission: (paid, the RateLimit-Cost headers); raises its refusal.
+Pricer = Callable[[Account, StoredRequest], Awaitable[tuple[bool, dict[str, str]]]]
+
+
+async def unpriced(account: Account, request: StoredRequest) -> tuple[bool, dict[str, str]]:
+    """Without an owning service to ask: stored unpaid, charged into debt when it runs."""
+    return False, {}
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,21 @@ def over_quota(tier: str, quota_bytes: int, used: int, needed: int, what: str) -
 
 
 class Jobs:
-    def __init__(self, store: JobStore, limits: Limits, on_submit: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, store: JobStore, limits: Limits, on_submit: Callable[[], None] = lambda: None, price: Pricer = unpriced
+    ) -> None:
         self.store = store
         self.limits = limits
         self.on_submit = on_submit  # wakes this process's runner at once
+        self.price = price  # the owning service's price (job_service.replay.Replayer.price)
+
+    async def submit_priced(self, account: Account, request: StoredRequest) -> tuple[Job, dict[str, str]]:
+        """Refused at once while the store is full; then priced and charged by the owning
+        service (its refusal raised: 413 over the tier's cap, 429 an empty budget), then stored.
+        The job and what it cost (the RateLimit-Cost headers)."""
+        await self.store.check_room()
+        paid, headers = await self.price(account, request)
+        return await self.submit(account, replace(request, paid=paid)), headers
 
     async def submit(self, account: Account, request: StoredRequest) -> Job:
         await self.store.check_room()

@@ -53,6 +53,9 @@ class StoredRequest:
     body: bytes
     query: list[tuple[str, str]] = field(default_factory=list)
     disposition: str = ""
+    # Priced and charged at submission by its owning service (job_service.replay.Replayer.price):
+    # its replay is not charged again.
+    paid: bool = False
 
 
 @dataclass(frozen=True)

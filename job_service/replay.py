@@ -1,5 +1,6 @@
-"""A job's request replayed against the service that owns the operation, on the same path, as
-the gateway would have forwarded it (the caller's subject and tier with it)."""
+"""A job's request sent to the service that owns the operation, on the same path, as the gateway
+would have forwarded it (the caller's subject and tier with it): at submission for its price
+only (`Replayer.price`, common.admission), then replayed to run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from common.admission import INTERNAL_JOB_HEADER
+from common.admission import INTERNAL_JOB_HEADER, JOB_PAID, JOB_PRICE_ONLY
 from common.client import Reply, ServiceClient
 from common.errors import ApiError, GatewayTimeout
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
@@ -22,17 +23,22 @@ log = logging.getLogger("job_service.replay")
 RETRYABLE_STATUSES = frozenset({502, 503, 504})
 RETRIES = 5
 MAX_PAUSE_SECONDS = 30.0
+# A price-only call parses and prices, no more: a 16 MiB body's parse is seconds, not minutes.
+PRICE_TIMEOUT_SECONDS = 60.0
+# What a price's answer or refusal tells the client (common.admission).
+PRICE_HEADERS = ("RateLimit-Cost", "RateLimit-Cost-Limit", "RateLimit-Cost-Remaining", "Retry-After")
 
 
-def replay_headers(account: Account, request: StoredRequest) -> dict[str, str]:
-    """As the gateway forwards the caller, and marked as a job's replay: the owning service
-    charges its cost into the account's budget without refusing it (the job was accepted) and
-    holds none of the account's heavy slots for it (common.admission)."""
+def replay_headers(account: Account, request: StoredRequest, job: str = "") -> dict[str, str]:
+    """As the gateway forwards the caller, and marked as a job's (common.admission): `job`
+    JOB_PRICE_ONLY at submission (checked and charged, refusable, no work); a paid job's replay
+    is not charged again, an unpaid one's is charged into debt; neither is ever refused, nor
+    holds one of the account's heavy slots."""
     headers = {
         "Content-Type": request.content_type,
         INTERNAL_SUBJECT_HEADER: account.subject,
         INTERNAL_TIER_HEADER: account.tier,
-        INTERNAL_JOB_HEADER: "1",
+        INTERNAL_JOB_HEADER: job or (JOB_PAID if request.paid else "1"),
     }
     if request.disposition:
         headers["Content-Disposition"] = request.disposition
@@ -88,14 +94,35 @@ class Replayer:
             await asyncio.sleep(pause(attempt, reply.headers.get("Retry-After")))
         raise AssertionError("unreachable: the last try returns")
 
-    async def call(self, client: ServiceClient, account: Account, request: StoredRequest) -> Reply:
+    async def call(self, client: ServiceClient, account: Account, request: StoredRequest, job: str = "") -> Reply:
         return await client.call(
             "POST",
             replay_path(request),
             body=request.body,
-            extra_headers=replay_headers(account, request),
-            timeout_seconds=self.timeout_seconds,
+            extra_headers=replay_headers(account, request, job),
+            timeout_seconds=min(self.timeout_seconds, PRICE_TIMEOUT_SECONDS) if job else self.timeout_seconds,
         )
+
+    async def price(self, account: Account, request: StoredRequest) -> tuple[bool, dict[str, str]]:
+        """At submission: the owning service prices the request and charges the account, or
+        refuses it (its 4xx raised: over the tier's cap 413, an empty budget 429, a request it
+        cannot read 400). (paid, the RateLimit-Cost headers). When the service cannot answer
+        (5xx, unreachable), the job is stored unpaid, as before (fail open, like admission)."""
+        client = self.clients[BY_NAME[request.operation].service]
+        try:
+            reply = await self.call(client, account, request, JOB_PRICE_ONLY)
+        except ApiError as exc:
+            log.warning("job not priced at submission, stored unpaid: %s", exc.detail)
+            return False, {}
+        if reply.status >= 500:
+            log.warning("job not priced at submission (%d), stored unpaid", reply.status)
+            return False, {}
+        headers = {name: reply.headers[name] for name in PRICE_HEADERS if name in reply.headers}
+        if reply.status >= 300:
+            refused = client.upstream_error(reply.status, client.parsed(reply))
+            refused.headers.update(headers)
+            raise refused
+        return True, headers
 
     @staticmethod
     def outcome(client: ServiceClient, reply: Reply) -> Outcome:

@@ -1,7 +1,9 @@
 """The job service's state: the job store, the jobs' rules and this process's runner.
 
 Large requests as jobs (docs/decisions.md, "Asynchronous jobs"): the three operations with
-`?async=true` are stored in the state Redis (`job_service.store`) and answered 202 at once;
+`?async=true` are priced and charged by their owning service (issue 55: a job over the tier's
+cap or beyond its budget is refused at submission), stored in the state Redis
+(`job_service.store`) and answered 202 at once;
 this process's runner (`job_service.runner`) replays them, `JOB_CONCURRENCY` at a time (one
 account's at most `JOB_RUNNING_PER_ACCOUNT` at once, accounts served round-robin), against the
 service that owns the operation (`job_service.replay`). Each account's jobs hold at most its
@@ -80,8 +82,9 @@ def state_context(config: JobConfig) -> CleanupContext:
                          max_memory_fraction=config.store_max_fraction,
                          running_per_account=config.running_per_account)  # fmt: skip
         clients = service_clients(config)
-        runner = Runner(store, Replayer(clients, config.call_timeout_seconds), runner_settings(config))
-        jobs = Jobs(store, limits(config), on_submit=runner.wake.set)
+        replayer = Replayer(clients, config.call_timeout_seconds)
+        runner = Runner(store, replayer, runner_settings(config))
+        jobs = Jobs(store, limits(config), on_submit=runner.wake.set, price=replayer.price)
         app[STATE_KEY] = JobState(jobs, runner, config.result_ttl_seconds)
         runner.start()
         log.info("running up to %d jobs at once, leases of %g s", config.concurrency, config.lease_seconds)

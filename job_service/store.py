@@ -189,6 +189,7 @@ class JobStore:
             "attempts": 0,
             "content_type": request.content_type,
             "disposition": request.disposition,
+            "paid": int(request.paid),
             "query": query,
             "body": body,
             "bytes": len(body) + len(query),
@@ -254,7 +255,7 @@ class JobStore:
 
     async def request(self, job_id: str) -> tuple[Account, StoredRequest] | None:
         """The stored request of a job that has not finished (its body is dropped at the end)."""
-        names = ("owner", "tier", "operation", "content_type", "disposition", "query", "body")
+        names = ("owner", "tier", "operation", "content_type", "disposition", "paid", "query", "body")
         values: list[Any] = await self._call(lambda r: r.hmget(job_key(job_id), names))
         found = dict(zip(names, values, strict=True))
         if found["body"] is None:
@@ -262,7 +263,7 @@ class JobStore:
         text = {k: (v or b"").decode() for k, v in found.items() if k not in ("query", "body")}
         query = [(str(k), str(v)) for k, v in orjson.loads(found["query"] or b"[]")]
         stored = StoredRequest(text["operation"], text["content_type"], decompress(found["body"]), query,
-                               text["disposition"])  # fmt: skip
+                               text["disposition"], text["paid"] == "1")  # fmt: skip
         return Account(text["owner"], text["tier"]), stored
 
     async def jobs_of(self, owner: str) -> list[Job]:

@@ -16,7 +16,14 @@ from typing import Any
 
 from common.admission import Caller, Cost
 from common.providers import provider_name
-from optimize_service.costs import Allowance, TierRules, capped_default, check_cells, cost_of_fleet, cost_of_stops
+from optimize_service.costs import (
+    Allowance,
+    TierRules,
+    capped_default,
+    check_cells,
+    cost_of_fleet,
+    cost_of_stops,
+)
 from optimize_service.fleet.model import FleetPlan, FleetRequest
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
@@ -61,7 +68,10 @@ class Optimizer:
         lane = self.scheduler.lane_for(stops, limit)
         if stops > 1:
             self.scheduler.check_room(lane, estimate_s(stops, limit))
-        return cost_of_stops(stops, estimate_s(stops, limit) if stops > 1 else 0.0, lane.parallel)
+        options = request.options
+        restricted = options.avoid is not None or options.route_type != "fastest" or options.provider not in (None, "osrm")
+        solver_s = estimate_s(stops, limit) if stops > 1 else 0.0
+        return cost_of_stops(stops, solver_s, lane.parallel, options.vehicle, restricted)
 
     async def plan(self, request: OptimizeRequest, account: str = "") -> Plan:
         """Raises OptimizerBusy (503) or the route service's errors, naming the stops they concern."""
@@ -88,7 +98,9 @@ class Optimizer:
         lane = self.scheduler.lane_for_work(limit)
         self.scheduler.check_room(lane, limit)
         places, _ = locate(fleet)
-        return cost_of_fleet(len(places.points), len(fleet.profiles), limit, lane.parallel)
+        vehicles = [fleet.vehicles[first] for first in fleet.profiles.values()]
+        profiles = [(v.kind, bool(v.truck) or fleet.avoid is not None) for v in vehicles]
+        return cost_of_fleet(len(places.points), profiles, limit, lane.parallel)
 
     async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:
         return await plan_fleet(fleet, self.routes, self.scheduler, account)

@@ -97,9 +97,10 @@ def state_context(config: OptimizeConfig) -> CleanupContext:
         )
         scheduler = scheduler_for(config)
         await asyncio.gather(warm(scheduler.small), warm(scheduler.large))
-        rules = TierRules(config.time_limits, config.matrix_cells)
+        budgets = parse_cost_budgets(config.cost_budgets)
+        rules = TierRules(config.time_limits, config.matrix_cells, budgets)
         optimizer = Optimizer(RouteClient(client), scheduler, rules)
-        app[STATE_KEY] = OptimizeState(optimizer, Admission(app[REDIS_KEY], parse_cost_budgets(config.cost_budgets)))
+        app[STATE_KEY] = OptimizeState(optimizer, Admission(app[REDIS_KEY], budgets))
         log.info(
             "solvers ready: %d small-lane and %d large-lane process(es); route service at %s",
             scheduler.small.processes,

@@ -19,6 +19,14 @@ reference machine:
   farther, OSRM mostly gives up at once). `matching.step_units` is an envelope of them all.
 - detour file: a line ~0.3 ms (OSRM CH Table, bench/RESULTS.md); a track as a match at the
   detour's radius plus its best route.
+- the service around them (`python -m bench prices`, the service's CPU, all its processes, on
+  every shared extract and all five as one, 2026-12-02): a 100 x 100 OSRM matrix 40-50 ms, not
+  the provider's 24 (parsing 200 points, the child process's hop, two tables as JSON), 70 on the
+  merged map: 0.2 a point, not 0.08; a graph matrix's source 1.4-2.5 ms on Monaco, Munich,
+  Helsinki and Andorra, 6.6-11 on Heidelberg, on the merged map 8.3 for a truck and 13-15 for a
+  bicycle or a pedestrian (its Dijkstra searches the source's whole network, theirs the larger;
+  a price set before the work cannot follow the map, so it is the dearest's: 9 and 15); a
+  detour file's line 0.72-1.15 ms, not 0.3-0.5: 1 unit a line.
 
 The prices are envelopes of the measured worst cases, so ordinary requests pay more than they
 use (a trace along roads costs 0.03-0.3 ms a step at 20 m): the per-request cap and the budget
@@ -30,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from common.admission import Cost, cost
+from common.vehicles import VEHICLE_TABLE
 from route_service.calls import is_large_matrix
 from route_service.matching import step_units
 from route_service.model import IsochroneQuery, MatrixQuery, RouteQuery
@@ -40,13 +49,14 @@ ALTERNATIVE_UNITS = 1.5
 RESTRICTED_ROUTE_UNITS = 12  # the graph provider's search, 11 ms at most measured
 MATRIX_BASE_UNITS = 2
 MATRIX_CELL_UNITS = 0.0011  # 0.9 us a cell, plus the answer's JSON (0.13 s at 1000 x 1000)
-MATRIX_POINT_UNITS = 0.08
-GRAPH_MATRIX_SOURCE_UNITS = 6  # a Dijkstra a source: 5 ms measured
+MATRIX_POINT_UNITS = 0.2
+GRAPH_MATRIX_SOURCE_UNITS = 9  # a Dijkstra a source on the motor network: up to 8.3 ms, see above
+GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED = 15  # a bicycle's or a pedestrian's network: up to 15 ms
 # A graph-provider matrix this dear (100 ms) runs in the child process too (route_service.calls).
 HEAVY_GRAPH_MATRIX_UNITS = 100
 ISOCHRONE_BASE_UNITS = 150
 ISOCHRONE_RANGE_UNITS = 150  # at the largest range (3600 s, 100 km)
-DETOUR_LINE_UNITS = 0.5
+DETOUR_LINE_UNITS = 1.0
 DETOUR_TRACK_BASE_UNITS = 20  # the best route, the endpoints' checks
 
 
@@ -62,7 +72,9 @@ def matrix_cost(query: MatrixQuery, provider: str) -> Cost:
     if provider == "osrm":  # never with avoid areas or trucks (the registry); a time it ignores
         units = MATRIX_BASE_UNITS + MATRIX_CELL_UNITS * query.cells + MATRIX_POINT_UNITS * (sources + destinations)
         return cost(units, measure, heavy=is_large_matrix(query))
-    units = MATRIX_BASE_UNITS + GRAPH_MATRIX_SOURCE_UNITS * sources + MATRIX_CELL_UNITS * query.cells
+    motorized = VEHICLE_TABLE[query.vehicle].motorized if query.vehicle in VEHICLE_TABLE else False
+    per_source = GRAPH_MATRIX_SOURCE_UNITS if motorized else GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED
+    units = MATRIX_BASE_UNITS + per_source * sources + MATRIX_CELL_UNITS * query.cells
     return cost(units, measure, heavy=units >= HEAVY_GRAPH_MATRIX_UNITS)
 
 

@@ -8,7 +8,18 @@ import uuid
 
 import pytest
 
-from common.admission import Admission, Caller, Cost, caller_of, cost, parse_cost_budgets
+from common.admission import (
+    INTERNAL_JOB_HEADER,
+    JOB_PAID,
+    JOB_PRICE_ONLY,
+    Admission,
+    Caller,
+    Cost,
+    Priced,
+    caller_of,
+    cost,
+    parse_cost_budgets,
+)
 from common.errors import CostLimitExceeded, CostTooHigh, TooManyConcurrent
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.redis import ResilientRedis
@@ -76,6 +87,40 @@ async def test_a_jobs_replay_is_charged_into_debt_but_never_refused(redis_server
             pass
     # 500 units charged into a 300-unit bucket: 202 units (20 s) before two more fit.
     assert int(refused.value.headers["Retry-After"]) >= 20
+    await admission.redis.close()
+
+
+async def test_a_jobs_submission_is_priced_refusably_and_its_replay_not_charged_again(redis_server: str) -> None:
+    """Issue 55: jobs were priced only at run time, so a job over the tier's cap was accepted
+    (202) and failed later, and an empty budget never refused one."""
+    admission = Admission(ResilientRedis(redis_server), BUDGETS)
+    who = {INTERNAL_SUBJECT_HEADER: "test-" + uuid.uuid4().hex, INTERNAL_TIER_HEADER: "small"}
+    pricing = caller_of({**who, INTERNAL_JOB_HEADER: JOB_PRICE_ONLY})
+    paid = caller_of({**who, INTERNAL_JOB_HEADER: JOB_PAID})
+    assert pricing is not None and pricing.job and pricing.price_only and not pricing.paid
+    assert paid is not None and paid.job and paid.paid and not paid.price_only
+    ran = []
+    with pytest.raises(CostTooHigh, match="at most 100 per request"):
+        async with admission.admit(pricing, cost(101, "x")):
+            ran.append(1)
+    with pytest.raises(Priced) as priced:
+        async with admission.admit(pricing, cost(100, "x", heavy=True)):
+            ran.append(1)
+    assert priced.value.headers["RateLimit-Cost"] == "100" and priced.value.headers["RateLimit-Cost-Remaining"] == "200"
+    with pytest.raises(Priced):  # light work is charged too: it is a job
+        async with admission.admit(pricing, cost(1, "x")):
+            ran.append(1)
+    for _ in range(3):  # the paid replays cost nothing more, and are never refused
+        async with admission.admit(paid, cost(100, "x", heavy=True)) as admitted:
+            ran.append(2)
+    assert ran == [2, 2, 2] and admitted.headers == {}
+    for _ in range(2):
+        with pytest.raises(Priced):
+            async with admission.admit(pricing, cost(90, "x")):
+                pass
+    with pytest.raises(CostLimitExceeded, match="holds 19 now"):  # 300 - 100 - 1 - 2 x 90: it cannot pay 50
+        async with admission.admit(pricing, cost(50, "x")):
+            pass
     await admission.redis.close()
 
 

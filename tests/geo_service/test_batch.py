@@ -224,10 +224,11 @@ async def test_a_batch_pays_per_line_and_a_job_may_be_larger(client: Client) -> 
     caller = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "demo"}
     small = await client.post("/v1/geocoder/batch", data=b"address\nTal 4\nTal 5\n", headers={**LEGACY, **CSV, **caller})
     assert small.status == 200 and int(small.headers["RateLimit-Cost"]) >= 1  # settled to the work: see below
-    # demo: 5000 units per request at most, so 2501 lines are too dear at once
-    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * 2501).encode(),
+    # demo: 5000 units per request at most, so one line more than 5000 / BATCH_LINE_UNITS is too dear at once
+    over = int(5000 // BATCH_LINE_UNITS) + 1
+    dear = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * over).encode(),
                              headers={**LEGACY, **CSV, **caller})  # fmt: skip
-    assert dear.status == 413 and "2501 geocoder lines" in str(await dear.json())
+    assert dear.status == 413 and f"{over} geocoder lines" in str(await dear.json())
     job = {INTERNAL_SUBJECT_HEADER: "acct-batch", INTERNAL_TIER_HEADER: "unlimited", INTERNAL_JOB_HEADER: "1"}
     large = await client.post("/v1/geocoder/batch", data=("address\n" + "Tal 4\n" * (MAX_SYNC_LINES + 5)).encode(),
                               headers={**LEGACY, **CSV, **job})  # fmt: skip

@@ -8,6 +8,7 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
+from geo_service.costs import BATCH_LINE_UNITS
 from launcher.stack import Stack
 from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
@@ -103,7 +104,7 @@ async def test_a_batch_through_the_gateway_answers_each_line_and_counts_its_line
     async with http.post(f"{geo_platform.base_url}/v1/geocoder/batch", data=text.encode(), headers=headers) as resp:
         body = await resp.json()
         assert resp.status == 200, body
-        assert resp.headers["RateLimit-Cost"] == "6"  # 3 lines, 2 units each
+        assert resp.headers["RateLimit-Cost"] == str(3 * int(BATCH_LINE_UNITS))  # 3 lines
     assert body["summary"] == {"linesRead": 3, "answered": 2, "failed": 1}
     first, missing, back = body["results"]
     assert (first["line"], first["id"], first["results"][0]["label"]) == (2, "m8", "Marienplatz 8, 80331 München")

@@ -114,14 +114,16 @@ async def test_a_detour_file_as_a_job_is_the_synchronous_answer(api: Api) -> Non
     assert job["result"]["filename"] == "trips.csv" and len(job["result"]["results"]) > 100
 
 
-async def test_a_job_the_owning_service_refuses_fails_with_the_synchronous_error(api: Api) -> None:
+async def test_a_job_the_owning_service_refuses_is_refused_at_submission_with_the_synchronous_error(
+    api: Api,
+) -> None:
+    """The owning service prices the job before it is stored (issue 55): what it cannot read is
+    refused then, not accepted to fail later."""
     headers = {"Content-Type": "text/csv"}  # no file name: 400 from the route service
     status, sync, _ = await api.call("POST", "/v1/detour/file", detour_file(3), headers)
     assert status == 400
-    job = await api.wait((await api.submit("/v1/detour/file", detour_file(3), headers))["id"])
-    assert job["status"] == "failed" and "result" not in job
-    assert job["error"]["code"] == "DETOUR_ERROR_INVALID_FILENAME" and job["error"]["status"] == 400
-    assert job["error"]["type"] == sync["type"] and job["error"]["detail"] == sync["detail"]
+    status, refused, _ = await api.call("POST", "/v1/detour/file?async=true", detour_file(3), headers)
+    assert status == 400 and refused["type"] == sync["type"] and refused["detail"] == sync["detail"]
 
 
 async def test_a_20000_line_detour_file_finishes_as_a_job(api: Api) -> None:

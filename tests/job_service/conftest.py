@@ -1,6 +1,6 @@
 """Job service fixtures: the session's real Redis (emptied for each test), a stand-in for the
-owning services (an aiohttp app on a real port that answers the three operations and counts
-its calls) and the job service's app on both."""
+owning services (an aiohttp app on a real port that answers the operations, prices each at
+7 units when asked for the price only, and counts its calls) and the job service's app on both."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import redis
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from common.admission import INTERNAL_JOB_HEADER
+from common.admission import INTERNAL_JOB_HEADER, JOB_PRICE_ONLY
 from common.errors import DetourEmptyFile
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.middleware import make_middlewares
@@ -50,6 +50,7 @@ class Upstream:
     """What the stand-in received: every call, and how long the optimizations take."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
+    priced: list[dict[str, Any]] = field(default_factory=list)  # the submissions' price-only calls
     seconds: float = 0.0
     url: str = ""
     called: asyncio.Event = field(default_factory=asyncio.Event)
@@ -59,11 +60,18 @@ class Upstream:
     closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=make_middlewares("upstream"))
+        app = web.Application(middlewares=[*make_middlewares("upstream"), self.price_only])
         app.router.add_post("/v1/optimize/stops", self.answer)
         app.router.add_post("/v1/optimize/routes", self.answer)
         app.router.add_post("/v1/detour/file", self.detour)
         return app
+
+    @web.middleware
+    async def price_only(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.headers.get(INTERNAL_JOB_HEADER) != JOB_PRICE_ONLY:
+            return await handler(request)
+        self.priced.append({"path": request.path, "bytes": len(await request.read())})
+        return web.Response(status=204, headers={"RateLimit-Cost": "7"})
 
     def seen(self, request: web.Request, body: bytes) -> dict[str, Any]:
         call = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import orjson
 import pytest
 
 from common.errors import JobQuotaExceeded
@@ -16,7 +17,7 @@ from job_service.jobs import Jobs, Limits
 from job_service.model import Account, Outcome, StoredRequest
 from job_service.store import JobStore, OverQuota
 from tests.job_service.conftest import Client, ClientFactory, Upstream, caller, job_config
-from tests.job_service.test_app import finished, submit
+from tests.job_service.test_app import STOPS, finished, submit
 
 ALICE = Account("alice", "standard")
 BOB = Account("bob", "standard")
@@ -118,9 +119,11 @@ async def test_results_past_the_cap_or_the_quota_fail_the_job_with_their_reason(
 
 
 async def test_a_replay_is_marked_as_a_jobs(jobs_client: Client, upstream: Upstream) -> None:
-    """The owning service charges a replay into the account's budget, never refuses it for an
-    empty one, and gives it no heavy slot (common.admission)."""
-    status, job, _ = await submit(jobs_client, who=caller("user-9", "demo"))
-    assert status == 202
+    """The owning service priced and charged the job at submission (its headers on the 202),
+    so its replay is marked paid: not charged again, never refused, no heavy slot
+    (common.admission)."""
+    status, job, headers = await submit(jobs_client, who=caller("user-9", "demo"))
+    assert status == 202 and headers["RateLimit-Cost"] == "7"
+    assert upstream.priced == [{"path": "/v1/optimize/stops", "bytes": len(orjson.dumps(STOPS))}]
     await finished(jobs_client, job["id"], who=caller("user-9", "demo"))
-    assert upstream.calls[0]["job"] == "1" and upstream.calls[0]["tier"] == "demo"
+    assert upstream.calls[0]["job"] == "paid" and upstream.calls[0]["tier"] == "demo"

@@ -6,18 +6,31 @@ round-robin between accounts (real route service on Monaco, solver in threads)."
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp.test_utils import TestServer
 
-from common.admission import INTERNAL_JOB_HEADER, Caller
+from common.admission import INTERNAL_JOB_HEADER, Caller, parse_cost_budgets
+from common.config import DEFAULT_COST_BUDGETS
+from common.errors import TooManyStops
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.pools import RestartingPool
 from common.tiers import DEFAULT_MATRIX_CELLS, DEFAULT_OPTIMIZE_SECONDS, parse_tier_limits
-from optimize_service.costs import TierRules, cost_of_stops
+from optimize_service.costs import (
+    UNITS_PER_CELL,
+    UNITS_PER_GRAPH_CELL,
+    UNITS_PER_OSRM_POINT,
+    TierRules,
+    check_cells,
+    cost_of_fleet,
+    cost_of_stops,
+    matrix_units,
+)
 from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
 from optimize_service.state import STATE_KEY
 from tests.optimize_service.conftest import ClientFactory, optimize_client
@@ -78,14 +91,15 @@ async def test_the_optimizers_matrix_counts_against_the_tiers_cells(client: Clie
 
 async def test_a_jobs_replay_is_bounded_by_its_cost_not_by_the_cells(client: Client) -> None:
     """A job's replay may be larger than the synchronous cells (the campaign's rule: larger
-    ones as jobs); its price is still charged and its time limit still capped."""
+    ones as jobs), up to what the tier's per-request cost pays at the road graph's price a
+    cell (issue 55: jobs had no cell cap); its price is still charged."""
     optimizer = client.app[STATE_KEY].optimizer
     job = optimizer.allowance(Caller("acct-job", "demo", job=True))
     parsed = await optimizer.parse(many_stops(200), {}, job)
     assert len(parsed.stops) == 200
     assert parsed.options.time_limit_s is None  # the default 1.7 s at 200 stops is within demo's 2 s
-    parsed = await optimizer.parse(many_stops(300), {}, job)
-    assert parsed.options.time_limit_s == 2  # the default 2.5 s at 300 stops is cut to the cap
+    with pytest.raises(TooManyStops, match=r"the demo tier's jobs may have 50000 cells .*: at most 223 places"):
+        await optimizer.parse(many_stops(224), {}, job)
 
 
 async def test_the_answer_says_what_the_request_cost(client: Client) -> None:
@@ -175,3 +189,24 @@ def test_the_tier_rules_apply_only_on_someones_behalf() -> None:
     assert job is not None and job.matrix_cells is None
     unknown = RULES.allowance(Caller("x", "gold"), 30.0)
     assert unknown is not None and (unknown.tier, unknown.matrix_cells) == ("demo", 1000)  # fail closed
+
+
+def test_a_fleet_pays_each_profiles_matrix_at_its_engines_price() -> None:
+    """Issue 55: 200 stops and 10 truck sizes (a road-graph matrix each) used 26.7 CPU-s of the
+    route service for a ~2.9 s charge, every cell priced at OSRM's 2 us."""
+    cars = cost_of_fleet(210, [("car", False)], 1.0, 2)
+    trucks = cost_of_fleet(210, [("truck", True)] * 10, 1.0, 2)
+    assert cars.units == math.ceil(2000 + 210 * 210 * UNITS_PER_CELL + 420 * UNITS_PER_OSRM_POINT)
+    assert trucks.units == math.ceil(2000 + 10 * 210 * 210 * UNITS_PER_GRAPH_CELL) >= 26_000
+    assert "441000 matrix cells" in trucks.measure
+    assert matrix_units("car", True, 10) == 100 * UNITS_PER_GRAPH_CELL < matrix_units("bicycle", False, 10)
+
+
+def test_a_jobs_cells_are_what_its_tiers_cost_cap_pays_at_the_graphs_price() -> None:
+    rules = TierRules(RULES.time_limits, RULES.matrix_cells, parse_cost_budgets(DEFAULT_COST_BUDGETS))
+    demo = rules.allowance(Caller("x", "demo", job=True), 30.0)
+    standard = rules.allowance(Caller("x", "standard", job=True), 30.0)
+    assert demo is not None and demo.matrix_cells == int(5000 / UNITS_PER_GRAPH_CELL)
+    assert standard is not None and standard.matrix_cells == int(60_000 / UNITS_PER_GRAPH_CELL)
+    with pytest.raises(TooManyStops, match="the demo tier's jobs may have 50000 cells"):
+        check_cells(300, 1, demo, "300 stops", "stops")
