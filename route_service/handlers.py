@@ -16,7 +16,7 @@ from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import decode_json, dump_json, json_response, read_json, require_json_media_type
 from common.waiting import unless_gone
-from route_service.costs import is_heavy_matrix, isochrone_cost, match_cost, matrix_cost, route_cost
+from route_service.costs import is_heavy_matrix, isochrone_cost, match_cost, match_settled, matrix_cost, route_cost
 from route_service.formatter import (
     isochrone_body,
     match_body,
@@ -102,8 +102,10 @@ async def match(request: web.Request) -> web.Response:
     # requests waiting for it whole (probe p99 22x idle under the campaign's match attack,
     # bench/isolation.py, 2026-11-26).
     parsed, thin, price = await asyncio.to_thread(read_match, raw, request.content_type, query, registry)
-    async with state.admission.admit(caller_of(request.headers), price) as admitted:
+    caller = caller_of(request.headers)
+    async with state.admission.admit(caller, price) as admitted:
         result = await unless_gone(request, state.calls.match(parsed, thin))
+        await state.admission.settle(caller, admitted, match_settled(result.cpu_s, len(parsed.query.points)))
     body = await asyncio.to_thread(lambda: match_json(registry, parsed, result, dataset.hash))
     return web.Response(body=body, content_type="application/json", headers=admitted.headers)
 

@@ -399,6 +399,7 @@ class MatchResult:
     snapped: list[Snapped | None] = field(default_factory=list)
     # per input point: left out by thinning, answered as the kept point before it (POST /v1/match)
     thinned: list[bool] = field(default_factory=list)
+    cpu_s: float = 0.0  # the matching's CPU (POST /v1/match settles its price to it)
 
 
 # ---------------------------------------------------------------- one route through many waypoints (stop tours)

@@ -19,6 +19,7 @@ from common.errors import CostTooHigh
 from common.geo import LatLon, haversine_m
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from route_service import costs
+from route_service import handlers as route_handlers
 from route_service.app import create_app
 from route_service.calls import LARGE_MATRIX_CELLS, is_large_matrix
 from route_service.importing.importer import ImportResult
@@ -159,7 +160,7 @@ async def test_a_dense_trace_is_matched_on_its_thinned_points_and_answers_every_
     assert response.status == 200, answer
     assert len(answer["points"]) == len(ALONG) and answer["thinnedPoints"] >= len(ALONG) - 20
     assert answer["matchedPoints"] >= 0.9 * len(ALONG) and answer["distance"] > 250
-    assert int(response.headers["RateLimit-Cost"]) >= 2 and "RateLimit-Cost-Remaining" in response.headers
+    assert int(response.headers["RateLimit-Cost"]) >= 1 and "RateLimit-Cost-Remaining" in response.headers
     kept = [p for p in answer["points"] if not p["thinned"]]
     assert 17 <= len(kept) <= 20
 
@@ -170,6 +171,25 @@ async def test_a_trace_dearer_than_the_tier_allows_is_413_naming_its_cost(client
     assert response.status == 413 and body["type"] == "/problems/general/cost-too-high", body
     assert "300 trace points" in body["detail"] and "gpsAccuracy 100 m" in body["detail"]
     assert "at most 5000" in body["detail"]
+
+
+async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Priced ahead at the dearest traces of its shape, settled to the matching's measured CPU
+    (issue 55: the price was up to 2x an ordinary trace's cost, bench prices)."""
+    settled: list[tuple[float, int]] = []
+
+    def recorded(cpu_s: float, given: int) -> int:
+        settled.append((cpu_s, given))
+        return 7
+
+    monkeypatch.setattr(route_handlers, "match_settled", recorded)
+    body = {"points": [{"lat": p.lat, "lon": p.lon} for p in ALONG], "gpsAccuracy": 50}
+    response = await client.post("/v1/match", json=body, headers=account("standard"))
+    assert response.status == 200, await response.text()
+    assert response.headers["RateLimit-Cost"] == "7"
+    assert settled[0][0] > 0 and settled[0][1] == len(ALONG)  # the matching's CPU, measured where it ran
 
 
 @pytest.mark.parametrize(
