@@ -39,7 +39,8 @@ from __future__ import annotations
 import contextlib
 import math
 import secrets
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 
 from redis.asyncio import Redis
@@ -117,6 +118,14 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2])) + 1)
 return 1
 """
+
+
+def measured[T](function: Callable[[], T]) -> tuple[T, float]:
+    """`function`'s result and the CPU seconds its thread spent on it (what `Admission.settle`
+    charges: run it in the thread that does the work)."""
+    began = time.thread_time()
+    result = function()
+    return result, time.thread_time() - began
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,6 @@ GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED = 15  # a bicycle's or a pedestrian's netw
 HEAVY_GRAPH_MATRIX_UNITS = 100
 ISOCHRONE_BASE_UNITS = 150
 ISOCHRONE_RANGE_UNITS = 150  # at the largest range (3600 s, 100 km)
-# Reading a trace point, thinning it and writing its answer: ~30 ms each way for 10 000 points.
-MATCH_POINT_UNITS = 0.01
 DETOUR_LINE_UNITS = 1.0
 DETOUR_TRACK_BASE_UNITS = 20  # the best route, the endpoints' checks
 
@@ -102,11 +100,11 @@ def match_cost(steps_m: Sequence[float], accuracy_m: float, given: int) -> Cost:
     return cost(units, f"{given} trace points, {kept} after thinning, at gpsAccuracy {accuracy_m:g} m", heavy=True)
 
 
-def match_settled(cpu_s: float, given: int) -> int:
-    """What a match costs in the end: its matching's measured CPU (a unit a millisecond) and each
-    point's reading and answer (`MATCH_POINT_UNITS`). Its price before the work is an envelope
-    of the dearest traces of its shape; the settlement gives the rest back."""
-    return max(1, math.ceil(cpu_s * 1000 + MATCH_POINT_UNITS * given))
+def match_settled(cpu_s: float) -> int:
+    """What a match costs in the end: the CPU measured reading it, matching it (where it ran) and
+    writing its answer with the unmatched points' reasons, a unit a millisecond. Its price
+    before the work is an envelope of the dearest traces of its shape; the rest is given back."""
+    return max(1, math.ceil(cpu_s * 1000))
 
 
 def detour_cost(lines: int, track_steps_m: Sequence[float] | None, accuracy_m: float) -> Cost:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from common.admission import Cost, caller_of
+from common.admission import Cost, caller_of, measured
 from common.errors import ParameterErrors
 from common.internal_auth import INTERNAL_TIER_HEADER
 from common.service import decode_json, dump_json, json_response, read_json, require_json_media_type
@@ -101,12 +101,12 @@ async def match(request: web.Request) -> web.Response:
     # the loop gets its turn every few ms (the interpreter's switch interval) instead of other
     # requests waiting for it whole (probe p99 22x idle under the campaign's match attack,
     # bench/isolation.py, 2026-11-26).
-    parsed, thin, price = await asyncio.to_thread(read_match, raw, request.content_type, query, registry)
+    (parsed, thin, price), read_s = await asyncio.to_thread(measured, lambda: read_match(raw, request.content_type, query, registry))
     caller = caller_of(request.headers)
     async with state.admission.admit(caller, price) as admitted:
         result = await unless_gone(request, state.calls.match(parsed, thin))
-        await state.admission.settle(caller, admitted, match_settled(result.cpu_s, len(parsed.query.points)))
-    body = await asyncio.to_thread(lambda: match_json(registry, parsed, result, dataset.hash))
+        body, write_s = await asyncio.to_thread(measured, lambda: match_json(registry, parsed, result, dataset.hash))
+        await state.admission.settle(caller, admitted, match_settled(read_s + result.cpu_s + write_s))
     return web.Response(body=body, content_type="application/json", headers=admitted.headers)
 
 

@@ -178,10 +178,10 @@ async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
 ) -> None:
     """Priced ahead at the dearest traces of its shape, settled to the matching's measured CPU
     (issue 55: the price was up to 2x an ordinary trace's cost, bench prices)."""
-    settled: list[tuple[float, int]] = []
+    settled: list[float] = []
 
-    def recorded(cpu_s: float, given: int) -> int:
-        settled.append((cpu_s, given))
+    def recorded(cpu_s: float) -> int:
+        settled.append(cpu_s)
         return 7
 
     monkeypatch.setattr(route_handlers, "match_settled", recorded)
@@ -189,7 +189,7 @@ async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
     response = await client.post("/v1/match", json=body, headers=account("standard"))
     assert response.status == 200, await response.text()
     assert response.headers["RateLimit-Cost"] == "7"
-    assert settled[0][0] > 0 and settled[0][1] == len(ALONG)  # the matching's CPU, measured where it ran
+    assert settled[0] > 0  # reading, matching (where it ran) and writing, measured
 
 
 @pytest.mark.parametrize(
