@@ -279,7 +279,7 @@ def run() -> str:
         "",
         f"Command: `python -m bench prices` (BENCH_PRICES_MAPS={','.join(MAPS)}, BENCH_PRICES_LINES={LINES}). "
         "Real route and geocoding services, one process each on loopback, asked as an `unlimited` account; "
-        f"price: the `RateLimit-Cost` charged (the fleet's matrices: their share of the fleet's price); CPU: the "
+        f"price: the `RateLimit-Cost` charged (geocoder batches and matches: settled after the work to the CPU they measured; the fleet's matrices: their share of the fleet's price); CPU: the "
         f"service's, all its processes, median of {REPEATS} after a warm-up (the geocoder's once each, cold then "
         f"cached). A unit is meant as 1 ms of one core. A price is set before the work for every request of its "
         f"shape: it fails below {1 / TOLERANCE:.2f}x of any map's cost, or above {TOLERANCE:g}x even on the "
