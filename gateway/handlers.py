@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from common.admission import LARGE_BODY_BYTES
 from common.errors import ApiError, MethodNotAllowed, NotFound
 from common.internal_auth import shows_internals
 from common.service import CONFIG_KEY, REDIS_KEY, json_response
@@ -63,12 +64,15 @@ async def proxy(request: web.Request) -> web.StreamResponse:
     if request.method == "OPTIONS":
         return answer_options(request)
     state = request.app[GATEWAY_KEY]
+    # Without a declared length (chunked) a body counts as large, as at admission.
+    declared = request.content_length
+    large = request.can_read_body and (declared is None or declared >= LARGE_BODY_BYTES)
     try:
         response = await answer(state, request)
     except ApiError as exc:
-        await state.pacer.pace(refused_client(state, request), exc.status)
+        await state.pacer.pace(refused_client(state, request), exc.status, large)
         raise
-    await state.pacer.pace(refused_client(state, request), response.status)
+    await state.pacer.pace(refused_client(state, request), response.status, large)
     return response
 
 

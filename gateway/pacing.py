@@ -20,7 +20,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-# The refusals paced: the token's and the limits'. 400s and 413s are mistakes, not loops.
+# The refusals paced: the token's and the limits'. Other 4xx are mistakes, not loops, unless the
+# request had a large body: refusing a client that keeps sending 164 KB batches with a wrong
+# header cost the machine their bytes, ~75 a second (issue 55, bench isolation's header phase).
 PACED_STATUSES = frozenset({401, 429})
 # Clients remembered per gateway process; the longest unseen is forgotten first.
 MAX_REMEMBERED_CLIENTS = 10_000
@@ -72,9 +74,10 @@ class RefusalPacer:
             self._left.popitem(last=False)
         return 0.0 if left >= 1.0 else self.rule.delay_seconds
 
-    async def pace(self, client: str, status: int) -> None:
-        """Hold a refusal (`status` in PACED_STATUSES) of a client past its free ones."""
-        if status not in PACED_STATUSES:
+    async def pace(self, client: str, status: int, large_body: bool = False) -> None:
+        """Hold a refusal (`status` in PACED_STATUSES, or any 4xx to a large body) of a client
+        past its free ones."""
+        if status not in PACED_STATUSES and not (large_body and 400 <= status < 500):
             return
         delay = self.delay_for(client, time.monotonic())
         if delay > 0:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from common.admission import LARGE_BODY_BYTES
 from gateway.app import create_app
 from gateway.config import RateLimit
 from gateway.pacing import MAX_REMEMBERED_CLIENTS, PacingRule, RefusalPacer, parse_pacing_rule
@@ -95,4 +96,20 @@ async def test_an_account_s_429s_are_held_past_the_free_ones_and_another_account
     assert pacer.held == 2
     statuses = [(await gateway.get("/v1/route", headers=second)).status for _ in range(4)]
     assert statuses == [200, 429, 429, 429]  # its own three free refusals, on the same address
+    assert pacer.held == 2
+
+
+async def test_mistakes_with_large_bodies_are_held_past_the_free_ones_and_small_ones_not(
+    paced_gateway: PacedGateway, key: TestKey  # noqa: F811
+) -> None:
+    """Issue 55: a client looping on 164 KB batches with a wrong header was refused ~75 times a
+    second, each body read whole; a client's small mistakes are not held."""
+    gateway = await paced_gateway(standard=RateLimit(1000, 1000))
+    pacer = gateway.app[GATEWAY_KEY].pacer
+    good = {"Authorization": f"Bearer {key.token(sub='user:pace-large', tier='standard')}"}
+    for _ in range(5):
+        assert (await gateway.post("/v1/no-such-operation", data=b"x" * 100, headers=good)).status == 404
+    assert pacer.held == 0
+    for _ in range(5):
+        assert (await gateway.post("/v1/no-such-operation", data=b"x" * LARGE_BODY_BYTES, headers=good)).status == 404
     assert pacer.held == 2
