@@ -28,7 +28,9 @@ submission (issue 55): the job service first sends the request to its owning ser
 `X-Internal-Job: price`, whose handler parses and prices it as usual; `admit` then checks the
 tier's cap (413) and charges the budget (429 when it cannot pay) and, instead of the work,
 raises `Priced`, which `common.middleware` answers 204 with the RateLimit-Cost headers. The
-job's replay (`X-Internal-Job: paid`) is neither checked nor charged again, and never refused.
+job's replay (`X-Internal-Job: paid:<units paid>`) is neither checked nor charged again, and never
+refused; an operation that settles its price to the work measured (`Admission.settle`) settles it
+from what the submission paid, into debt if need be.
 A job stored unpaid (its owning service could not be asked at submission: the job service
 fails open) is replayed with `X-Internal-Job: 1`: charged into debt but never refused, which
 later synchronous requests feel.
@@ -203,6 +205,7 @@ class Caller:
     job: bool = False
     price_only: bool = False  # the job's submission: priced and charged, refusable, no work
     paid: bool = False  # the replay of a job paid at submission: not charged again
+    paid_units: int = 0  # what it paid then, which a price settled after the work starts from
 
 
 def caller_of(headers: Mapping[str, str]) -> Caller | None:
@@ -211,7 +214,10 @@ def caller_of(headers: Mapping[str, str]) -> Caller | None:
     if not account:
         return None
     job = headers.get(INTERNAL_JOB_HEADER, "")
-    return Caller(account, headers.get(INTERNAL_TIER_HEADER, ""), bool(job), job == JOB_PRICE_ONLY, job == JOB_PAID)
+    marked, _, units = job.partition(":")  # a paid replay: "paid:<units>"
+    paid_units = int(units) if marked == JOB_PAID and units.isascii() and units.isdigit() else 0
+    return Caller(account, headers.get(INTERNAL_TIER_HEADER, ""), bool(job), job == JOB_PRICE_ONLY,
+                  marked == JOB_PAID, paid_units)  # fmt: skip
 
 
 class Priced(Exception):
@@ -244,7 +250,10 @@ class Admission:
     async def admit(self, caller: Caller | None, price: Cost) -> AsyncIterator[Admitted]:
         """Checks, charges and (for heavy work) holds a slot while the body of the `with` runs;
         a price-only request raises `Priced` after its charge instead."""
-        if caller is None or caller.paid or (price.units <= 1 and not price.heavy and not caller.price_only):
+        if caller is not None and caller.paid:
+            yield Admitted({}, caller.paid_units)  # paid at submission: only a settlement after the work
+            return
+        if caller is None or (price.units <= 1 and not price.heavy and not caller.price_only):
             # On nobody's behalf, or a light request the gateway's request rate already counts
             # (charging it would add a Redis round trip to the cheapest, most frequent requests).
             yield Admitted({})
@@ -342,7 +351,7 @@ class Admission:
         say what was charged in the end."""
         difference = units - admitted.charged
         if caller is None or not admitted.charged or not difference:
-            return  # nothing was charged ahead (on nobody's behalf, light, or a paid job's replay)
+            return  # nothing was charged ahead (on nobody's behalf, light, or a job paid before this change)
         budget = self.budgets.for_tier(caller.tier)
         admitted.charged = units
         admitted.headers["RateLimit-Cost"] = str(units)

@@ -15,13 +15,13 @@ from job_service.model import ACTIVE, SUCCEEDED, Account, Job, StoredRequest
 from job_service.store import JobStore, OverQuota
 
 MIB = 1 << 20
-# A request's price at submission: (paid, the RateLimit-Cost headers); raises its refusal.
-Pricer = Callable[[Account, StoredRequest], Awaitable[tuple[bool, dict[str, str]]]]
+# A request's price at submission: (the units paid, 0 unpaid; the RateLimit-Cost headers); raises its refusal.
+Pricer = Callable[[Account, StoredRequest], Awaitable[tuple[int, dict[str, str]]]]
 
 
-async def unpriced(account: Account, request: StoredRequest) -> tuple[bool, dict[str, str]]:
+async def unpriced(account: Account, request: StoredRequest) -> tuple[int, dict[str, str]]:
     """Without an owning service to ask: stored unpaid, charged into debt when it runs."""
-    return False, {}
+    return 0, {}
 
 
 @dataclass(frozen=True)

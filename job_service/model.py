@@ -55,7 +55,7 @@ class StoredRequest:
     disposition: str = ""
     # Priced and charged at submission by its owning service (job_service.replay.Replayer.price):
     # its replay is not charged again.
-    paid: bool = False
+    paid: int = 0  # the units charged then; 0: unpaid
 
 
 @dataclass(frozen=True)

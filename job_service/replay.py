@@ -38,7 +38,7 @@ def replay_headers(account: Account, request: StoredRequest, job: str = "") -> d
         "Content-Type": request.content_type,
         INTERNAL_SUBJECT_HEADER: account.subject,
         INTERNAL_TIER_HEADER: account.tier,
-        INTERNAL_JOB_HEADER: job or (JOB_PAID if request.paid else "1"),
+        INTERNAL_JOB_HEADER: job or (f"{JOB_PAID}:{request.paid}" if request.paid else "1"),
     }
     if request.disposition:
         headers["Content-Disposition"] = request.disposition
@@ -103,26 +103,27 @@ class Replayer:
             timeout_seconds=min(self.timeout_seconds, PRICE_TIMEOUT_SECONDS) if job else self.timeout_seconds,
         )
 
-    async def price(self, account: Account, request: StoredRequest) -> tuple[bool, dict[str, str]]:
+    async def price(self, account: Account, request: StoredRequest) -> tuple[int, dict[str, str]]:
         """At submission: the owning service prices the request and charges the account, or
         refuses it (its 4xx raised: over the tier's cap 413, an empty budget 429, a request it
-        cannot read 400). (paid, the RateLimit-Cost headers). When the service cannot answer
+        cannot read 400). (the units paid, the RateLimit-Cost headers). When the service cannot answer
         (5xx, unreachable), the job is stored unpaid, as before (fail open, like admission)."""
         client = self.clients[BY_NAME[request.operation].service]
         try:
             reply = await self.call(client, account, request, JOB_PRICE_ONLY)
         except ApiError as exc:
             log.warning("job not priced at submission, stored unpaid: %s", exc.detail)
-            return False, {}
+            return 0, {}
         if reply.status >= 500:
             log.warning("job not priced at submission (%d), stored unpaid", reply.status)
-            return False, {}
+            return 0, {}
         headers = {name: reply.headers[name] for name in PRICE_HEADERS if name in reply.headers}
         if reply.status >= 300:
             refused = client.upstream_error(reply.status, client.parsed(reply))
             refused.headers.update(headers)
             raise refused
-        return True, headers
+        paid = headers.get("RateLimit-Cost", "1")
+        return max(1, int(paid) if paid.isdigit() else 1), headers
 
     @staticmethod
     def outcome(client: ServiceClient, reply: Reply) -> Outcome:

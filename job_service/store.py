@@ -189,7 +189,7 @@ class JobStore:
             "attempts": 0,
             "content_type": request.content_type,
             "disposition": request.disposition,
-            "paid": int(request.paid),
+            "paid": request.paid,
             "query": query,
             "body": body,
             "bytes": len(body) + len(query),
@@ -263,7 +263,7 @@ class JobStore:
         text = {k: (v or b"").decode() for k, v in found.items() if k not in ("query", "body")}
         query = [(str(k), str(v)) for k, v in orjson.loads(found["query"] or b"[]")]
         stored = StoredRequest(text["operation"], text["content_type"], decompress(found["body"]), query,
-                               text["disposition"], text["paid"] == "1")  # fmt: skip
+                               text["disposition"], int(text["paid"] or 0))  # fmt: skip
         return Account(text["owner"], text["tier"]), stored
 
     async def jobs_of(self, owner: str) -> list[Job]:

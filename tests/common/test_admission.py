@@ -96,9 +96,9 @@ async def test_a_jobs_submission_is_priced_refusably_and_its_replay_not_charged_
     admission = Admission(ResilientRedis(redis_server), BUDGETS)
     who = {INTERNAL_SUBJECT_HEADER: "test-" + uuid.uuid4().hex, INTERNAL_TIER_HEADER: "small"}
     pricing = caller_of({**who, INTERNAL_JOB_HEADER: JOB_PRICE_ONLY})
-    paid = caller_of({**who, INTERNAL_JOB_HEADER: JOB_PAID})
+    paid = caller_of({**who, INTERNAL_JOB_HEADER: f"{JOB_PAID}:100"})
     assert pricing is not None and pricing.job and pricing.price_only and not pricing.paid
-    assert paid is not None and paid.job and paid.paid and not paid.price_only
+    assert paid is not None and paid.job and paid.paid and not paid.price_only and paid.paid_units == 100
     ran = []
     with pytest.raises(CostTooHigh, match="at most 100 per request"):
         async with admission.admit(pricing, cost(101, "x")):
@@ -113,7 +113,7 @@ async def test_a_jobs_submission_is_priced_refusably_and_its_replay_not_charged_
     for _ in range(3):  # the paid replays cost nothing more, and are never refused
         async with admission.admit(paid, cost(100, "x", heavy=True)) as admitted:
             ran.append(2)
-    assert ran == [2, 2, 2] and admitted.headers == {}
+    assert ran == [2, 2, 2] and admitted.headers == {} and admitted.charged == 100  # what a settlement starts from
     for _ in range(2):
         with pytest.raises(Priced):
             async with admission.admit(pricing, cost(90, "x")):

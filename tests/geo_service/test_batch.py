@@ -279,6 +279,24 @@ async def test_a_batch_is_charged_the_work_it_took(client: Client, monkeypatch: 
     assert refused.status == 429
 
 
+async def test_a_paid_job_s_batch_is_settled_from_what_it_paid(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job paid at submission (its replay marked `paid:<units>`) is settled like a batch: dear
+    lines charged past what it paid, into debt (the replay is never refused)."""
+    provider = client.app[STATE_KEY].registry.providers["osm"]
+    answer_many = provider.answer_many
+
+    async def dear(queries: Any) -> Any:
+        answers, _ = await answer_many(queries)
+        return answers, 6.0 * len(queries)
+
+    monkeypatch.setattr(provider, "answer_many", dear)
+    replay = {INTERNAL_SUBJECT_HEADER: "acct-paid-job", INTERNAL_TIER_HEADER: "demo", INTERNAL_JOB_HEADER: "paid:16"}
+    response = await client.post("/v1/geocoder/batch", data="address\nTal 61 München\nTal 63 München\n".encode(),
+                                 headers={**LEGACY, **CSV, **replay})  # fmt: skip
+    assert response.status == 200 and int(response.headers["RateLimit-Cost"]) >= 12_000
+    assert response.headers["RateLimit-Cost-Remaining"] == "0"
+
+
 async def test_lines_alike_are_looked_up_once(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     """Address lists repeat addresses: each distinct question is asked of the index once, and
     every line still gets its own entry (its line number and id)."""

@@ -126,4 +126,4 @@ async def test_a_replay_is_marked_as_a_jobs(jobs_client: Client, upstream: Upstr
     assert status == 202 and headers["RateLimit-Cost"] == "7"
     assert upstream.priced == [{"path": "/v1/optimize/stops", "bytes": len(orjson.dumps(STOPS))}]
     await finished(jobs_client, job["id"], who=caller("user-9", "demo"))
-    assert upstream.calls[0]["job"] == "paid" and upstream.calls[0]["tier"] == "demo"
+    assert upstream.calls[0]["job"] == "paid:7" and upstream.calls[0]["tier"] == "demo"
