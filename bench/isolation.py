@@ -53,6 +53,7 @@ from bench.full_stack import full_stack
 from bench.isolation_surfaces import (
     largest_result_job,
     manifest_limits_mib,
+    memory_line,
     surface_attacks,
     watching_memory,
     wide_header,
@@ -491,18 +492,6 @@ def table(phases: list[Phase]) -> list[str]:
     return rows
 
 
-def memory_line(phases: list[Phase]) -> str:
-    """Each process's highest resident memory over the phases, against its manifest's limit."""
-    limits = manifest_limits_mib()
-    peaks: dict[str, tuple[float, str]] = {}
-    for phase in phases:
-        for name, peak in phase.memory_mib.items():
-            if peak > peaks.get(name, (0.0, ""))[0]:
-                peaks[name] = (peak, phase.name)
-    held = [f"{name} {peak:.0f} / {limits[name]:.0f} ({phase})" for name, (peak, phase) in sorted(peaks.items()) if name in limits]
-    return "Peak resident memory per process, MiB / its manifest's limit (the phase it was reached in): " + ", ".join(held) + "."
-
-
 def run() -> str:
     with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp, full_stack(Path(tmp)) as stack:
         phases = measure(stack)
@@ -521,6 +510,6 @@ def run() -> str:
         "",
         f"No attack answered 5xx: {'yes' if never_5xx else 'no'}.",
         "",
-        memory_line(phases),
+        memory_line([(phase.name, phase.memory_mib) for phase in phases]),
     ]
     return "\n".join(lines)

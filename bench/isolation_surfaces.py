@@ -198,3 +198,15 @@ def worst_memory(peaks: dict[str, float], limits: dict[str, float]) -> tuple[str
     """The process nearest its limit: (name, peak MiB, limit MiB)."""
     held = [(name, peak, limits[name]) for name, peak in peaks.items() if name in limits]
     return max(held, key=lambda item: item[1] / item[2], default=("-", 0.0, float("nan")))
+
+
+def memory_line(phases: list[tuple[str, dict[str, float]]]) -> str:
+    """Each process's highest resident memory over the phases, against its manifest's limit."""
+    limits = manifest_limits_mib()
+    peaks: dict[str, tuple[float, str]] = {}
+    for phase, memory in phases:
+        for name, peak in memory.items():
+            if peak > peaks.get(name, (0.0, ""))[0]:
+                peaks[name] = (peak, phase)
+    held = [f"{name} {peak:.0f} / {limits[name]:.0f} ({phase})" for name, (peak, phase) in sorted(peaks.items()) if name in limits]
+    return "Peak resident memory per process, MiB / its manifest's limit (the phase it was reached in): " + ", ".join(held) + "."
