@@ -28,8 +28,8 @@ def full_redis(redis_server: str) -> Iterator[str]:
     try:
         yield redis_server
     finally:
-        raw.config_set("maxmemory", before["maxmemory"])
-        raw.config_set("maxmemory-policy", before["maxmemory-policy"])
+        raw.config_set("maxmemory", str(before["maxmemory"]))
+        raw.config_set("maxmemory-policy", str(before["maxmemory-policy"]))
         raw.close()
 
 

@@ -64,6 +64,6 @@ async def test_a_result_that_would_pass_the_stores_share_fails_its_job_saying_wh
         assert "would take the job store past its share" in done["error"]["detail"]
         assert int(raw.info("memory")["used_memory"]) < used + 1_000_000
     finally:
-        raw.config_set("maxmemory", before)
+        raw.config_set("maxmemory", str(before))
         raw.close()
     assert (await client.get(job["location"], headers=caller())).status == 200
