@@ -15,11 +15,15 @@ from typing import Any
 
 import valhalla
 
+from common.areas import MAX_VERTICES
+
 VALHALLA_DIR = "valhalla"
 TILES_TAR = "tiles.tar"
-# Our avoid areas' limit is their vertex count and the map, not a perimeter: Valhalla's default
-# refuses any excluded polygon longer than 10 km around.
+COSTINGS = ("auto", "truck", "bicycle", "pedestrian")  # VEHICLE_TABLE's valhalla_costing
+# Our avoid areas' limits are their positions and area (common.areas), not a perimeter:
+# Valhalla's default refuses excluded polygons longer than 10 km around or of over 100 positions.
 MAX_EXCLUDE_POLYGONS_LENGTH_M = 10_000_000
+MAX_EXCLUDE_POLYGONS_VERTICES = MAX_VERTICES
 MAX_ROUTE_DISTANCE_M = 40_000_000  # around the Earth
 
 
@@ -37,10 +41,16 @@ def config(dataset_dir: Path, *, threads: int = 1) -> dict[str, Any]:
     settings["mjolnir"].update({"concurrency": threads, "admin": "", "timezone": "", "traffic_extract": ""})
     limits = settings["service_limits"]
     limits["max_exclude_polygons_length"] = MAX_EXCLUDE_POLYGONS_LENGTH_M
-    for costing in ("auto", "truck", "bicycle", "pedestrian"):
+    limits["max_exclude_polygons_vertices"] = MAX_EXCLUDE_POLYGONS_VERTICES
+    for costing in COSTINGS:
         # Valhalla refuses routes longer than 250 km on foot, 500 km by bicycle, 5 000 km by car
         # before it searches; our only limit is the map's.
         limits[costing]["max_distance"] = MAX_ROUTE_DISTANCE_M
+    # A matrix whose points lie farther apart than this loses its `date_time`, silently (stock:
+    # 0, every matrix). Time rules apply to every matrix, so the bound is the widest matrix
+    # Valhalla takes at all (its costings' max_matrix_distance, 400 km by car): what a matrix
+    # may cost stays bounded by that and max_matrix_location_pairs, not by dropping the time.
+    limits["max_timedep_distance_matrix"] = max(limits[costing]["max_matrix_distance"] for costing in COSTINGS)
     settings["loki"]["logging"] = {"type": "", "long_request": 100.0}
     settings["thor"]["logging"] = {"type": "", "long_request": 100.0}
     settings["odin"]["logging"] = {"type": ""}

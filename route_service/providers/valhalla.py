@@ -109,11 +109,12 @@ NO_PATH = {442, 443}  # "No path could be found for input"
 class ValhallaProvider:
     name = "valhalla"
 
-    def __init__(self, actor: Any, osrm_vehicles: Iterable[str] = ()) -> None:
-        self.actor = actor
-        # Valhalla's actor is not thread-safe: two routes at once in the worker's thread pool
-        # crashed the process (segfault in actor.locate; two trucks' fleet routes, 2026-11-29).
-        self.actor_lock = threading.Lock()
+    def __init__(self, config: dict[str, Any], osrm_vehicles: Iterable[str] = ()) -> None:
+        # Valhalla's actor is not thread-safe (two calls at once on one actor segfaulted in
+        # actor.locate) and the binding releases the interpreter lock: an actor per thread, made
+        # on the thread's first call, all over the one memory-mapped tar (docs/decisions.md).
+        self.config = config
+        self.actors = threading.local()
         # The vehicles whose routes OSRM answers: their isochrones keep OSRM's pace (OSRM_PACE).
         self.osrm_vehicles = frozenset(osrm_vehicles)
 
@@ -122,7 +123,15 @@ class ValhallaProvider:
         tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
         if not tar.is_file():
             raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
-        return cls(valhalla.Actor(valhalla_tiles.config(dataset_dir)), osrm_vehicles)
+        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles)
+        provider.actor()  # a bad configuration fails the load, not the first request
+        return provider
+
+    def actor(self) -> Any:
+        """This thread's actor."""
+        if not hasattr(self.actors, "actor"):
+            self.actors.actor = valhalla.Actor(self.config)
+        return self.actors.actor
 
     def info(self) -> ProviderInfo:
         return ProviderInfo(
@@ -256,8 +265,7 @@ class ValhallaProvider:
         """Valhalla's answer, or its error as ours: a point off the roads is PointNotRoutable
         (which point: the registry's diagnostics tell), no path NoRouteFound."""
         try:
-            with self.actor_lock:
-                answer = getattr(self.actor, action)(orjson.dumps(request).decode())
+            answer = getattr(self.actor(), action)(orjson.dumps(request).decode())
             return orjson.loads(answer)
         except RuntimeError as exc:
             raise as_api_error(exc, request, restrictions, parameter) from exc
