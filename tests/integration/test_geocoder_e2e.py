@@ -8,7 +8,6 @@ from urllib.parse import quote
 import aiohttp
 import pytest
 
-from geo_service.costs import BATCH_LINE_UNITS
 from launcher.stack import Stack
 from tests.integration.conftest import LEGACY, PROBLEM, user_token
 
@@ -97,14 +96,15 @@ async def test_a_batch_through_the_gateway_answers_each_line_and_counts_its_line
     geo_platform: Stack, http: aiohttp.ClientSession
 ) -> None:
     """Issue 34: one request for many addresses, each line's answer in order; the account's
-    budget is charged per line (`RateLimit-Cost`), not per request."""
+    budget is charged for its lines' work (`RateLimit-Cost`), not per request."""
     token = await token_for(geo_platform, http)
     text = "id;address;lat;lon\nm8;Marienplatz 8, 80331 München;;\nnone;;;\nback;;48.1373943;11.5760552\n"
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/csv", **PROBLEM}
     async with http.post(f"{geo_platform.base_url}/v1/geocoder/batch", data=text.encode(), headers=headers) as resp:
         body = await resp.json()
         assert resp.status == 200, body
-        assert resp.headers["RateLimit-Cost"] == str(3 * int(BATCH_LINE_UNITS))  # 3 lines
+        # 3 lines paid ahead, then settled to the lookups' measured CPU (issue 55)
+        assert int(resp.headers["RateLimit-Cost"]) >= 1 and "RateLimit-Cost-Remaining" in resp.headers
     assert body["summary"] == {"linesRead": 3, "answered": 2, "failed": 1}
     first, missing, back = body["results"]
     assert (first["line"], first["id"], first["results"][0]["label"]) == (2, "m8", "Marienplatz 8, 80331 München")
