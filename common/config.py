@@ -26,8 +26,9 @@ DEFAULT_PORTS = {
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6390/0"
 # tier=per_request/rate/burst/concurrent in work units (about a millisecond of one core each;
 # common.admission). Standard: half a core sustained, a minute of one core at once and in one
-# request (a 1000-stop optimization at its default 8 s on two cores is ~16 000 units).
-DEFAULT_COST_BUDGETS = "anonymous=200/20/400/1,demo=5000/50/10000/1,standard=60000/500/60000/2,unlimited=600000/0/0/8"
+# request (a 1000-stop optimization at its default 8 s on two cores is ~16 000 units). Unlimited:
+# the API's largest request, a 100 000-line geocoder batch job at 8 units a line (800 000).
+DEFAULT_COST_BUDGETS = "anonymous=200/20/400/1,demo=5000/50/10000/1,standard=60000/500/60000/2,unlimited=1000000/0/0/8"
 
 
 def env_str(name: str, default: str) -> str:

@@ -11,7 +11,7 @@ Two rules bound the work of one request before any of it starts (issue 29):
   unlimited 1 000 000), so a synchronous request may have at most sqrt(cells) places: demo 31,
   standard 100, unlimited 1000. Larger ones run as jobs (`?async=true`), whose cells are what the
   tier's per-request cost pays for at the dearest engine's price (`job_cells`: demo 50 000,
-  standard 600 000, unlimited 6 000 000; never fewer than the synchronous cells): its
+  standard 600 000, unlimited 10 000 000; never fewer than the synchronous cells): its
   matrices alone then fit the cap whichever engine computes them, and the optimizer's memory is
   bounded (a cell is two int64 in the solver's arrays, more as JSON on the way). More is 413
   `OPTIMIZE_ERROR_TOO_MANY_STOPS` naming the cells.
