@@ -130,6 +130,20 @@ def measured[T](function: Callable[[], T]) -> tuple[T, float]:
     return result, time.thread_time() - began
 
 
+# A work unit is a millisecond of CPU: prices are estimates of it, settlements measure it.
+UNITS_PER_CPU_S = 1000
+
+
+def units_of_cpu(cpu_s: float) -> int:
+    """Work units of `cpu_s` CPU seconds (at least one: every answered request costs)."""
+    return max(1, math.ceil(cpu_s * UNITS_PER_CPU_S))
+
+
+def cpu_of_units(units: float) -> float:
+    """CPU seconds `units` work units allow."""
+    return units / UNITS_PER_CPU_S
+
+
 @dataclass(frozen=True)
 class Cost:
     """What one request will cost, and what that was computed from (for the messages)."""

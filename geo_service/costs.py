@@ -4,9 +4,7 @@ are light: the gateway's request rate counts them. A batch pays per line, so a b
 
 from __future__ import annotations
 
-import math
-
-from common.admission import Cost, cost
+from common.admission import Cost, cost, cpu_of_units, units_of_cpu
 
 # A line costs up to 8 ms of the service's CPU (`python -m bench prices`, 2026-12-02: addresses
 # of the index 1-2.2 ms a line, mistyped in an unknown town 4.0 on the five maps as one, 7.4 on
@@ -30,4 +28,4 @@ def batch_settled(lines: int, lookups_s: float) -> int:
     """What a batch costs in the end: its lookups' measured CPU (a unit a millisecond), and every
     line's overhead. Lines answered from the cache cost their overhead only; lines dearer than
     the price (names found nowhere: ~20 ms each, measured 2026-12-02) cost what they took."""
-    return max(1, math.ceil(lookups_s * 1000 + LINE_OVERHEAD_UNITS * lines))
+    return units_of_cpu(lookups_s + cpu_of_units(LINE_OVERHEAD_UNITS * lines))

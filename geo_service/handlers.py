@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from common.admission import caller_of
+from common.admission import caller_of, cpu_of_units
 from common.errors import BatchTooLarge
 from common.service import json_response, read_limited_body
 from common.waiting import unless_gone
@@ -44,7 +44,7 @@ async def batch(request: web.Request) -> web.Response:
     lines = min(counted_lines(body, parsed_request.form), parsed_request.max_lines)
     async with state.admission.admit(caller, batch_cost(lines)) as admitted:
         parsed = await unless_gone(request, state.parse_batch(caller, body, parsed_request))
-        most_s = state.admission.most_units(caller) / 1000  # a unit is a CPU millisecond
+        most_s = cpu_of_units(state.admission.most_units(caller))
         answers, lookups_s = await unless_gone(request, state.answer_batch(parsed_request, parsed, most_s))
         await state.admission.settle(caller, admitted, batch_settled(parsed.lines_read, lookups_s))
     return json_response(batch_json(answers, parsed_request.defaults["provider"]), headers=admitted.headers)

@@ -35,10 +35,9 @@ must hold against the dearest request of a shape, not the average one.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from common.admission import Cost, cost
+from common.admission import Cost, cost, units_of_cpu
 from common.vehicles import VEHICLE_TABLE
 from route_service.calls import is_large_matrix
 from route_service.matching import step_units
@@ -104,7 +103,7 @@ def match_settled(cpu_s: float) -> int:
     """What a match costs in the end: the CPU measured reading it, matching it (where it ran) and
     writing its answer with the unmatched points' reasons, a unit a millisecond. Its price
     before the work is an envelope of the dearest traces of its shape; the rest is given back."""
-    return max(1, math.ceil(cpu_s * 1000))
+    return units_of_cpu(cpu_s)
 
 
 def detour_cost(lines: int, track_steps_m: Sequence[float] | None, accuracy_m: float) -> Cost:

@@ -224,3 +224,11 @@ def test_budgets_parse_and_unknown_tiers_get_the_smallest() -> None:
     for bad in ("demo=1/2/3", "demo=a/1/1/1", "demo=-1/1/1/1", "demo=1/1/0/1", ""):
         with pytest.raises(SystemExit):
             parse_cost_budgets(bad)
+
+
+def test_a_work_unit_is_a_cpu_millisecond_and_any_answered_work_costs_one() -> None:
+    from common.admission import cpu_of_units, units_of_cpu
+
+    assert units_of_cpu(0.0) == 1
+    assert units_of_cpu(0.0015) == 2
+    assert units_of_cpu(cpu_of_units(800_000)) == 800_000
