@@ -201,14 +201,15 @@ class Measured:
     tree_rss: int  # bytes, the largest sum over the process tree seen
 
 
-def measured_run(command: list[str], log: Path) -> Measured:
-    """Runs a command to its end: wall time, largest process RSS, largest tree RSS."""
+def measured_run(command: list[str], log: Path, env: dict[str, str] | None = None) -> Measured:
+    """Runs a command to its end (`env`: variables set over this process's): wall time, largest
+    process RSS, largest tree RSS."""
     peak = [0]
     done = threading.Event()
     started = time.perf_counter()
     with open(log, "wb") as out:
         process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})  # fmt: skip
+                                   env={**os.environ, **(env or {}), "PYTHONPATH": str(REPO_ROOT)})  # fmt: skip
 
         def sample() -> None:
             while not done.is_set():
