@@ -18,9 +18,9 @@ bounded by the way's nodes.
 Times: conditions are opening-hours expressions (route_service.time_rules parses them); a week
 bucket is limited when the rule holds at any moment of it on any day of the coming year (a
 seasonal rule is applied all year, public holidays are not known: slower, never faster). The
-tiles carry no time zone (valhalla_tiles: `mjolnir.timezone` empty), so Valhalla reads a
-request's `date_time` as the bucket's wall clock: the profile is the road's local time, and a
-request must pass the local wall time.
+profile is the road's local wall clock, as Valhalla looks a bucket up: the request's
+`date_time` read as local time in the zone the tiles give its origin (Etc/UTC where they carry
+none, where it is then read as it is), so a request passes the local time of its departure.
 
 Fit: 200 coefficients cannot hold a step; encoded as is, 50 -> 30 km/h at 22:00 decoded to 39
 km/h inside the rule and 52 outside. The target is ramped down over RAMP_BUCKETS before each

@@ -81,6 +81,20 @@ def test_without_the_profiles_valhalla_drives_the_day_speed_at_night(actor: valh
     assert set(speeds(actor, shape, NECKARSTADEN, NIGHT, NO_PREDICTED)) == {50}
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_a_matrix_at_2330_takes_the_night_limit(actor: valhalla.Actor, bidirectional: bool) -> None:
+    # TimeDistanceMatrix (Valhalla's choice at a time) and CostMatrix (prioritize_bidirectional)
+    def seconds(at: str) -> int:
+        request = {
+            "sources": [{"lat": 49.41345, "lon": 8.70785}], "targets": [{"lat": 49.41348, "lon": 8.70915}],
+            "costing": "auto", "date_time": {"type": 1, "value": at}, "prioritize_bidirectional": bidirectional,
+        }  # fmt: skip
+        return int(orjson.loads(actor.matrix(orjson.dumps(request).decode()))["sources_to_targets"][0][0]["time"])
+
+    # 94 m: 6.8 s at 50 km/h, 11.3 s at 30
+    assert seconds(NOON) <= 7 and seconds(NIGHT) >= 11
+
+
 def test_every_edge_of_every_way_with_a_night_limit_keeps_it_both_ways(
     actor: valhalla.Actor, heidelberg: tuple[Path, dict[str, Any]], shared_osm: Path
 ) -> None:
