@@ -32,6 +32,7 @@ SECTIONS = (
     "dynamic_costs",
     "time_rules",
     "time_tours",
+    "night_speeds",
     "match",
     "isochrone",
     "engines",

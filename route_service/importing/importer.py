@@ -49,7 +49,7 @@ from common.vocabulary import VEHICLES
 from route_service import osrm_profiles, valhalla_tiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
-from route_service.importing import valhalla_build
+from route_service.importing import speed_profiles, valhalla_build
 from route_service.importing.osrm_components import (
     SMALL_COMPONENT_SIZES,
     input_extents,
@@ -435,6 +435,9 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
         for lua in osrm_profiles.lua_files():
             yield lua.name.encode() + b"\0" + lua.read_bytes()
         yield graph_builder_source()
+        # Valhalla's build and its speed profiles (issue 56): a dataset built before them is rebuilt.
+        for module in (valhalla_build, speed_profiles):
+            yield Path(str(module.__file__)).read_bytes()
 
     def stored(self, dataset_dir: Path) -> dict[str, Any] | None:
         return read_manifest(dataset_dir)

@@ -1,6 +1,7 @@
 """Valhalla's tiles built for one dataset with the tools `pyvalhalla` ships: `valhalla_build_tiles`,
-then `valhalla_build_extract` packs them into one tar (route_service.valhalla_tiles says where
-and with what configuration the service reads them).
+then the speed limits by time as predicted speeds (route_service.importing.speed_profiles,
+`valhalla_add_predicted_traffic`), then `valhalla_build_extract` packs them into one tar
+(route_service.valhalla_tiles says where and with what configuration the service reads them).
 
 Not built: the admin areas (`valhalla_build_admins`, 550 MB of peak memory even for a city;
 without them Valhalla applies its default access rules and driving side) and time zones.
@@ -12,12 +13,14 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import valhalla
 
+from route_service.importing import speed_profiles
 from route_service.valhalla_tiles import TILES_TAR, VALHALLA_DIR, config, version
 
 
@@ -39,6 +42,7 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
     started = time.perf_counter()
     log = folder / "import.log"
     run([str(tools_dir() / "valhalla_build_tiles"), "-c", str(config_file), str(pbf)], log, "valhalla_build_tiles")
+    profiles = add_speed_profiles(pbf, settings, config_file, folder, log)
     tiles_bytes = sum(f.stat().st_size for f in tiles.rglob("*") if f.is_file())
     extract = [sys.executable, "-m", "valhalla.valhalla_build_extract", "-c", str(config_file), "-O"]
     run(extract, log, "valhalla_build_extract")
@@ -49,7 +53,25 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
         "seconds": round(time.perf_counter() - started, 2),
         "tiles_bytes": tiles_bytes,
         "tar_bytes": (folder / TILES_TAR).stat().st_size,
+        **profiles,
     }
+
+
+def add_speed_profiles(
+    pbf: Path, settings: dict[str, Any], config_file: Path, folder: Path, log: Path
+) -> dict[str, Any]:
+    """The loose tiles given the weekly profiles of the ways with speed limits by time (none: the
+    tool is not run). The rules are evaluated over the year from today, local time."""
+    started = time.perf_counter()
+    reading = {**settings, "mjolnir": {**settings["mjolnir"], "tile_extract": ""}}  # the loose tiles: no tar yet
+    traffic = folder / "traffic"
+    shutil.rmtree(traffic, ignore_errors=True)
+    written = speed_profiles.write_csv(valhalla.Actor(reading), pbf, traffic, datetime.now().replace(microsecond=0))
+    if written.edges:
+        tool = [str(tools_dir() / "valhalla_add_predicted_traffic"), "-c", str(config_file), str(traffic)]
+        run(tool, log, "valhalla_add_predicted_traffic")
+    shutil.rmtree(traffic, ignore_errors=True)
+    return {**written.summary(), "profiles_seconds": round(time.perf_counter() - started, 2)}
 
 
 def run(command: list[str], log: Path, step: str) -> None:
