@@ -1,0 +1,187 @@
+"""Emergency routes on Valhalla (issue 56): relaxations only within `emergencyRoutingRadius`.
+
+Valhalla relaxes a whole route (`ignore_oneways`, `ignore_access`), not a radius. So a route
+is asked for with both relaxations, then walked edge by edge (`trace_attributes`, edge_walk on
+its own shape): an edge against its one-way direction or closed to the vehicle is a
+relaxation, allowed only when all of its stretch lies within the radius of the requested start
+or of the requested destination (straight line), never on a motorway or trunk (a closure or a
+one-way there is a separate carriageway), and past no bollard. A route the walk does not
+follow (a cycleway or steps, which `ignore_access` opens to a car) is never vouched for. Each offending edge is excluded (`exclude_locations` at its middle) and
+the route asked again, ROUNDS times at most; then the normal route answers.
+
+Kept meanings of the graph provider's: the segments say which rule was relaxed
+(`oneway_against_direction`, or `access_restricted` for a closed way, also when one-way); a
+route that needs no relaxation is the normal route itself. Valhalla cannot open a way tagged
+`access=no` without `emergency=yes` (its graph gives such a way no access bit at all, lua
+graph.lua), and its edges carry the car's access bits for a truck (a way closed to trucks
+only is not seen as a relaxation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from common.errors import NoRouteFound
+from common.geo import haversine_m_arrays
+from route_service import polyline
+from route_service.model import EmergencySegment, RouteQuery, RouteResult
+
+if TYPE_CHECKING:
+    from route_service.providers.valhalla import ValhallaProvider
+
+RELAXED = {"ignore_oneways": True, "ignore_access": True}
+# Relaxed routes asked for at most: each round excludes the offending edges of the one before.
+ROUNDS = 3
+NEVER_RELAXED_CLASSES = frozenset({"motorway", "trunk"})
+BARRIERS = frozenset({"bollard", "sump_buster"})
+ATTRIBUTES = [
+    "edge.forward", "edge.traversability", "edge.road_class",
+    "edge.begin_shape_index", "edge.end_shape_index", "node.type", "shape",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """One edge of a relaxed route: its shape indices and the rule it relaxes (None: none)."""
+
+    first: int
+    last: int
+    reason: str | None
+    allowed: bool
+
+
+def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResult:
+    """The fastest (or shortest) route with relaxations inside the radius only (module doc)."""
+    single = replace(query, alternatives=0)
+    request = provider.route_request(single)
+    request["costing_options"][request["costing"]].update(RELAXED)
+    excluded: list[dict[str, float]] = list(request.get("exclude_locations", []))
+    for _ in range(ROUNDS):
+        if excluded:
+            request["exclude_locations"] = excluded
+        try:
+            answer = provider.call("route", request, query.restrictions)
+        except NoRouteFound:
+            break
+        shape = polyline.decode(answer["trip"]["legs"][0]["shape"], 6)  # (lon, lat)
+        stretches = walk(provider, request, answer, query, shape)
+        if stretches is None:
+            break  # the route cannot be told apart edge by edge: the normal one answers
+        offending = [s for s in stretches if not s.allowed]
+        if not offending:
+            if all(s.reason is None for s in stretches):
+                break  # nothing relaxed: the normal route is the answer
+            return faster(marked(provider.route_result(single, answer), stretches), normal_or_none(provider, query))
+        excluded += [middle(shape, s) for s in offending]
+    return provider.route(replace(query, emergency_radius_m=0))
+
+
+def walk(provider: ValhallaProvider, request: dict[str, Any], answer: dict[str, Any], query: RouteQuery,
+         shape: np.ndarray) -> list[Stretch] | None:  # fmt: skip
+    """The route's edges, each judged (module doc); None when the walk does not follow the route:
+    Valhalla's map matching keeps a car off cycleways and steps even with `ignore_access`, which
+    its routes take (measured on a made map), so such a route is never vouched for."""
+    trace = {
+        "encoded_polyline": answer["trip"]["legs"][0]["shape"],
+        "shape_format": "polyline6",
+        "costing": request["costing"],
+        "costing_options": request["costing_options"],
+        "shape_match": "edge_walk",
+        "filters": {"attributes": ATTRIBUTES, "action": "include"},
+    }
+    walked = provider.call("trace_attributes", trace, query.restrictions)
+    edges = walked.get("edges") or []
+    path = polyline.decode(walked.get("shape") or "", 6)
+    if not edges or path.shape != shape.shape or not np.allclose(path, shape, atol=1e-6):
+        return None
+    motor = query.vehicle in ("car", "truck")
+    return [judge(edge, i == len(edges) - 1, motor, shape, query) for i, edge in enumerate(edges)]
+
+
+def judge(edge: dict[str, Any], last: bool, motor: bool, shape: np.ndarray, query: RouteQuery) -> Stretch:
+    first, end = int(edge.get("begin_shape_index", 0)), int(edge.get("end_shape_index", 0))
+    reason = relaxed_rule(edge)
+    barrier = motor and not last and (edge.get("end_node") or {}).get("type") in BARRIERS
+    if reason is None:
+        return Stretch(first, end, None, not barrier)
+    allowed = (
+        edge.get("road_class") not in NEVER_RELAXED_CLASSES and not barrier and inside(shape[first : end + 1], query)
+    )
+    return Stretch(first, end, reason, allowed)
+
+
+def relaxed_rule(edge: dict[str, Any]) -> str | None:
+    """The rule the edge's use relaxes. Valhalla's traversability is the travel mode's access
+    relative to the way's drawing direction (thor/triplegbuilder.cc), `forward` whether the
+    edge follows that direction."""
+    traversability = edge.get("traversability", "both")
+    if traversability == "none":
+        return "access_restricted"
+    wanted = "forward" if edge.get("forward", True) else "backward"
+    return None if traversability in ("both", wanted) else "oneway_against_direction"
+
+
+def inside(points: np.ndarray, query: RouteQuery) -> bool:
+    """Whether every point lies within the radius of the start, or every one of the destination."""
+    lon, lat = points[:, 0], points[:, 1]
+    radius = float(query.emergency_radius_m)
+    return any(
+        bool(np.all(haversine_m_arrays(lat, lon, end.lat, end.lon) <= radius))
+        for end in (query.origin, query.destination)
+    )
+
+
+def middle(shape: np.ndarray, stretch: Stretch) -> dict[str, float]:
+    """A point halfway along the stretch, which Valhalla snaps to its edge."""
+    piece = shape[stretch.first : stretch.last + 1]
+    lengths = segment_metres(piece)
+    if len(piece) < 2 or lengths.sum() == 0:
+        lon, lat = piece[0]
+        return {"lat": float(lat), "lon": float(lon)}
+    along = np.concatenate(([0.0], np.cumsum(lengths)))
+    half = along[-1] / 2
+    i = int(np.searchsorted(along, half, side="right")) - 1
+    t = (half - along[i]) / lengths[i]
+    lon, lat = piece[i] + t * (piece[i + 1] - piece[i])
+    return {"lat": float(lat), "lon": float(lon)}
+
+
+def segment_metres(points: np.ndarray) -> np.ndarray:
+    lon, lat = points[:, 0], points[:, 1]
+    return haversine_m_arrays(lat[:-1], lon[:-1], lat[1:], lon[1:]) if len(points) > 1 else np.zeros(0)
+
+
+def marked(result: RouteResult, stretches: list[Stretch]) -> RouteResult:
+    """The route with its relaxed runs as EmergencySegments (consecutive edges of one rule joined)."""
+    route = result.routes[0]
+    segments: list[EmergencySegment] = []
+    for stretch in stretches:
+        if stretch.reason is None:
+            continue
+        if segments and segments[-1].end_index == stretch.first and segments[-1].reason == stretch.reason:
+            start = segments.pop().start_index
+        else:
+            start = stretch.first
+        metres = float(segment_metres(route.geometry[start : stretch.last + 1]).sum())
+        segments.append(EmergencySegment(start, stretch.last, round(metres, 1), stretch.reason))
+    route.emergency_segments = segments
+    return result
+
+
+def normal_or_none(provider: ValhallaProvider, query: RouteQuery) -> RouteResult | None:
+    try:
+        return provider.route(replace(query, emergency_radius_m=0))
+    except NoRouteFound:
+        return None
+
+
+def faster(relaxed: RouteResult, normal: RouteResult | None) -> RouteResult:
+    """The relaxed route only where it is faster: with `ignore_access` Valhalla may start it on a
+    closed road nearer the point than any open one, and after exclusions it may have lost a road
+    the normal route uses (Monaco: a relaxed route 12 s slower than the normal one)."""
+    if normal is None or relaxed.routes[0].duration_s <= normal.routes[0].duration_s:
+        return relaxed
+    return normal

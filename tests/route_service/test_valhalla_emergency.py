@@ -1,0 +1,176 @@
+"""Emergency routes on Valhalla (issue 56): relaxations only within the radius, and marked.
+
+A tiny hand-made map (Valhalla's tiles built from it), the oracle networkx on the same ways:
+
+    D ---- C          A -> B is one-way (east); E lies 1.46 km east of B.
+    |      |
+    A ---> B ---- E
+    R ---- S          P - Q is closed to general traffic (a bus lane: access=no, psv=yes).
+    |      |
+    P -xx- Q
+    31 - 32 (bollard) - 33 -> 35 (one-way east), detour 31 - 34 - 33;
+    51 - 52 a cycleway, detour 51 - 53 - 52; 61 -> 62 a motorway (one-way east), detour 61 - 63 - 62.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import osmium
+import pytest
+from osmium.osm.mutable import Node, Way
+
+from common.errors import NoRouteFound, PointNotRoutable
+from common.geo import LatLon, haversine_m
+from route_service.importing.valhalla_build import build_tiles
+from route_service.model import RouteQuery
+from route_service.providers import valhalla_emergency
+from route_service.providers.valhalla import ValhallaProvider
+
+NODES = {
+    1: (49.000, 8.000), 2: (49.000, 8.010), 3: (49.005, 8.010), 4: (49.004, 8.000), 5: (49.000, 8.030),
+    11: (49.010, 8.000), 12: (49.010, 8.010), 13: (49.015, 8.000), 14: (49.015, 8.010),
+    31: (49.030, 8.000), 32: (49.030, 8.005), 33: (49.030, 8.010), 34: (49.034, 8.005), 35: (49.030, 8.014),
+    51: (49.050, 8.000), 52: (49.050, 8.010), 53: (49.054, 8.005),
+    61: (49.070, 8.000), 62: (49.070, 8.010), 63: (49.074, 8.005),
+}  # fmt: skip
+BOLLARD = 32
+STREET = {"highway": "residential"}
+WAYS = [
+    (101, [1, 2], {**STREET, "oneway": "yes"}),
+    (102, [2, 3], STREET), (103, [3, 4], STREET), (104, [4, 1], STREET), (105, [2, 5], STREET),
+    (201, [11, 12], {"highway": "service", "access": "no", "psv": "yes"}),
+    (202, [11, 13], STREET), (203, [13, 14], STREET), (204, [14, 12], STREET),
+    (301, [31, 32, 33], STREET), (302, [31, 34, 33], STREET), (303, [33, 35], {**STREET, "oneway": "yes"}),
+    (501, [51, 52], {"highway": "cycleway"}), (502, [51, 53, 52], STREET),
+    (601, [61, 62], {"highway": "motorway", "oneway": "yes"}), (602, [61, 63, 62], STREET),
+]  # fmt: skip
+RADII = (0, 300, 500, 700, 1000, 2000, 5000)
+
+
+def ll(node: int) -> LatLon:
+    return LatLon(*NODES[node])
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory: pytest.TempPathFactory) -> ValhallaProvider:
+    folder = tmp_path_factory.mktemp("emergency")
+    pbf = folder / "tiny.osm.pbf"
+    with osmium.SimpleWriter(str(pbf)) as writer:
+        for node, (lat, lon) in sorted(NODES.items()):
+            tags = {"barrier": "bollard"} if node == BOLLARD else {}
+            writer.add_node(Node(id=node, location=(lon, lat), tags=tags))
+        for way, refs, tags in WAYS:
+            writer.add_way(Way(id=way, nodes=refs, tags=tags))
+    build_tiles(pbf, folder, threads=1)
+    return ValhallaProvider.load(Path(folder))
+
+
+def oracle(origin: int, destination: int, radius: float) -> float:
+    """The shortest emergency route by networkx (every street residential: Valhalla's fastest
+    route is the shortest; its `shortest` misses relaxed paths, see valhalla_emergency): a car drives along every open way, against a
+    one-way or through the bus lane only where the piece lies within the radius of an end, past
+    the bollard, along the cycleway and against the motorway never (a straight piece lies in a
+    disc when its ends do)."""
+    graph = nx.DiGraph()
+    ends = (ll(origin), ll(destination))
+
+    def near(*nodes: int) -> bool:
+        return any(all(haversine_m(ll(n), end) <= radius for n in nodes) for end in ends)
+
+    for _, refs, tags in WAYS:
+        if tags["highway"] == "cycleway":
+            continue
+        never_against = tags["highway"] == "motorway"
+        closed = tags.get("access") == "no"
+        for u, v in itertools.pairwise(refs):
+            if BOLLARD in (u, v):
+                continue
+            length = haversine_m(ll(u), ll(v))
+            if not closed or near(u, v):
+                graph.add_edge(u, v, weight=length)
+            if (not closed and tags.get("oneway") != "yes") or (near(u, v) and not never_against):
+                graph.add_edge(v, u, weight=length)
+    return float(nx.shortest_path_length(graph, origin, destination, weight="weight"))
+
+
+def route(provider: ValhallaProvider, a: int, b: int, radius: int, route_type: str = "fastest"):
+    return provider.route(RouteQuery(ll(a), ll(b), route_type=route_type, emergency_radius_m=radius)).routes[0]
+
+
+@pytest.mark.parametrize("radius", RADII)
+def test_the_emergency_route_is_networkx_s(provider: ValhallaProvider, radius: int) -> None:
+    pairs = [(a, b) for group in ((1, 2, 3, 4, 5), (11, 12, 13, 14), (31, 33, 34, 35), (51, 52, 53), (61, 62, 63))
+             for a, b in itertools.permutations(group, 2)]  # fmt: skip
+    for a, b in pairs:
+        try:
+            expected = oracle(a, b, radius)
+        except nx.NetworkXNoPath:  # out of the one-way's dead end at 35, beyond the radius
+            with pytest.raises(NoRouteFound):
+                route(provider, a, b, radius)
+            continue
+        assert route(provider, a, b, radius).distance_m == pytest.approx(expected, rel=3e-3), (a, b)
+
+
+def test_against_a_one_way_within_the_radius_is_marked(provider: ValhallaProvider) -> None:
+    relaxed = route(provider, 2, 1, 1000, "fastest")
+    [segment] = relaxed.emergency_segments
+    assert segment.reason == "oneway_against_direction"
+    assert (segment.start_index, segment.end_index) == (0, len(relaxed.geometry) - 1)
+    assert segment.distance_m == pytest.approx(haversine_m(ll(2), ll(1)), abs=1)
+
+
+def test_the_radius_counts_around_the_destination(provider: ValhallaProvider) -> None:
+    relaxed = route(provider, 5, 1, 1000, "fastest")
+    [segment] = relaxed.emergency_segments
+    assert segment.end_index == len(relaxed.geometry) - 1
+    assert relaxed.geometry[segment.start_index] == pytest.approx((8.010, 49.000))
+
+
+def test_a_closed_way_within_the_radius_is_marked_access_restricted(provider: ValhallaProvider) -> None:
+    relaxed = route(provider, 11, 12, 1000, "fastest")
+    assert [s.reason for s in relaxed.emergency_segments] == ["access_restricted"]
+
+
+@pytest.mark.parametrize(("a", "b"), [(2, 1), (5, 1), (11, 12)])
+def test_a_route_that_needs_no_relaxation_is_the_normal_route(provider: ValhallaProvider, a: int, b: int) -> None:
+    """500 m: the one-way (730 m) and the bus lane (730 m) fit in neither disc."""
+    normal = provider.route(RouteQuery(ll(a), ll(b)))
+    emergency = provider.route(RouteQuery(ll(a), ll(b), emergency_radius_m=500))
+    assert np.array_equal(emergency.routes[0].geometry, normal.routes[0].geometry)
+    assert emergency.routes[0].duration_s == normal.routes[0].duration_s
+    assert emergency.routes[0].emergency_segments == []
+
+
+@pytest.fixture(scope="module")
+def monaco(shared_osm: Path, tmp_path_factory: pytest.TempPathFactory) -> ValhallaProvider:
+    folder = tmp_path_factory.mktemp("emergency-monaco")
+    build_tiles(shared_osm / "monaco.osm.pbf", folder, threads=1)
+    return ValhallaProvider.load(folder)
+
+
+def test_no_marked_segment_leaves_the_radius_on_a_real_map(monaco: ValhallaProvider) -> None:
+    """Monaco, random pairs of points that Valhalla routes a car between: every marked stretch
+    lies within the radius of the start or of the destination, and an emergency route is never
+    slower than the normal one."""
+    rng = np.random.default_rng(56)
+    marked = routed = 0
+    while routed < 30:
+        a, b = (LatLon(float(p[0]), float(p[1])) for p in rng.uniform((43.727, 7.409), (43.746, 7.439), (2, 2)))
+        try:
+            normal = monaco.route(RouteQuery(a, b, steps=False)).routes[0]
+        except (NoRouteFound, PointNotRoutable):
+            continue
+        routed += 1
+        for radius in (300, 1000):
+            query = RouteQuery(a, b, steps=False, emergency_radius_m=radius)
+            relaxed = monaco.route(query).routes[0]
+            assert relaxed.duration_s <= normal.duration_s + 0.5
+            for segment in relaxed.emergency_segments:
+                marked += 1
+                points = relaxed.geometry[segment.start_index : segment.end_index + 1]
+                assert valhalla_emergency.inside(points, query), (a, b, radius, segment)
+    assert marked > 0, "Monaco's one-way streets give some emergency route a relaxation"
