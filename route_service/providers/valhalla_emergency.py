@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from common.errors import NoRouteFound
+from common.errors import ApiError, NoRouteFound
 from common.geo import haversine_m_arrays
 from route_service import polyline
 from route_service.model import EmergencySegment, RouteQuery, RouteResult
@@ -92,7 +92,10 @@ def walk(provider: ValhallaProvider, request: dict[str, Any], answer: dict[str, 
         "shape_match": "edge_walk",
         "filters": {"attributes": ATTRIBUTES, "action": "include"},
     }
-    walked = provider.call("trace_attributes", trace, query.restrictions)
+    try:
+        walked = provider.call("trace_attributes", trace, query.restrictions)
+    except (RuntimeError, ApiError):  # map matching found no walk along the shape
+        return None
     edges = walked.get("edges") or []
     path = polyline.decode(walked.get("shape") or "", 6)
     if not edges or path.shape != shape.shape or not np.allclose(path, shape, atol=1e-6):
