@@ -75,6 +75,8 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
             if all(s.reason is None for s in stretches):
                 break  # nothing relaxed: the normal route is the answer
             return faster(marked(provider.route_result(single, answer), stretches), normal_or_none(provider, query))
+        if len(excluded) + len(offending) > provider.config["service_limits"]["max_exclude_locations"]:
+            break  # Valhalla refuses more (50 by default): a route this far off the rules is not mended
         excluded += [middle(shape, s) for s in offending]
     return provider.route(replace(query, emergency_radius_m=0))
 

@@ -14,6 +14,7 @@ A tiny hand-made map (Valhalla's tiles built from it), the oracle networkx on th
 
 from __future__ import annotations
 
+import copy
 import itertools
 from pathlib import Path
 
@@ -143,6 +144,16 @@ def test_a_route_that_needs_no_relaxation_is_the_normal_route(provider: Valhalla
     assert np.array_equal(emergency.routes[0].geometry, normal.routes[0].geometry)
     assert emergency.routes[0].duration_s == normal.routes[0].duration_s
     assert emergency.routes[0].emergency_segments == []
+
+
+def test_more_offending_edges_than_valhalla_excludes_give_the_normal_route(provider: ValhallaProvider) -> None:
+    """Valhalla refuses more `exclude_locations` than its limit: the normal route answers instead."""
+    config = copy.deepcopy(provider.config)
+    config["service_limits"]["max_exclude_locations"] = 0
+    strict = ValhallaProvider(config)
+    relaxed = strict.route(RouteQuery(ll(62), ll(61), emergency_radius_m=5000)).routes[0]
+    normal = strict.route(RouteQuery(ll(62), ll(61))).routes[0]
+    assert np.array_equal(relaxed.geometry, normal.geometry) and relaxed.emergency_segments == []
 
 
 @pytest.fixture(scope="module")
