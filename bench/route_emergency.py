@@ -126,8 +126,10 @@ def rows(name: str) -> list[str]:
         v = measure(engine.route, queries)
         rounds = np.bincount(walks(), minlength=ROUNDS + 1)[1:]
         t = measure(lambda q: three_legs(engine, q), queries)
+        n = measure(engine.route, [replace(q, emergency_radius_m=0) for q in queries])
         lines.append(
             f"| {name} | {radius} | {g[0]:.1f} / {g[1]:.1f} | {v[0]:.1f} / {v[1]:.1f} | {t[0]:.1f} / {t[1]:.1f} | "
+            f"{n[0]:.1f} / {n[1]:.1f} | "
             f"{g[2]} / {v[2]} | {g[3]} / {v[3]} | {' / '.join(str(int(n)) for n in rounds)} |"
         )
     return lines
@@ -140,11 +142,13 @@ def run() -> str:
         f"{PAIRS} seeded pairs (seed {SEED}) of main-network road points per map (`bench.maps`), car fastest; "
         "time per provider `route` call, single thread. Valhalla kept: a relaxed route (`ignore_oneways`, "
         "`ignore_access`), `trace_attributes` over it, the normal route; three legs: design (2)'s route calls "
-        "only (the normal route, two relaxed legs, the normal leg between), without verifying the legs.",
+        "only (the normal route, two relaxed legs, the normal leg between), without verifying the legs; "
+        "Valhalla's normal route of the same pairs for the floor.",
         "",
         "| map | R m | graph p50 / p99 ms | Valhalla kept p50 / p99 ms | three legs p50 / p99 ms | "
+        "Valhalla normal route (R = 0) p50 / p99 ms | "
         "relaxed routes graph / Valhalla | errors graph / Valhalla | Valhalla routes walked 1 / 2 / 3 times |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name in EVERY_MAP:
         lines += rows(name)

@@ -59,7 +59,7 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
     request = provider.route_request(single)
     request["costing_options"][request["costing"]].update(RELAXED)
     excluded: list[dict[str, float]] = list(request.get("exclude_locations", []))
-    for _ in range(ROUNDS):
+    for round_ in range(ROUNDS):
         if excluded:
             request["exclude_locations"] = excluded
         try:
@@ -74,7 +74,13 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
         if not offending:
             if all(s.reason is None for s in stretches):
                 break  # nothing relaxed: the normal route is the answer
-            return faster(marked(provider.route_result(single, answer), stretches), normal_or_none(provider, query))
+            result = marked(provider.route_result(single, answer), stretches)
+            if round_ == 0 and stretches[0].reason is None and stretches[-1].reason is None:
+                # Starts and ends on roads open to the vehicle, so on the normal route's (Valhalla
+                # snaps to the nearest edges, and the nearest of more roads is open): the best
+                # route of a larger choice, never slower than the normal one.
+                return result
+            return faster(result, normal_or_none(provider, query))
         if len(excluded) + len(offending) > provider.config["service_limits"]["max_exclude_locations"]:
             break  # Valhalla refuses more (50 by default): a route this far off the rules is not mended
         excluded += [middle(shape, s) for s in offending]
