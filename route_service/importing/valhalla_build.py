@@ -2,6 +2,9 @@
 then `valhalla_build_extract` packs them into one tar (route_service.valhalla_tiles says where
 and with what configuration the service reads them).
 
+Before the build, `emergency_ways` rewrites the PBF so that Valhalla keeps the ways an emergency
+route may use inside its radius and lists them for `providers.valhalla_emergency`.
+
 Not built: the admin areas (`valhalla_build_admins`, 550 MB of peak memory even for a city;
 without them Valhalla applies its default access rules and driving side) and time zones.
 """
@@ -16,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import osmium
 import valhalla
 
-from route_service.valhalla_tiles import TILES_TAR, VALHALLA_DIR, config, version
+from route_service.valhalla_tiles import TILES_TAR, VALHALLA_DIR, WAYS_FILE, config, version
 
 
 def tools_dir() -> Path:
@@ -38,7 +42,11 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
     config_file.write_bytes(orjson.dumps(settings))
     started = time.perf_counter()
     log = folder / "import.log"
-    run([str(tools_dir() / "valhalla_build_tiles"), "-c", str(config_file), str(pbf)], log, "valhalla_build_tiles")
+    kept = emergency_ways(pbf, folder)
+    try:
+        run([str(tools_dir() / "valhalla_build_tiles"), "-c", str(config_file), str(kept)], log, "valhalla_build_tiles")
+    finally:
+        kept.unlink()
     tiles_bytes = sum(f.stat().st_size for f in tiles.rglob("*") if f.is_file())
     extract = [sys.executable, "-m", "valhalla.valhalla_build_extract", "-c", str(config_file), "-O"]
     run(extract, log, "valhalla_build_extract")
@@ -50,6 +58,63 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
         "tiles_bytes": tiles_bytes,
         "tar_bytes": (folder / TILES_TAR).stat().st_size,
     }
+
+
+# Ways a vehicle can drive (the graph provider's road classes and pedestrian zones, busways).
+DRIVABLE = frozenset(
+    {"motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
+     "tertiary", "tertiary_link", "unclassified", "residential", "living_street", "service", "road", "track",
+     "pedestrian", "busway", "bus_guideway"}
+)  # fmt: skip
+# Closed to general traffic (not `private`: Valhalla keeps it open at a route's ends, see valhalla_emergency).
+CLOSED = frozenset({"no", "agricultural", "forestry", "psv", "bus", "taxi", "emergency", "discouraged", "military"})
+CLOSED_HIGHWAYS = frozenset({"pedestrian", "busway", "bus_guideway"})
+# Keys that open a way to some mode of Valhalla's (graph.lua): with one, the way stays in its graph.
+MODE_KEYS = ("motorcar", "motor_vehicle", "vehicle", "hgv", "bus", "psv", "taxi", "foot", "bicycle", "moped",
+             "mofa", "motorcycle")  # fmt: skip
+
+
+def closed_to(tags: osmium.osm.TagList, keys: tuple[str, ...]) -> bool:
+    """Whether the most specific of `keys` (then `access`) closes the way; a closed highway class
+    (a pedestrian zone) unless a key opens it."""
+    for key in (*keys, "access"):
+        if key in tags:
+            return tags[key] in CLOSED
+    return tags.get("highway") in CLOSED_HIGHWAYS
+
+
+def kept_by_valhalla(tags: osmium.osm.TagList) -> bool:
+    """Pedestrian zones (foot), busways (bus), ways a key opens to some mode, or tagged `emergency`."""
+    opened = any(tags.get(key, "no") not in CLOSED for key in MODE_KEYS)
+    return tags.get("highway") in CLOSED_HIGHWAYS or "emergency" in tags or opened
+
+
+def emergency_ways(pbf: Path, folder: Path) -> Path:
+    """A copy of `pbf` for Valhalla's build, and `<folder>/emergency_ways.json`: the drivable ways
+    closed to cars (`car`) and those closed to trucks only (`truck`). Valhalla drops a way no mode
+    may use (graph.lua: access=no gives no access bit at all, so `ignore_access` could not open
+    it); `emergency=yes` keeps it with the emergency bit alone, which no normal costing reads
+    (graph.lua sets its use to emergency_access). `access=private` is left alone: with
+    `emergency=yes` graph.lua closes it to every mode. Heidelberg: 156 ways access=no."""
+    car: list[int] = []
+    truck: list[int] = []
+    kept = folder / "emergency-input.osm.pbf"
+    with osmium.SimpleWriter(str(kept), overwrite=True) as writer:
+        for obj in osmium.FileProcessor(str(pbf)):
+            if not isinstance(obj, osmium.osm.Way) or obj.tags.get("highway") not in DRIVABLE:
+                writer.add(obj)
+                continue
+            tags = obj.tags
+            if closed_to(tags, ("motorcar", "motor_vehicle", "vehicle")):
+                car.append(obj.id)
+                if not kept_by_valhalla(tags):
+                    writer.add(obj.replace(tags={**dict(tags), "emergency": "yes"}))
+                    continue
+            elif closed_to(tags, ("hgv", "motor_vehicle", "vehicle")):
+                truck.append(obj.id)
+            writer.add(obj)
+    (folder / WAYS_FILE).write_bytes(orjson.dumps({"car": car, "truck": truck}))
+    return kept
 
 
 def run(command: list[str], log: Path, step: str) -> None:

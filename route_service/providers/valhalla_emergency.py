@@ -6,31 +6,37 @@ its own shape): an edge against its one-way direction or closed to the vehicle i
 relaxation, allowed only when all of its stretch lies within the radius of the requested start
 or of the requested destination (straight line), never on a motorway or trunk (a closure or a
 one-way there is a separate carriageway), and past no bollard. A route the walk does not
-follow (a cycleway or steps, which `ignore_access` opens to a car) is never vouched for. Each
-offending edge is excluded (`exclude_locations` at its middle) and the route asked again,
-ROUNDS times at most; then the normal route answers. Measured (`python -m bench
+follow is never vouched for. Each offending edge is excluded (`exclude_locations` at its
+middle) and the route asked again, ROUNDS times at most; then the normal route answers. Measured (`python -m bench
 route_emergency`): 11-59 ms p50 where the graph provider took 1.4-10 ms; a relaxed route costs
 1.5x a normal one and 21-72 of 100 routes needed a second or third round.
 
 Kept meanings of the graph provider's: the segments say which rule was relaxed
 (`oneway_against_direction`, or `access_restricted` for a closed way, also when one-way); a
-route that needs no relaxation is the normal route itself. Valhalla cannot open a way tagged
-`access=no` without `emergency=yes` (its graph gives such a way no access bit at all, lua
-graph.lua), and its edges carry the car's access bits for a truck (a way closed to trucks
-only is not seen as a relaxation).
+route that needs no relaxation is the normal route itself. Which closed ways a vehicle can
+drive is the import's list (importing.valhalla_build.emergency_ways, by OSM way id): a closed
+edge is a relaxation only when its way is listed (`ignore_access` also opens footways, steps
+and cycleways to a car, as they carry a pedestrian's or cyclist's access bit), and a way closed
+to trucks only is found by the list too (Valhalla reports the car's access bits for a truck).
+`access=private` keeps Valhalla's meaning in every route: open where a route starts or ends
+(destination-only), never driven through on the first pass; it is not marked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from common.errors import ApiError, NoRouteFound
 from common.geo import haversine_m_arrays
 from route_service import polyline
 from route_service.model import EmergencySegment, RouteQuery, RouteResult
+from route_service.valhalla_tiles import WAYS_FILE
 
 if TYPE_CHECKING:
     from route_service.providers.valhalla import ValhallaProvider
@@ -42,7 +48,7 @@ NEVER_RELAXED_CLASSES = frozenset({"motorway", "trunk"})
 BARRIERS = frozenset({"bollard", "sump_buster"})
 ATTRIBUTES = [
     "edge.forward", "edge.traversability", "edge.road_class",
-    "edge.begin_shape_index", "edge.end_shape_index", "node.type", "shape",
+    "edge.begin_shape_index", "edge.end_shape_index", "edge.way_id", "node.type", "shape",
 ]  # fmt: skip
 
 
@@ -112,19 +118,34 @@ def walk(provider: ValhallaProvider, request: dict[str, Any], answer: dict[str, 
     if not edges or path.shape != shape.shape or not np.allclose(path, shape, atol=1e-6):
         return None
     motor = query.vehicle in ("car", "truck")
-    return [judge(edge, i == len(edges) - 1, motor, shape, query) for i, edge in enumerate(edges)]
+    closed = closed_ways(provider.config["mjolnir"]["tile_extract"], query.vehicle)
+    return [judge(edge, i == len(edges) - 1, motor, shape, query, closed) for i, edge in enumerate(edges)]
 
 
-def judge(edge: dict[str, Any], last: bool, motor: bool, shape: np.ndarray, query: RouteQuery) -> Stretch:
+def judge(edge: dict[str, Any], last: bool, motor: bool, shape: np.ndarray, query: RouteQuery,
+          closed: frozenset[int]) -> Stretch:  # fmt: skip
     first, end = int(edge.get("begin_shape_index", 0)), int(edge.get("end_shape_index", 0))
-    reason = relaxed_rule(edge)
+    listed = edge.get("way_id") in closed
+    reason = relaxed_rule(edge) or ("access_restricted" if listed else None)
     barrier = motor and not last and (edge.get("end_node") or {}).get("type") in BARRIERS
     if reason is None:
         return Stretch(first, end, None, not barrier)
     allowed = (
-        edge.get("road_class") not in NEVER_RELAXED_CLASSES and not barrier and inside(shape[first : end + 1], query)
+        (listed or reason != "access_restricted")
+        and edge.get("road_class") not in NEVER_RELAXED_CLASSES
+        and not barrier
+        and inside(shape[first : end + 1], query)
     )
     return Stretch(first, end, reason, allowed)
+
+
+@cache
+def closed_ways(tiles_tar: str, vehicle: str) -> frozenset[int]:
+    """The drivable ways closed to the vehicle (the import's list beside the tiles; none listed
+    in a dataset built before it, so no closed way is opened there)."""
+    listed = Path(tiles_tar).with_name(WAYS_FILE)
+    ways = orjson.loads(listed.read_bytes()) if listed.is_file() else {}
+    return frozenset(ways.get("car", [])) | frozenset(ways.get("truck", []) if vehicle == "truck" else [])
 
 
 def relaxed_rule(edge: dict[str, Any]) -> str | None:

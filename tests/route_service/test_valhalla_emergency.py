@@ -10,6 +10,9 @@ A tiny hand-made map (Valhalla's tiles built from it), the oracle networkx on th
     P -xx- Q
     31 - 32 (bollard) - 33 -> 35 (one-way east), detour 31 - 34 - 33;
     51 - 52 a cycleway, detour 51 - 53 - 52; 61 -> 62 a motorway (one-way east), detour 61 - 63 - 62.
+    71 - 72 closed to every mode (access=no), detour 71 - 73 - 74 - 72 as for P - Q; 81 - 82 a
+    pedestrian zone open to bicycles, 91 - 92 a footway, 111 - 112 closed to trucks (hgv=no), each
+    with such a detour (81's and 91's 4.1 km long, so that their 12 km/h beat it).
 """
 
 from __future__ import annotations
@@ -37,9 +40,23 @@ NODES = {
     31: (49.030, 8.000), 32: (49.030, 8.005), 33: (49.030, 8.010), 34: (49.034, 8.005), 35: (49.030, 8.014),
     51: (49.050, 8.000), 52: (49.050, 8.010), 53: (49.054, 8.005),
     61: (49.070, 8.000), 62: (49.070, 8.010), 63: (49.074, 8.005),
+    71: (49.090, 8.000), 72: (49.090, 8.010), 73: (49.095, 8.000), 74: (49.095, 8.010),
+    81: (49.110, 8.000), 82: (49.110, 8.010), 83: (49.125, 8.000), 84: (49.125, 8.010),
+    91: (49.140, 8.000), 92: (49.140, 8.010), 93: (49.155, 8.000), 94: (49.155, 8.010),
+    111: (49.170, 8.000), 112: (49.170, 8.010), 113: (49.175, 8.000), 114: (49.175, 8.010),
 }  # fmt: skip
 BOLLARD = 32
+
+
 STREET = {"highway": "residential"}
+
+
+def detour(way: int, *nodes: int) -> list[tuple[int, list[int], dict[str, str]]]:
+    """One way a piece: Valhalla's edge walk of a route along the closed way from A to B took a
+    one-edge detour from A to B instead (same ends), and the walk was not vouched for."""
+    return [(way + i, [u, v], STREET) for i, (u, v) in enumerate(itertools.pairwise(nodes))]
+
+
 WAYS = [
     (101, [1, 2], {**STREET, "oneway": "yes"}),
     (102, [2, 3], STREET), (103, [3, 4], STREET), (104, [4, 1], STREET), (105, [2, 5], STREET),
@@ -48,7 +65,16 @@ WAYS = [
     (301, [31, 32, 33], STREET), (302, [31, 34, 33], STREET), (303, [33, 35], {**STREET, "oneway": "yes"}),
     (501, [51, 52], {"highway": "cycleway"}), (502, [51, 53, 52], STREET),
     (601, [61, 62], {"highway": "motorway", "oneway": "yes"}), (602, [61, 63, 62], STREET),
+    (701, [71, 72], {**STREET, "access": "no"}), *detour(702, 71, 73, 74, 72),
+    (801, [81, 82], {"highway": "pedestrian", "bicycle": "yes"}), *detour(802, 81, 83, 84, 82),
+    (901, [91, 92], {"highway": "footway"}), *detour(902, 91, 93, 94, 92),
+    (1101, [111, 112], {**STREET, "hgv": "no"}), *detour(1102, 111, 113, 114, 112),
 ]  # fmt: skip
+CLOSED = {  # the closed way of each detour group: its ends and length
+    way: (refs[0], refs[-1], haversine_m(LatLon(*NODES[refs[0]]), LatLon(*NODES[refs[-1]])))
+    for way, refs, _ in WAYS
+    if way in (701, 801, 901, 1101)
+}
 RADII = (0, 300, 500, 700, 1000, 2000, 5000)
 
 
@@ -82,8 +108,8 @@ def oracle(origin: int, destination: int, radius: float) -> float:
     def near(*nodes: int) -> bool:
         return any(all(haversine_m(ll(n), end) <= radius for n in nodes) for end in ends)
 
-    for _, refs, tags in WAYS:
-        if tags["highway"] == "cycleway":
+    for way, refs, tags in WAYS:
+        if tags["highway"] == "cycleway" or way in (801, 901, 1101):  # tested on their own below
             continue
         never_against = tags["highway"] == "motorway"
         closed = tags.get("access") == "no"
@@ -98,13 +124,15 @@ def oracle(origin: int, destination: int, radius: float) -> float:
     return float(nx.shortest_path_length(graph, origin, destination, weight="weight"))
 
 
-def route(provider: ValhallaProvider, a: int, b: int, radius: int, route_type: str = "fastest"):
-    return provider.route(RouteQuery(ll(a), ll(b), route_type=route_type, emergency_radius_m=radius)).routes[0]
+def route(provider: ValhallaProvider, a: int, b: int, radius: int, route_type: str = "fastest", vehicle: str = "car"):
+    query = RouteQuery(ll(a), ll(b), vehicle=vehicle, route_type=route_type, emergency_radius_m=radius)
+    return provider.route(query).routes[0]
 
 
 @pytest.mark.parametrize("radius", RADII)
 def test_the_emergency_route_is_networkx_s(provider: ValhallaProvider, radius: int) -> None:
-    pairs = [(a, b) for group in ((1, 2, 3, 4, 5), (11, 12, 13, 14), (31, 33, 34, 35), (51, 52, 53), (61, 62, 63))
+    groups = ((1, 2, 3, 4, 5), (11, 12, 13, 14), (31, 33, 34, 35), (51, 52, 53), (61, 62, 63), (71, 72, 73, 74))
+    pairs = [(a, b) for group in groups
              for a, b in itertools.permutations(group, 2)]  # fmt: skip
     for a, b in pairs:
         try:
@@ -144,6 +172,35 @@ def test_a_route_that_needs_no_relaxation_is_the_normal_route(provider: Valhalla
     assert np.array_equal(emergency.routes[0].geometry, normal.routes[0].geometry)
     assert emergency.routes[0].duration_s == normal.routes[0].duration_s
     assert emergency.routes[0].emergency_segments == []
+
+
+@pytest.mark.parametrize(("way", "vehicle"), [(701, "car"), (801, "car"), (1101, "truck")])
+def test_a_closed_way_a_vehicle_can_drive_opens_within_the_radius_only(provider: ValhallaProvider, way: int,
+                                                                        vehicle: str) -> None:  # fmt: skip
+    """access=no (which Valhalla's graph drops unless the import tags it emergency=yes), a
+    pedestrian zone, hgv=no for a truck (Valhalla reports the car's access to a truck): taken and
+    marked within 1000 m, the 730 m way fits no 300 m disc, so the detour is driven."""
+    a, b, metres = CLOSED[way]
+    inside = route(provider, a, b, 1000, vehicle=vehicle)
+    assert inside.distance_m == pytest.approx(metres, rel=3e-3)
+    assert [s.reason for s in inside.emergency_segments] == ["access_restricted"]
+    outside = route(provider, a, b, 300, vehicle=vehicle)
+    assert outside.distance_m > 2 * metres and outside.emergency_segments == []
+
+
+@pytest.mark.parametrize("vehicle", ["car", "truck", "bicycle", "pedestrian"])
+def test_a_normal_route_never_uses_a_way_closed_to_every_mode(provider: ValhallaProvider, vehicle: str) -> None:
+    """The import's emergency=yes opens access=no to no normal route."""
+    a, b, metres = CLOSED[701]
+    assert provider.route(RouteQuery(ll(a), ll(b), vehicle=vehicle)).routes[0].distance_m > 2 * metres
+
+
+def test_a_footway_is_never_driven(provider: ValhallaProvider) -> None:
+    """`ignore_access` opens a footway to a car (a pedestrian's access bit): not a way a vehicle
+    can drive, so never a relaxation, even within the largest radius."""
+    a, b, metres = CLOSED[901]
+    relaxed = route(provider, a, b, 5000)
+    assert relaxed.distance_m > 2 * metres and relaxed.emergency_segments == []
 
 
 def test_more_offending_edges_than_valhalla_excludes_give_the_normal_route(provider: ValhallaProvider) -> None:
