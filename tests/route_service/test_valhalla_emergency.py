@@ -12,7 +12,8 @@ A tiny hand-made map (Valhalla's tiles built from it), the oracle networkx on th
     51 - 52 a cycleway, detour 51 - 53 - 52; 61 -> 62 a motorway (one-way east), detour 61 - 63 - 62.
     71 - 72 closed to every mode (access=no), detour 71 - 73 - 74 - 72 as for P - Q; 81 - 82 a
     pedestrian zone open to bicycles, 91 - 92 a footway, 111 - 112 closed to trucks (hgv=no), each
-    with such a detour (81's and 91's 4.1 km long, so that their 12 km/h beat it).
+    with such a detour (81's and 91's 4.1 km long, so that their 12 km/h beat it); 121 - 122 -
+    (access=private) - 123 - 124, detour 122 - 125 - 126 - 123.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ NODES = {
     81: (49.110, 8.000), 82: (49.110, 8.010), 83: (49.125, 8.000), 84: (49.125, 8.010),
     91: (49.140, 8.000), 92: (49.140, 8.010), 93: (49.155, 8.000), 94: (49.155, 8.010),
     111: (49.170, 8.000), 112: (49.170, 8.010), 113: (49.175, 8.000), 114: (49.175, 8.010),
+    121: (49.200, 8.000), 122: (49.200, 8.005), 123: (49.200, 8.015), 124: (49.200, 8.020),
+    125: (49.204, 8.005), 126: (49.204, 8.015),
 }  # fmt: skip
 BOLLARD = 32
 
@@ -69,6 +72,8 @@ WAYS = [
     (801, [81, 82], {"highway": "pedestrian", "bicycle": "yes"}), *detour(802, 81, 83, 84, 82),
     (901, [91, 92], {"highway": "footway"}), *detour(902, 91, 93, 94, 92),
     (1101, [111, 112], {**STREET, "hgv": "no"}), *detour(1102, 111, 113, 114, 112),
+    (1201, [121, 122], STREET), (1202, [122, 123], {**STREET, "access": "private"}), (1203, [123, 124], STREET),
+    *detour(1204, 122, 125, 126, 123),
 ]  # fmt: skip
 CLOSED = {  # the closed way of each detour group: its ends and length
     way: (refs[0], refs[-1], haversine_m(LatLon(*NODES[refs[0]]), LatLon(*NODES[refs[-1]])))
@@ -201,6 +206,21 @@ def test_a_footway_is_never_driven(provider: ValhallaProvider) -> None:
     a, b, metres = CLOSED[901]
     relaxed = route(provider, a, b, 5000)
     assert relaxed.distance_m > 2 * metres and relaxed.emergency_segments == []
+
+
+def test_a_private_way_is_driven_through_within_the_radius_only(provider: ValhallaProvider) -> None:
+    """Valhalla's normal route never drives through access=private (destination-only) while a
+    detour exists; an emergency route does where the way (365-1095 m from the start) lies within
+    the radius, marked, and keeps to the detour where it does not."""
+    normal = route(provider, 121, 124, 0)
+    inside = route(provider, 121, 124, 1200)
+    outside = route(provider, 121, 124, 1000)
+    assert normal.distance_m == pytest.approx(outside.distance_m) and outside.emergency_segments == []
+    assert inside.distance_m == pytest.approx(haversine_m(ll(121), ll(124)), rel=3e-3)
+    assert normal.distance_m > inside.distance_m + 500
+    [segment] = inside.emergency_segments
+    assert segment.reason == "access_restricted"
+    assert segment.distance_m == pytest.approx(haversine_m(ll(122), ll(123)), abs=1)
 
 
 def test_more_offending_edges_than_valhalla_excludes_give_the_normal_route(provider: ValhallaProvider) -> None:
