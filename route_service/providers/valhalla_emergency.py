@@ -75,6 +75,7 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
     request["costing_options"][request["costing"]].update(RELAXED)
     request.setdefault("date_time", LEAVING_NOW)
     excluded: list[dict[str, float]] = list(request.get("exclude_locations", []))
+    normal: list[RouteResult | None] = []  # the normal route, once asked for
     for round_ in range(ROUNDS):
         if excluded:
             request["exclude_locations"] = excluded
@@ -82,6 +83,8 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
             answer = provider.call("route", request, query.restrictions)
         except NoRouteFound:
             break
+        if normal and not faster_than(answer, normal[0], provider, query):
+            break  # each round excludes more, so no later one beats the normal route either
         shape = polyline.decode(answer["trip"]["legs"][0]["shape"], 6)  # (lon, lat)
         stretches = walk(provider, request, answer, query, shape)
         if stretches is None:
@@ -96,11 +99,26 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
                 # snaps to the nearest edges, and the nearest of more roads is open): the best
                 # route of a larger choice, never slower than the normal one.
                 return result
-            return faster(result, normal_or_none(provider, query))
+            return faster(result, normal[0] if normal else normal_or_none(provider, query))
+        if not normal:
+            normal.append(normal_or_none(provider, query))
+            if not faster_than(answer, normal[0], provider, query):
+                break  # as above: the best relaxed route is no faster than the normal one
         if len(excluded) + len(offending) > provider.config["service_limits"]["max_exclude_locations"]:
             break  # Valhalla refuses more (50 by default): a route this far off the rules is not mended
         excluded += [middle(shape, s) for s in offending]
+    if normal and normal[0] is not None:
+        return normal[0]
     return provider.route(replace(query, emergency_radius_m=0))
+
+
+def faster_than(answer: dict[str, Any], normal: RouteResult | None, provider: ValhallaProvider,
+                query: RouteQuery) -> bool:  # fmt: skip
+    """Whether a relaxed route beats the normal one (none: it does), on the normal route's clock."""
+    if normal is None:
+        return True
+    seconds = float(answer["trip"]["summary"]["time"]) * provider.clock(query.vehicle)
+    return round(seconds, 1) < normal.routes[0].duration_s  # as rounded in the answer (to_route)
 
 
 def walk(provider: ValhallaProvider, request: dict[str, Any], answer: dict[str, Any], query: RouteQuery,

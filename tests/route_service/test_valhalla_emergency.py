@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import itertools
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -221,6 +222,23 @@ def test_a_private_way_is_driven_through_within_the_radius_only(provider: Valhal
     [segment] = inside.emergency_segments
     assert segment.reason == "access_restricted"
     assert segment.distance_m == pytest.approx(haversine_m(ll(122), ll(123)), abs=1)
+
+
+def test_a_relaxed_route_no_faster_than_the_normal_one_is_not_walked(provider: ValhallaProvider,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Against the motorway (never relaxed): the second round's relaxed route is the detour, no
+    faster than the normal route, so it is not walked (each round only excludes more)."""
+    actions: list[str] = []
+    call = provider.call
+
+    def counted(action: str, *args: Any, **kwargs: Any) -> Any:
+        actions.append(action)
+        return call(action, *args, **kwargs)
+
+    monkeypatch.setattr(provider, "call", counted)
+    relaxed = route(provider, 62, 61, 5000)
+    assert actions.count("trace_attributes") == 1
+    assert relaxed.emergency_segments == [] and relaxed.distance_m > 1.5 * haversine_m(ll(61), ll(62))
 
 
 def test_more_offending_edges_than_valhalla_excludes_give_the_normal_route(provider: ValhallaProvider) -> None:
