@@ -103,16 +103,18 @@ def emergency_ways(pbf: Path, folder: Path) -> Path:
     all, so `ignore_access` could not open it); `emergency=yes` keeps it with the emergency bit
     alone, which no normal costing reads (graph.lua sets its use to emergency_access). Never on a
     destination-only way: with `emergency=yes` graph.lua closes `access=private` to every mode.
-    Heidelberg: 1.85 s; 837 ways closed to cars (156 access=no), 98 to trucks only."""
+    Heidelberg: 0.8 s; 2,467 ways listed for cars (418 tagged emergency=yes), 91 for trucks only."""
     car: list[int] = []
     truck: list[int] = []
     kept = folder / "emergency-input.osm.pbf"
     with osmium.SimpleWriter(str(kept), overwrite=True) as writer:
-        for obj in osmium.FileProcessor(str(pbf)):
-            if not isinstance(obj, osmium.osm.Way) or obj.tags.get("highway") not in DRIVABLE:
+        # Only ways with a highway tag reach Python; the rest go to the writer in C++ (1.9 s -> 0.4 s).
+        ways = osmium.FileProcessor(str(pbf)).with_filter(osmium.filter.EntityFilter(osmium.osm.WAY))
+        for obj in ways.with_filter(osmium.filter.KeyFilter("highway")).handler_for_filtered(writer):
+            tags = obj.tags
+            if not isinstance(obj, osmium.osm.Way) or tags.get("highway") not in DRIVABLE:
                 writer.add(obj)
                 continue
-            tags = obj.tags
             if closed_to(tags, CAR_KEYS):
                 car.append(obj.id)
                 if not kept_by_valhalla(tags):
