@@ -141,7 +141,9 @@ def run() -> str:
         "",
         f"{PAIRS} seeded pairs (seed {SEED}) of main-network road points per map (`bench.maps`), car fastest; "
         "time per provider `route` call, single thread. Valhalla kept: a relaxed route (`ignore_oneways`, "
-        "`ignore_access`), `trace_attributes` over it, the normal route; three legs: design (2)'s route calls "
+        "`ignore_access`, leaving now: destination-only ways open), `trace_attributes` over it judged with the "
+        "import's list of closed drivable ways (`emergency_ways.json`), the normal route, which also ends the "
+        "rounds once a relaxed round is no faster; three legs: design (2)'s route calls "
         "only (the normal route, two relaxed legs, the normal leg between), without verifying the legs; "
         "Valhalla's normal route of the same pairs for the floor.",
         "",

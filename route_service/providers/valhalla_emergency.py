@@ -7,9 +7,10 @@ relaxation, allowed only when all of its stretch lies within the radius of the r
 or of the requested destination (straight line), never on a motorway or trunk (a closure or a
 one-way there is a separate carriageway), and past no bollard. A route the walk does not
 follow is never vouched for. Each offending edge is excluded (`exclude_locations` at its
-middle) and the route asked again, ROUNDS times at most; then the normal route answers. Measured (`python -m bench
-route_emergency`): 11-59 ms p50 where the graph provider took 1.4-10 ms; a relaxed route costs
-1.5x a normal one and 21-72 of 100 routes needed a second or third round.
+middle) and the route asked again, ROUNDS times at most, while it beats the normal route; then
+the normal route answers. Measured (`python -m bench route_emergency`, load 5-6.5 on 2 cores):
+19-56 ms p50 where the graph provider took 1.2-14 ms and Valhalla's normal route 2-18 ms;
+8-35 of 100 routes needed a second or third round.
 
 Kept meanings of the graph provider's: the segments say which rule was relaxed
 (`oneway_against_direction`, or `access_restricted` for a closed way, also when one-way); a
