@@ -19,6 +19,8 @@ from common.areas import MAX_VERTICES
 
 VALHALLA_DIR = "valhalla"
 TILES_TAR = "tiles.tar"
+# The drivable ways closed to general traffic, by OSM way id (importing.valhalla_build.emergency_ways).
+WAYS_FILE = "emergency_ways.json"
 COSTINGS = ("auto", "truck", "bicycle", "pedestrian")  # VEHICLE_TABLE's valhalla_costing
 # Our avoid areas' limits are their positions and area (common.areas), not a perimeter:
 # Valhalla's default refuses excluded polygons longer than 10 km around or of over 100 positions.

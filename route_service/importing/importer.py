@@ -8,6 +8,7 @@ the importer version and the options):
     osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
     graph/                         the emergency-routing graph (route_service.importing.graph_build)
     valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.importing.valhalla_build)
+    valhalla/emergency_ways.json   the drivable ways closed to general traffic, for emergency routes (same module)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
 
 The inputs are first merged into `source.osm.pbf` there, removed when every step has read it.

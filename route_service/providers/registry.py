@@ -9,9 +9,9 @@ than its CH data finds, avoid areas and truck dimensions. Matrices with either g
 graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones.
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
-costs, which only providers whose ProviderInfo says `emergency_routing` have (the `graph`
-provider): without an explicit provider they go there; naming a provider that lacks it is a
-400 naming emergencyRoutingRadius.
+costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the
+`graph` provider until it is deleted): without an explicit provider they go to Valhalla
+(FALLBACK_FIRST); naming a provider that lacks it is a 400 naming emergencyRoutingRadius.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ from route_service.model import (
     TruckDimensions,
 )
 from route_service.providers.base import Plugins
+from route_service.providers.valhalla_emergency import emergency_route
 
 # Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
 # OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
@@ -136,8 +137,10 @@ class ValhallaProvider:
     def info(self) -> ProviderInfo:
         return ProviderInfo(
             name=self.name,
-            description="Valhalla on one graph for every vehicle; supports avoid areas and truck dimensions",
+            description="Valhalla on one graph for every vehicle; supports avoid areas, truck dimensions and "
+            "emergency routing",
             profiles=EVERY_PROFILE,
+            emergency_routing=True,
             alternatives=True,
             restrictions=True,
         )
@@ -148,6 +151,11 @@ class ValhallaProvider:
     # ------------------------------------------------------------ route
 
     def route(self, query: RouteQuery) -> RouteResult:
+        if query.emergency_radius_m > 0:
+            return emergency_route(self, query)
+        return self.route_result(query, self.call("route", self.route_request(query), query.restrictions))
+
+    def route_request(self, query: RouteQuery) -> dict[str, Any]:
         request: dict[str, Any] = {
             "locations": [location(query.origin, query.vehicle), location(query.destination, query.vehicle)],
             **costing(query.vehicle, query.route_type, query.restrictions),
@@ -164,7 +172,9 @@ class ValhallaProvider:
             ]
             if closed:
                 request["exclude_locations"] = closed
-        answer = self.call("route", request, query.restrictions)
+        return request
+
+    def route_result(self, query: RouteQuery, answer: dict[str, Any]) -> RouteResult:
         trips = [answer["trip"], *(alternate["trip"] for alternate in answer.get("alternates", []))]
         clock = self.clock(query.vehicle)
         routes = [to_route(trip, query.steps, clock) for trip in trips[: query.alternatives + 1]]

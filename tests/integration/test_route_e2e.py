@@ -118,11 +118,11 @@ async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_f
     assert status == 400 and problem["detail"].startswith("from: no road usable by car within 1000 m")
 
 
-@pytest.mark.parametrize("provider", ["&provider=graph", ""])
-async def test_emergency_routing_answers_with_the_graph_provider(get: Any, provider: str) -> None:
+@pytest.mark.parametrize(("provider", "answering"), [("&provider=graph", "graph"), ("", "valhalla")])
+async def test_emergency_routing_answers_with_valhalla_unless_named(get: Any, provider: str, answering: str) -> None:
     status, _, body = await get(route_path(CASINO, STADIUM, f"&emergencyRoutingRadius=300{provider}"))
     assert status == 200, body
-    assert body["provider"] == "graph"
+    assert body["provider"] == answering
     assert body["emergencyRoutingRadius"] == 300
     best = body["routes"][0]
     assert best["distance"] > 1600

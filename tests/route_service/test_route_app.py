@@ -127,11 +127,11 @@ async def test_point_far_from_roads(client: Client, headers: dict[str, str]) -> 
         assert body["type"] == "/problems/route/point-not-routable" and body["detail"].startswith("from: ")
 
 
-async def test_emergency_radius_goes_to_the_graph_provider(client: Client) -> None:
+async def test_emergency_radius_goes_to_valhalla(client: Client) -> None:
     response = await client.get(f"/v1/route?{OK}&emergencyRoutingRadius=300")
     assert response.status == 200
     body = await response.json()
-    assert body["provider"] == "graph" and body["emergencyRoutingRadius"] == 300
+    assert body["provider"] == "valhalla" and body["emergencyRoutingRadius"] == 300
 
 
 async def test_providers(client: Client) -> None:
@@ -141,6 +141,7 @@ async def test_providers(client: Client) -> None:
     assert by_name["osrm"]["default"] and not by_name["osrm"]["capabilities"]["emergencyRouting"]
     assert by_name["osrm"]["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
     assert by_name["graph"]["capabilities"]["emergencyRouting"]
+    assert by_name["valhalla"]["capabilities"]["emergencyRouting"]
     assert by_name["graph"]["capabilities"]["avoidAreas"] and not by_name["osrm"]["capabilities"]["avoidAreas"]
 
 
