@@ -114,7 +114,9 @@ class ProviderRegistry:
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
-        self.timed_roads = next((p for p in providers.values() if isinstance(p, TimedRoadsSource)), None)
+        # Valhalla answers routes at a time (its `date_time`, issue 56); the graph, its matrices.
+        timed = sorted(providers.values(), key=lambda p: p.name != FALLBACK_FIRST)
+        self.timed_roads = next((p for p in timed if isinstance(p, TimedRoadsSource) and p.info().time_rules), None)
         self.default_name = default_name
         # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
         self.vehicles = tuple(vehicles) if vehicles is not None else None

@@ -17,7 +17,8 @@ area but may also leave out a hole in it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,17 @@ from route_service.model import (
     Route,
     RouteQuery,
     RouteResult,
+    RouteTime,
     Signs,
     Snapped,
     Step,
+    TimeRuleMet,
     TruckDimensions,
 )
+from route_service.providers import valhalla_time
 from route_service.providers.base import Plugins
+from route_service.time_rules import size_of
+from route_service.timed_index import TIMED_DIR, TimedIndex
 
 # Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
 # OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
@@ -109,7 +115,9 @@ NO_PATH = {442, 443}  # "No path could be found for input"
 class ValhallaProvider:
     name = "valhalla"
 
-    def __init__(self, config: dict[str, Any], osrm_vehicles: Iterable[str] = ()) -> None:
+    def __init__(
+        self, config: dict[str, Any], osrm_vehicles: Iterable[str] = (), timed: TimedIndex | None = None
+    ) -> None:
         # Valhalla's actor is not thread-safe (two calls at once on one actor segfaulted in
         # actor.locate) and the binding releases the interpreter lock: an actor per thread, made
         # on the thread's first call, all over the one memory-mapped tar (docs/decisions.md).
@@ -117,13 +125,17 @@ class ValhallaProvider:
         self.actors = threading.local()
         # The vehicles whose routes OSRM answers: their isochrones keep OSRM's pace (OSRM_PACE).
         self.osrm_vehicles = frozenset(osrm_vehicles)
+        # The map's roads with rules by time (None: a dataset imported without them or the
+        # tiles' time zones, whose rules by time Valhalla could not apply).
+        self.timed = timed
 
     @classmethod
     def load(cls, dataset_dir: Path, osrm_vehicles: Iterable[str] = ()) -> ValhallaProvider:
         tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
         if not tar.is_file():
             raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
-        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles)
+        timed = TimedIndex.load(dataset_dir / valhalla_tiles.VALHALLA_DIR / TIMED_DIR)
+        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles, timed)
         provider.actor()  # a bad configuration fails the load, not the first request
         return provider
 
@@ -140,6 +152,7 @@ class ValhallaProvider:
             profiles=EVERY_PROFILE,
             alternatives=True,
             restrictions=True,
+            time_rules=self.timed is not None,
         )
 
     def plugins(self) -> Plugins:
@@ -156,6 +169,9 @@ class ValhallaProvider:
         }
         if query.alternatives:
             request["alternates"] = query.alternatives
+        when = query.restrictions.time
+        if when is not None:
+            request["date_time"] = valhalla_time.date_time(when, query.origin, query.destination)
         if query.restrictions.truck is not None:
             closed = [
                 where
@@ -164,17 +180,60 @@ class ValhallaProvider:
             ]
             if closed:
                 request["exclude_locations"] = closed
-        answer = self.call("route", request, query.restrictions)
+        try:
+            answer = self.call("route", request, query.restrictions)
+        except NoRouteFound as exc:
+            raise (self.closed_at_time(query) or exc) from exc
         trips = [answer["trip"], *(alternate["trip"] for alternate in answer.get("alternates", []))]
         clock = self.clock(query.vehicle)
         routes = [to_route(trip, query.steps, clock) for trip in trips[: query.alternatives + 1]]
         first = routes[0].geometry
-        return RouteResult(
+        result = RouteResult(
             routes=routes,
             origin=snapped(query.origin, first[0], trips[0], 0),
             destination=snapped(query.destination, first[-1], trips[0], -1),
             alternatives_requested=query.alternatives,
         )
+        return result if when is None else self.at_time(query, result, trips[0])
+
+    # ------------------------------------------------------------ rules by time
+
+    def at_time(self, query: RouteQuery, result: RouteResult, trip: dict[str, Any]) -> RouteResult:
+        """The route's departure, arrival and the rules by time it met (valhalla_time)."""
+        when = query.restrictions.time
+        assert when is not None
+        departure, arrival = valhalla_time.times_of(when, result.routes[0].duration_s)
+        result.departure, result.arrival = departure, arrival
+        if self.timed is not None and self.timed.near(
+            [LatLon(float(y), float(x)) for x, y in result.routes[0].geometry[[0, -1]]]
+        ):
+            costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
+            driven = valhalla_time.ways_driven(self.engine_call, trip, costing_of, departure, self.clock(query.vehicle))
+            result.time_rules = valhalla_time.rules_met(self.timed, query, driven)
+        return result
+
+    def closed_at_time(self, query: RouteQuery) -> NoRouteFound | None:
+        if self.timed is None or query.restrictions.time is None:
+            return None
+        costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
+        return valhalla_time.closed_end(self.timed, query, self.engine_call, costing_of)
+
+    def engine_call(self, action: str, request: dict[str, Any]) -> Any:
+        return self.call(action, request, Restrictions())
+
+    def timed_near(self, points: Sequence[LatLon]) -> bool:
+        return self.timed is not None and self.timed.near(points)
+
+    def next_rule_change(self, at: datetime) -> datetime:
+        return self.timed.next_change(at) if self.timed is not None else at + valhalla_time.A_YEAR
+
+    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
+        """The rules by time a recorded trace met where it drove, at its own times (POST /v1/match):
+        each matched place's way, at the place's time."""
+        if self.timed is None or not places or not self.timed.near([p for p, _ in places]):
+            return []
+        driven = valhalla_time.ways_matched(self.engine_call, places, costing(vehicle, "fastest", Restrictions()))
+        return self.timed.met(vehicle, size_of(vehicle, None), driven)
 
     def closed_at_end(self, point: LatLon, parameter: str, truck: TruckDimensions) -> list[dict[str, float]]:
         """Valhalla's truck costing does not hold a way's limits against the edges a route starts
@@ -219,6 +278,8 @@ class ValhallaProvider:
             "contours": contours,
             "polygons": True,
         }
+        if query.departure is not None:  # the area's roads as their rules are when reached
+            request["date_time"] = valhalla_time.date_time(RouteTime(query.departure), query.point, query.point)
         answer = self.call("isochrone", request, Restrictions(), parameter="point")
         by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
         origin = self.snap(query.point, query.vehicle)
@@ -356,7 +417,8 @@ def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restr
     vehicle = next(name for name, row in VEHICLE_TABLE.items() if row.valhalla_costing == request["costing"])
     if code in NO_EDGES_NEAR:
         return PointNotRoutable(
-            f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point", parameter=parameter
+            f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point",
+            parameter=parameter,
         )
     if code in NO_PATH:
         limits = Restrictions(avoid=restrictions.avoid, truck=restrictions.truck)  # never the time: ignored here
