@@ -110,6 +110,13 @@ def graph_builder_source() -> bytes:
     return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
 
 
+def valhalla_timed_source() -> bytes:
+    """What Valhalla's time zones and timed index are built by (route_service.importing.valhalla_timed)."""
+    here, serving = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
+    sources = [here / "valhalla_timed.py", here / "valhalla_build.py", serving / "timed_index.py", serving / "time_rules.py"]
+    return b"".join(path.read_bytes() for path in sources)
+
+
 # ---------------------------------------------------------------- steps
 
 
@@ -435,6 +442,7 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
         for lua in osrm_profiles.lua_files():
             yield lua.name.encode() + b"\0" + lua.read_bytes()
         yield graph_builder_source()
+        yield valhalla_timed_source()
 
     def stored(self, dataset_dir: Path) -> dict[str, Any] | None:
         return read_manifest(dataset_dir)

@@ -48,13 +48,15 @@ def occupied_cells(pbf: Path) -> set[tuple[int, int]]:
     cells: set[tuple[int, int]] = set()
     nodes = osmium.FileProcessor(str(pbf), osmium.osm.NODE).with_filter(osmium.filter.EmptyTagFilter())
     for node in nodes:
-        if node.location.valid():
+        if isinstance(node, osmium.osm.Node) and node.location.valid():
             cells.add((math.floor(node.location.lat / CELL_DEG), math.floor(node.location.lon / CELL_DEG)))
     return cells
 
 
 def zones_of(cells: set[tuple[int, int]]) -> dict[str, shapely.Geometry]:
     """Each time zone found at a cell's centre or corners, its polygons cut to the cells' box."""
+    if not cells:
+        return {}
     finder = TimezoneFinder()
     names: set[str] = set()
     for lat_cell, lon_cell in cells:
@@ -80,9 +82,9 @@ def multipolygon(shape: shapely.Geometry) -> shapely.MultiPolygon:
     return shapely.MultiPolygon([p for g in parts for p in getattr(g, "geoms", [g])])
 
 
-def write_timezones(pbf: Path, target: Path) -> int:
-    """Valhalla's time zone database (`mjolnir.timezone`) for the map; the number of zones."""
-    zones = zones_of(occupied_cells(pbf))
+def write_timezones(cells: set[tuple[int, int]], target: Path) -> int:
+    """Valhalla's time zone database (`mjolnir.timezone`) for the cells; the number of zones."""
+    zones = zones_of(cells)
     libs = Path(valhalla.__file__).resolve().parent.parent / "pyvalhalla.libs"
     sqlite = ctypes.CDLL(glob.glob(str(libs / "libsqlite3-*.so*"))[0], mode=ctypes.RTLD_GLOBAL)
     spatialite = ctypes.CDLL(glob.glob(str(libs / "libspatialite-*.so*"))[0])
@@ -117,32 +119,40 @@ def write_timezones(pbf: Path, target: Path) -> int:
 # ---------------------------------------------------------------- the timed index
 
 
-def write_timed_index(pbf: Path, folder: Path) -> dict[str, int]:
-    """The map's roads with rules by time (route_service.timed_index), in `folder`."""
+def write_timed_index(pbf: Path, folder: Path) -> np.ndarray:
+    """The map's roads with rules by time (route_service.timed_index), in `folder`; their nodes' positions."""
     ways: dict[int, tuple[list[int], dict[str, str]]] = {}
     road_ways = osmium.FileProcessor(str(pbf), osmium.osm.WAY).with_filter(osmium.filter.KeyFilter(*CONDITIONAL_KEYS))
     for way in road_ways:
         tags = dict(way.tags)
-        if "highway" in tags:
+        if isinstance(way, osmium.osm.Way) and "highway" in tags:
             kept = {k: v for k, v in tags.items() if k in CONDITIONAL_KEYS or k in KEPT_TAGS}
             ways[way.id] = ([n.ref for n in way.nodes], kept)
     wanted = sorted({ref for refs, _ in ways.values() for ref in refs})
     where: dict[int, tuple[float, float]] = {}
     if wanted:
         nodes = osmium.FileProcessor(str(pbf), osmium.osm.NODE).with_filter(osmium.filter.IdFilter(wanted))
-        where = {n.id: (n.location.lat, n.location.lon) for n in nodes if n.location.valid()}
+        where = {
+            n.id: (n.location.lat, n.location.lon)
+            for n in nodes
+            if isinstance(n, osmium.osm.Node) and n.location.valid()
+        }
     ids = sorted(ways)
     coords = [[where[ref] for ref in ways[w][0] if ref in where] for w in ids]
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / IDS, np.array(ids, dtype=np.int64))
     np.save(folder / POINTERS, np.concatenate(([0], np.cumsum([len(c) for c in coords]))).astype(np.int64))
-    flat = [p for c in coords for p in c]
-    np.save(folder / COORDS, np.array(flat, dtype=np.float64).reshape(-1, 2))
+    flat = np.array([p for c in coords for p in c], dtype=np.float64).reshape(-1, 2)
+    np.save(folder / COORDS, flat)
     (folder / TAGS).write_bytes(orjson.dumps([ways[w][1] for w in ids]))
-    return {"timed_ways": len(ids)}
+    return flat
 
 
 def build(pbf: Path, folder: Path) -> dict[str, Any]:
     """Both, before the tiles (the time zone database in `folder`/TIMEZONES): their counts."""
-    zones = write_timezones(pbf, folder / TIMEZONES)
-    return {"time_zones": zones, **write_timed_index(pbf, folder / TIMED_DIR)}
+    timed = write_timed_index(pbf, folder / TIMED_DIR)
+    cells = occupied_cells(pbf) | {
+        (math.floor(lat / CELL_DEG), math.floor(lon / CELL_DEG)) for lat, lon in timed.tolist()
+    }
+    zones = write_timezones(cells, folder / TIMEZONES)
+    return {"time_zones": zones, "timed_ways": len(np.load(folder / TIMED_DIR / IDS))}

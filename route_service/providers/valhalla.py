@@ -16,6 +16,7 @@ area but may also leave out a hole in it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -107,6 +108,10 @@ MATCH_ATTRIBUTES = [
 LIMITS = {"max_height": 0, "max_width": 1, "max_length": 2, "max_weight": 3, "max_axle_load": 4}
 # The edges a location may start on: those no farther than the nearest one plus this (m).
 SAME_PLACE_M = 0.5
+# Routes arriving by a time: at most this many routes leaving at found times (the first leaves at
+# the arrival time to learn the duration; the next leaves that much earlier; a third when the
+# rules by time changed the route).
+ARRIVAL_ROUNDS = 3
 # Valhalla's error codes (its docs' "api/turn-by-turn/api-reference" status codes).
 NO_EDGES_NEAR = {171, 170}  # "No suitable edges near location"
 NO_PATH = {442, 443}  # "No path could be found for input"
@@ -161,6 +166,29 @@ class ValhallaProvider:
     # ------------------------------------------------------------ route
 
     def route(self, query: RouteQuery) -> RouteResult:
+        when = query.restrictions.time
+        if when is not None and when.arrival:
+            return self.arriving(query, when)
+        return self.route_once(query)
+
+    def arriving(self, query: RouteQuery, when: RouteTime) -> RouteResult:
+        """The route arriving by a time, as routes leaving at found times (ARRIVAL_ROUNDS): of
+        those that arrive in time, the one that leaves last. Valhalla's own arrive-by search
+        (date_time type 2) does not check the edge it starts from, the one into the
+        destination: arriving by 08:03 on the made map's gate closed from 08:00, it drove it."""
+        departure, best = when.at, None
+        for _ in range(ARRIVAL_ROUNDS):
+            leaving = Restrictions(query.restrictions.avoid, query.restrictions.truck, RouteTime(departure))
+            found = self.route_once(dataclasses.replace(query, restrictions=leaving))
+            assert found.arrival is not None and found.departure is not None
+            if found.arrival <= when.at and (best is None or found.departure > best.departure):
+                best = found
+            if found.arrival == when.at:
+                break
+            departure -= found.arrival - when.at
+        return best or found
+
+    def route_once(self, query: RouteQuery) -> RouteResult:
         request: dict[str, Any] = {
             "locations": [location(query.origin, query.vehicle), location(query.destination, query.vehicle)],
             **costing(query.vehicle, query.route_type, query.restrictions),
