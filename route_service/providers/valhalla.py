@@ -180,13 +180,13 @@ class ValhallaProvider:
         for _ in range(ARRIVAL_ROUNDS):
             leaving = Restrictions(query.restrictions.avoid, query.restrictions.truck, RouteTime(departure))
             found = self.route_once(dataclasses.replace(query, restrictions=leaving))
-            assert found.arrival is not None and found.departure is not None
-            if found.arrival <= when.at and (best is None or found.departure > best.departure):
-                best = found
-            if found.arrival == when.at:
+            arrival = found.arrival or when.at
+            if arrival <= when.at and (best is None or departure > best[0]):
+                best = (departure, found)
+            if arrival == when.at:
                 break
-            departure -= found.arrival - when.at
-        return best or found
+            departure -= arrival - when.at
+        return best[1] if best is not None else found
 
     def route_once(self, query: RouteQuery) -> RouteResult:
         request: dict[str, Any] = {
