@@ -66,7 +66,9 @@ def ways_driven(call: Call, trip: dict[str, Any], costing: dict[str, Any], depar
     driven: list[tuple[int, str, datetime]] = []
     start = 0.0
     for leg in trip["legs"]:
-        request = {"encoded_polyline": leg["shape"], "shape_match": "edge_walk", **costing,
+        # edge_walk alone failed on some of Heidelberg's routes (bench time_rules: "failed to find
+        # exact route match"); walk_or_snap then matches the shape instead.
+        request = {"encoded_polyline": leg["shape"], "shape_match": "walk_or_snap", **costing,
                    "filters": {"attributes": WAY_ATTRIBUTES, "action": "include"}}  # fmt: skip
         answer = call("trace_attributes", request)
         before = 0.0
