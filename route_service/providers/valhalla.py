@@ -232,9 +232,10 @@ class ValhallaProvider:
         assert when is not None
         departure, arrival = valhalla_time.times_of(when, result.routes[0].duration_s)
         result.departure, result.arrival = departure, arrival
-        if self.timed is not None and self.timed.near(
-            [LatLon(float(y), float(x)) for x, y in result.routes[0].geometry[[0, -1]]]
-        ):
+        if len(result.routes) <= query.alternatives:  # its time-dependent search finds one route
+            result.notes.append(f"the {self.name} provider computes no alternative routes at a time; only the best route is returned")
+        line = result.routes[0].geometry
+        if self.timed is not None and self.timed.touches(line[:, 1], line[:, 0]):
             costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
             driven = valhalla_time.ways_driven(self.engine_call, trip, costing_of, departure, self.clock(query.vehicle))
             result.time_rules = valhalla_time.rules_met(self.timed, query, driven)
