@@ -16,7 +16,6 @@ area but may also leave out a hole in it.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -108,10 +107,6 @@ MATCH_ATTRIBUTES = [
 LIMITS = {"max_height": 0, "max_width": 1, "max_length": 2, "max_weight": 3, "max_axle_load": 4}
 # The edges a location may start on: those no farther than the nearest one plus this (m).
 SAME_PLACE_M = 0.5
-# Routes arriving by a time: at most this many routes leaving at found times (the first leaves at
-# the arrival time to learn the duration; the next leaves that much earlier; a third when the
-# rules by time changed the route).
-ARRIVAL_ROUNDS = 3
 # Valhalla's error codes (its docs' "api/turn-by-turn/api-reference" status codes).
 NO_EDGES_NEAR = {171, 170}  # "No suitable edges near location"
 NO_PATH = {442, 443}  # "No path could be found for input"
@@ -168,25 +163,8 @@ class ValhallaProvider:
     def route(self, query: RouteQuery) -> RouteResult:
         when = query.restrictions.time
         if when is not None and when.arrival:
-            return self.arriving(query, when)
+            return valhalla_time.arrive_by(self.route_once, query, when)
         return self.route_once(query)
-
-    def arriving(self, query: RouteQuery, when: RouteTime) -> RouteResult:
-        """The route arriving by a time, as routes leaving at found times (ARRIVAL_ROUNDS): of
-        those that arrive in time, the one that leaves last. Valhalla's own arrive-by search
-        (date_time type 2) does not check the edge it starts from, the one into the
-        destination: arriving by 08:03 on the made map's gate closed from 08:00, it drove it."""
-        departure, best = when.at, None
-        for _ in range(ARRIVAL_ROUNDS):
-            leaving = Restrictions(query.restrictions.avoid, query.restrictions.truck, RouteTime(departure))
-            found = self.route_once(dataclasses.replace(query, restrictions=leaving))
-            arrival = found.arrival or when.at
-            if arrival <= when.at and (best is None or departure > best[0]):
-                best = (departure, found)
-            if arrival == when.at:
-                break
-            departure -= arrival - when.at
-        return best[1] if best is not None else found
 
     def route_once(self, query: RouteQuery) -> RouteResult:
         request: dict[str, Any] = {
@@ -228,18 +206,11 @@ class ValhallaProvider:
 
     def at_time(self, query: RouteQuery, result: RouteResult, trip: dict[str, Any]) -> RouteResult:
         """The route's departure, arrival and the rules by time it met (valhalla_time)."""
-        when = query.restrictions.time
-        assert when is not None
-        departure, arrival = valhalla_time.times_of(when, result.routes[0].duration_s)
-        result.departure, result.arrival = departure, arrival
-        if len(result.routes) <= query.alternatives:  # its time-dependent search finds one route
-            result.notes.append(f"the {self.name} provider computes no alternative routes at a time; only the best route is returned")
-        line = result.routes[0].geometry
-        if self.timed is not None and self.timed.touches(line[:, 1], line[:, 0]):
-            costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
-            driven = valhalla_time.ways_driven(self.engine_call, trip, costing_of, departure, self.clock(query.vehicle))
-            result.time_rules = valhalla_time.rules_met(self.timed, query, driven)
-        return result
+        costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
+        found = valhalla_time.at_time(self.timed, self.engine_call, costing_of, self.clock(query.vehicle), query, result, trip)
+        if len(found.routes) <= query.alternatives:  # its time-dependent search finds one route
+            found.notes.append(f"the {self.name} provider computes no alternative routes at a time; only the best route is returned")
+        return found
 
     def closed_at_time(self, query: RouteQuery) -> NoRouteFound | None:
         if self.timed is None or query.restrictions.time is None:

@@ -11,6 +11,7 @@ way id and when it ends) that the map's timed index (route_service.timed_index) 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -22,12 +23,16 @@ from timezonefinder import TimezoneFinder
 
 from common.errors import NoRouteFound, PointNotRoutable
 from common.geo import LatLon
-from route_service.model import RouteQuery, RouteTime, TimeRuleMet
+from route_service.model import Restrictions, RouteQuery, RouteResult, RouteTime, TimeRuleMet
 from route_service.time_rules import size_of
 from route_service.timed_index import TimedIndex, keys_of
 
 UTC_ZONE = ZoneInfo("UTC")
-A_YEAR = timedelta(days=366)  # "no rule changes" (TimedRoadsSource.next_rule_change)
+A_YEAR = timedelta(days=366)
+# Routes arriving by a time: at most this many routes leaving at found times (the first leaves at
+# the arrival time to learn the duration; the next leaves that much earlier; a third when the
+# rules by time changed the route).
+ARRIVAL_ROUNDS = 3  # "no rule changes" (TimedRoadsSource.next_rule_change)
 WAY_ATTRIBUTES = ["edge.way_id", "edge.names", "node.elapsed_time"]
 MATCHED_ATTRIBUTES = ["edge.way_id", "edge.names", "matched.edge_index", "matched.type"]
 TRACE_RADIUS_M = 50.0  # as the provider's map matching (valhalla.MATCH_SEARCH_RADIUS_M)
@@ -51,6 +56,38 @@ def date_time(when: RouteTime, origin: LatLon, destination: LatLon) -> dict[str,
     end = destination if when.arrival else origin
     local = when.at.astimezone(zone_at(round(end.lat, 3), round(end.lon, 3)))
     return {"type": 2 if when.arrival else 1, "value": local.strftime("%Y-%m-%dT%H:%M")}
+
+
+def arrive_by(route_once: Callable[[RouteQuery], RouteResult], query: RouteQuery, when: RouteTime) -> RouteResult:
+    """The route arriving by a time, as routes leaving at found times (ARRIVAL_ROUNDS): of those
+    that arrive in time, the one that leaves last. Valhalla's own arrive-by search (date_time
+    type 2) does not check the edge it starts from, the one into the destination: arriving by
+    08:03 on the made map's gate closed from 08:00 (test_time_routes), it drove it."""
+    departure, best = when.at, None
+    for _ in range(ARRIVAL_ROUNDS):
+        leaving = Restrictions(query.restrictions.avoid, query.restrictions.truck, RouteTime(departure))
+        found = route_once(dataclasses.replace(query, restrictions=leaving))
+        arrival = found.arrival or when.at
+        if arrival <= when.at and (best is None or departure > best[0]):
+            best = (departure, found)
+        if arrival == when.at:
+            break
+        departure -= arrival - when.at
+    return best[1] if best is not None else found
+
+
+def at_time(index: TimedIndex | None, call: Call, costing: dict[str, Any], clock: float, query: RouteQuery,
+            result: RouteResult, trip: dict[str, Any]) -> RouteResult:  # fmt: skip
+    """The route's departure and arrival, and the rules by time that held where it drove: looked
+    up only when it passes a timed way's node (TimedIndex.touches)."""
+    when = query.restrictions.time
+    assert when is not None
+    result.departure, result.arrival = times_of(when, result.routes[0].duration_s)
+    line = result.routes[0].geometry
+    if index is not None and index.touches(line[:, 1], line[:, 0]):
+        driven = ways_driven(call, trip, costing, result.departure, clock)
+        result.time_rules = rules_met(index, query, driven)
+    return result
 
 
 def times_of(when: RouteTime, duration_s: float) -> tuple[datetime, datetime]:
