@@ -75,7 +75,7 @@ def parse_options(query: Mapping[str, str], registry: ProviderRegistry) -> Route
     vehicle, route_type, name = parse_profile(query, errors)
     departure = parse_departure(query, errors, "every line of the file leaves at one time")
     restrictions = Restrictions(time=RouteTime(departure)) if departure is not None else NO_RESTRICTIONS
-    provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions)
+    provider = registry.choose(name, vehicle, route_type, errors, restrictions=restrictions, serving="cost")
     return Router(provider, vehicle, route_type, departure)
 
 

@@ -352,7 +352,7 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     if expected and (start is None or departures):
         errors.add("expectedDepartures", "only with departureTime and without legDepartures (a chained tour)")
     chosen_for = registry.moot_time(name, restrictions, waypoints)
-    provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for)
+    provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for, serving="waypoints")
     query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service, expected)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 

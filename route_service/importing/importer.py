@@ -50,7 +50,7 @@ from common.vocabulary import VEHICLES
 from route_service import osrm_profiles, valhalla_tiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
-from route_service.importing import speed_profiles, valhalla_build
+from route_service.importing import valhalla_build
 from route_service.importing.osrm_components import (
     SMALL_COMPONENT_SIZES,
     input_extents,
@@ -109,6 +109,15 @@ def graph_builder_source() -> bytes:
     sources = [here / "graph_build.py", serving / "graph_tags.py", serving / "graph_format.py",
                serving.parent / "common" / "vehicles.py"]  # fmt: skip
     return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
+
+
+def valhalla_build_source() -> bytes:
+    """What Valhalla's tiles, their time zones, speed profiles and emergency ways, and the timed
+    index are built by: a dataset built before a change to them is rebuilt."""
+    here, serving = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
+    sources = [here / "valhalla_build.py", here / "valhalla_timed.py", here / "speed_profiles.py",
+               serving / "timed_index.py", serving / "time_rules.py"]  # fmt: skip
+    return b"".join(path.read_bytes() for path in sources)
 
 
 # ---------------------------------------------------------------- steps
@@ -436,9 +445,7 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
         for lua in osrm_profiles.lua_files():
             yield lua.name.encode() + b"\0" + lua.read_bytes()
         yield graph_builder_source()
-        # Valhalla's build and its speed profiles (issue 56): a dataset built before them is rebuilt.
-        for module in (valhalla_build, speed_profiles):
-            yield Path(str(module.__file__)).read_bytes()
+        yield valhalla_build_source()
 
     def stored(self, dataset_dir: Path) -> dict[str, Any] | None:
         return read_manifest(dataset_dir)

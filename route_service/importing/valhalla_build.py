@@ -7,7 +7,8 @@ Before the build, `emergency_ways` rewrites the PBF so that Valhalla keeps the w
 route may use inside its radius and lists them for `providers.valhalla_emergency`.
 
 Not built: the admin areas (`valhalla_build_admins`, 550 MB of peak memory even for a city;
-without them Valhalla applies its default access rules and driving side) and time zones.
+without them Valhalla applies its default access rules and driving side). Time zones are
+(route_service.importing.valhalla_timed): without them no rule by time ever applies.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import orjson
 import osmium
 import valhalla
 
-from route_service.importing import speed_profiles
+from route_service.importing import speed_profiles, valhalla_timed
 from route_service.valhalla_tiles import TILES_TAR, VALHALLA_DIR, WAYS_FILE, config, version
 
 
@@ -41,9 +42,11 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
     settings = config(dataset_dir, threads=threads)
     settings["mjolnir"]["tile_dir"] = str(tiles)
     settings["mjolnir"]["tile_extract"] = str(folder / TILES_TAR)
+    started = time.perf_counter()
+    timed = valhalla_timed.build(pbf, folder)
+    settings["mjolnir"]["timezone"] = str(folder / valhalla_timed.TIMEZONES)
     config_file = folder / "build-config.json"
     config_file.write_bytes(orjson.dumps(settings))
-    started = time.perf_counter()
     log = folder / "import.log"
     kept = emergency_ways(pbf, folder)
     try:
@@ -56,12 +59,14 @@ def build_tiles(pbf: Path, dataset_dir: Path, threads: int) -> dict[str, Any]:
     run(extract, log, "valhalla_build_extract")
     shutil.rmtree(tiles)
     config_file.unlink()
+    (folder / valhalla_timed.TIMEZONES).unlink()  # in the tiles now: each node's zone
     return {
         "valhalla_version": version(),
         "seconds": round(time.perf_counter() - started, 2),
         "tiles_bytes": tiles_bytes,
         "tar_bytes": (folder / TILES_TAR).stat().st_size,
         **profiles,
+        **timed,
     }
 
 

@@ -6,7 +6,8 @@ is the default; without a provider named, what it cannot answer goes to Valhalla
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
 than its CH data finds, avoid areas and truck dimensions. Matrices with either go to the road
-graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones.
+graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones. Routes
+at a time go to Valhalla; matrices, tours and detour files at a time to the graph (TIMED_FIRST_FOR).
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the
@@ -49,6 +50,12 @@ FALLBACK_FIRST = "valhalla"
 # not (17.8 m away on a track where OSRM's road is not one Valhalla lets a car start on; on a
 # motorway node where OSRM takes the ramp beside it), so its areas lose what OSRM reaches.
 FIRST_FOR = {"isochrone": "graph"}
+# At a time (departureTime, arrivalTime): routes go to Valhalla (its `date_time`, issue 56);
+# what is made of many routes at a time (matrices, tours, detour files) stays on the road graph
+# in this step, so that a tour's legs and the matrix it was planned on agree (the old town's
+# delivery window opens a street Valhalla's access keeps closed: decisions.md, issue 56).
+TIMED_FIRST_FOR = {"route": "valhalla"}
+TIMED_FIRST = "graph"
 
 
 def resolve(
@@ -114,7 +121,9 @@ class ProviderRegistry:
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
-        self.timed_roads = next((p for p in providers.values() if isinstance(p, TimedRoadsSource)), None)
+        # Valhalla answers routes at a time (its `date_time`, issue 56); the graph, its matrices.
+        timed = sorted(providers.values(), key=lambda p: p.name != FALLBACK_FIRST)
+        self.timed_roads = next((p for p in timed if isinstance(p, TimedRoadsSource) and p.info().time_rules), None)
         self.default_name = default_name
         # The vehicles the map serves (the import's ROUTING_VEHICLES); None: whatever a provider has.
         self.vehicles = tuple(vehicles) if vehicles is not None else None
@@ -161,7 +170,7 @@ class ProviderRegistry:
         `alternatives` than the chosen one finds (OSRM's CH data: one)."""
         named = name is not None
         restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
-        first = self._first(needs or serving)
+        first = self._first(needs or serving, timed=restrictions.time is not None)
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",
@@ -176,7 +185,8 @@ class ProviderRegistry:
             chosen: Capabilities | None = self._named(name, emergency, errors)
             unmet = chosen.info.unmet(restrictions) if chosen is not None else None
             if unmet is not None:
-                capable = next((c for c in self._ordered(first) if c.info.unmet(restrictions) is None), None)
+                capable = next((c for c in self._ordered(first)
+                                if c.info.unmet(restrictions) is None and getattr(c, serving) is not None), None)  # fmt: skip
                 hint = f"omit provider or use provider={capable.name}" if capable else "no loaded provider supports it"
                 errors.add(unmet, f"the {name} provider does not support {unmet}: {hint}")
         elif restricted_by:
@@ -238,8 +248,10 @@ class ProviderRegistry:
         )
 
     @staticmethod
-    def _first(capability: str) -> str:
+    def _first(capability: str, timed: bool = False) -> str:
         """The provider asked first, without a name, for what the default cannot answer."""
+        if timed:
+            return TIMED_FIRST_FOR.get(capability, TIMED_FIRST)
         return FIRST_FOR.get(capability, FALLBACK_FIRST)
 
     def _ordered(self, first: str) -> list[Capabilities]:

@@ -17,7 +17,8 @@ area but may also leave out a hole in it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,18 @@ from route_service.model import (
     Route,
     RouteQuery,
     RouteResult,
+    RouteTime,
     Signs,
     Snapped,
     Step,
+    TimeRuleMet,
     TruckDimensions,
 )
+from route_service.providers import valhalla_time
 from route_service.providers.base import Plugins
 from route_service.providers.valhalla_emergency import emergency_route
+from route_service.time_rules import size_of
+from route_service.timed_index import TIMED_DIR, TimedIndex
 
 # Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
 # OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
@@ -110,7 +116,9 @@ NO_PATH = {442, 443}  # "No path could be found for input"
 class ValhallaProvider:
     name = "valhalla"
 
-    def __init__(self, config: dict[str, Any], osrm_vehicles: Iterable[str] = ()) -> None:
+    def __init__(
+        self, config: dict[str, Any], osrm_vehicles: Iterable[str] = (), timed: TimedIndex | None = None
+    ) -> None:
         # Valhalla's actor is not thread-safe (two calls at once on one actor segfaulted in
         # actor.locate) and the binding releases the interpreter lock: an actor per thread, made
         # on the thread's first call, all over the one memory-mapped tar (docs/decisions.md).
@@ -118,13 +126,17 @@ class ValhallaProvider:
         self.actors = threading.local()
         # The vehicles whose routes OSRM answers: their isochrones keep OSRM's pace (OSRM_PACE).
         self.osrm_vehicles = frozenset(osrm_vehicles)
+        # The map's roads with rules by time (None: a dataset imported without them or the
+        # tiles' time zones, whose rules by time Valhalla could not apply).
+        self.timed = timed
 
     @classmethod
     def load(cls, dataset_dir: Path, osrm_vehicles: Iterable[str] = ()) -> ValhallaProvider:
         tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
         if not tar.is_file():
             raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
-        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles)
+        timed = TimedIndex.load(dataset_dir / valhalla_tiles.VALHALLA_DIR / TIMED_DIR)
+        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles, timed)
         provider.actor()  # a bad configuration fails the load, not the first request
         return provider
 
@@ -143,6 +155,7 @@ class ValhallaProvider:
             emergency_routing=True,
             alternatives=True,
             restrictions=True,
+            time_rules=self.timed is not None,
         )
 
     def plugins(self) -> Plugins:
@@ -153,7 +166,18 @@ class ValhallaProvider:
     def route(self, query: RouteQuery) -> RouteResult:
         if query.emergency_radius_m > 0:
             return emergency_route(self, query)
-        return self.route_result(query, self.call("route", self.route_request(query), query.restrictions))
+        when = query.restrictions.time
+        if when is not None and when.arrival:
+            return valhalla_time.arrive_by(self.route_once, query, when)
+        return self.route_once(query)
+
+    def route_once(self, query: RouteQuery) -> RouteResult:
+        try:
+            answer = self.call("route", self.route_request(query), query.restrictions)
+        except NoRouteFound as exc:
+            raise (self.closed_at_time(query) or exc) from exc
+        result = self.route_result(query, answer)
+        return result if query.restrictions.time is None else self.at_time(query, result, answer["trip"])
 
     def route_request(self, query: RouteQuery) -> dict[str, Any]:
         request: dict[str, Any] = {
@@ -164,6 +188,9 @@ class ValhallaProvider:
         }
         if query.alternatives:
             request["alternates"] = query.alternatives
+        when = query.restrictions.time
+        if when is not None:
+            request["date_time"] = valhalla_time.date_time(when, query.origin, query.destination)
         if query.restrictions.truck is not None:
             closed = [
                 where
@@ -185,6 +212,39 @@ class ValhallaProvider:
             destination=snapped(query.destination, first[-1], trips[0], -1),
             alternatives_requested=query.alternatives,
         )
+
+    # ------------------------------------------------------------ rules by time
+
+    def at_time(self, query: RouteQuery, result: RouteResult, trip: dict[str, Any]) -> RouteResult:
+        """The route's departure, arrival and the rules by time it met (valhalla_time)."""
+        costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
+        found = valhalla_time.at_time(self.timed, self.engine_call, costing_of, self.clock(query.vehicle), query, result, trip)
+        if len(found.routes) <= query.alternatives:  # its time-dependent search finds one route
+            found.notes.append(f"the {self.name} provider computes no alternative routes at a time; only the best route is returned")
+        return found
+
+    def closed_at_time(self, query: RouteQuery) -> NoRouteFound | None:
+        if self.timed is None or query.restrictions.time is None:
+            return None
+        costing_of = costing(query.vehicle, query.route_type, Restrictions(truck=query.restrictions.truck))
+        return valhalla_time.closed_end(self.timed, query, self.engine_call, costing_of)
+
+    def engine_call(self, action: str, request: dict[str, Any]) -> Any:
+        return self.call(action, request, Restrictions())
+
+    def timed_near(self, points: Sequence[LatLon]) -> bool:
+        return self.timed is not None and self.timed.near(points)
+
+    def next_rule_change(self, at: datetime) -> datetime:
+        return self.timed.next_change(at) if self.timed is not None else at + valhalla_time.A_YEAR
+
+    def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
+        """The rules by time a recorded trace met where it drove, at its own times (POST /v1/match):
+        each matched place's way, at the place's time."""
+        if self.timed is None or not places or not self.timed.near([p for p, _ in places]):
+            return []
+        driven = valhalla_time.ways_matched(self.engine_call, places, costing(vehicle, "fastest", Restrictions()))
+        return self.timed.met(vehicle, size_of(vehicle, None), driven)
 
     def closed_at_end(self, point: LatLon, parameter: str, truck: TruckDimensions) -> list[dict[str, float]]:
         """Valhalla's truck costing does not hold a way's limits against the edges a route starts
@@ -229,6 +289,8 @@ class ValhallaProvider:
             "contours": contours,
             "polygons": True,
         }
+        if query.departure is not None:  # the area's roads as their rules are when reached
+            request["date_time"] = valhalla_time.date_time(RouteTime(query.departure), query.point, query.point)
         answer = self.call("isochrone", request, Restrictions(), parameter="point")
         by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
         origin = self.snap(query.point, query.vehicle)
@@ -366,7 +428,8 @@ def as_api_error(exc: RuntimeError, request: dict[str, Any], restrictions: Restr
     vehicle = next(name for name, row in VEHICLE_TABLE.items() if row.valhalla_costing == request["costing"])
     if code in NO_EDGES_NEAR:
         return PointNotRoutable(
-            f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point", parameter=parameter
+            f"no road usable by {vehicle} within {VEHICLE_TABLE[vehicle].snap_radius_m:.0f} m of the point",
+            parameter=parameter,
         )
     if code in NO_PATH:
         limits = Restrictions(avoid=restrictions.avoid, truck=restrictions.truck)  # never the time: ignored here

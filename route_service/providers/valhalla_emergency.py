@@ -49,6 +49,10 @@ RELAXED = {"ignore_oneways": True, "ignore_access": True, "destination_only_pena
 # anywhere; its bidirectional search enters them only where a route starts or ends. Measured on
 # Heidelberg, 172 pairs: p50 9-13 ms against 18 ms bidirectional (load 7 on 2 cores).
 LEAVING_NOW = {"type": 0}
+# Without a time in the request that departure is only for the search's sake: the speeds by time
+# (predicted speeds, importing.speed_profiles) stay off, so the relaxed route runs on the normal
+# route's clock (a time-less route's). Rules of access by time do apply as of now.
+TIMELESS_SPEEDS = ["freeflow", "constrained", "current"]
 # Relaxed routes asked for at most: each round excludes the offending edges of the one before.
 ROUNDS = 3
 NEVER_RELAXED_CLASSES = frozenset({"motorway", "trunk"})
@@ -74,7 +78,9 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
     single = replace(query, alternatives=0)
     request = provider.route_request(single)
     request["costing_options"][request["costing"]].update(RELAXED)
-    request.setdefault("date_time", LEAVING_NOW)
+    if "date_time" not in request:
+        request["date_time"] = LEAVING_NOW
+        request["costing_options"][request["costing"]]["speed_types"] = TIMELESS_SPEEDS
     excluded: list[dict[str, float]] = list(request.get("exclude_locations", []))
     normal: list[RouteResult | None] = []  # the normal route, once asked for
     for round_ in range(ROUNDS):

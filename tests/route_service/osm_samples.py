@@ -162,3 +162,42 @@ def write_zone_map(directory: Path, name: str = "zone.osm.pbf") -> ZoneMap:
     finally:
         writer.close()
     return ZoneMap(path, LatLon(*points[1]), LatLon(*points[3]), LatLon(49.0, 8.0025))
+
+
+@dataclass(frozen=True)
+class GateMap:
+    """A 3 km residential approach (`Approach`, side streets every 100 m) to a junction, from
+    which `Gate` (500 m, closed to motor vehicles 08:00-09:00) and `Ring` (2.7 km) both reach
+    the destination: a car leaving at 07:57 reaches the gate after it closed. Approach has a
+    night speed limit (30 km/h 22:00-06:00)."""
+
+    pbf: Path
+    start: LatLon
+    end: LatLon
+    ways: list[tuple[str, list[LatLon]]]  # every way's name and points: the networkx oracle's
+
+
+def write_gate_map(directory: Path, name: str = "gate.osm.pbf") -> GateMap:
+    path = directory / name
+    approach = [LatLon(49.0, 8.0 + 0.00137 * i) for i in range(31)]  # 100 m apart
+    junction, end = approach[-1], LatLon(49.0, approach[-1].lon + 0.0069)
+    ring = [junction, LatLon(49.01, junction.lon), LatLon(49.01, end.lon), end]
+    sides = [[point, LatLon(point.lat - 0.0003, point.lon)] for point in approach[1:-1]]
+    ways = [("Approach", approach), ("Gate", [junction, end]), ("Ring", ring), *(("Side", side) for side in sides)]
+    ids: dict[LatLon, int] = {}
+    writer = osmium.SimpleWriter(str(path))
+    try:
+        for point in [p for _, points in ways for p in points]:
+            if point not in ids:
+                ids[point] = len(ids) + 1
+                writer.add_node(Node(id=ids[point], location=(point.lon, point.lat)))
+        for way_id, (street, points) in enumerate(ways, start=100):
+            tags = {"highway": "residential", "name": street}
+            if street == "Gate":
+                tags["motor_vehicle:conditional"] = "no @ (08:00-09:00)"
+            if street == "Approach":
+                tags["maxspeed:conditional"] = "30 @ (22:00-06:00)"
+            writer.add_way(Way(id=way_id, nodes=[ids[p] for p in points], tags=tags))
+    finally:
+        writer.close()
+    return GateMap(path, approach[0], end, ways)

@@ -26,6 +26,7 @@ from route_service.model import MatrixQuery, Restrictions, RouteTime
 from route_service.parsing import parse_matrix, parse_public_matrix, parse_route, parse_waypoints
 from route_service.providers.graph import GraphProvider
 from route_service.providers.registry import ProviderRegistry
+from route_service.providers.valhalla import ValhallaProvider
 from tests.conftest import EVERY_MAP
 from tests.route_service.osm_samples import ZoneMap
 from tests.route_service.test_time_routes import BISMARCKPLATZ, HAUPTSTRASSE, NECKARSTADEN, TUESDAY, zone_map
@@ -53,7 +54,9 @@ def matrix(registry: ProviderRegistry, sources: list[str], destinations: list[st
 
 
 def route_duration(registry: ProviderRegistry, a: str, b: str, at: str) -> float:
-    parsed = parse_route({"from": a, "to": b, "departureTime": at}, registry)
+    """The graph's route at a time: the matrices' engine at a time in this step (routes at a
+    time are Valhalla's, test_time_routes)."""
+    parsed = parse_route({"from": a, "to": b, "departureTime": at, "provider": "graph"}, registry)
     return parsed.plugin(parsed.query).routes[0].duration_s
 
 
@@ -245,3 +248,6 @@ def test_every_extract_keeps_its_roads_with_rules_by_time(city_maps: Callable[[s
         assert all(a < b for a, b in windows) and all(b1 <= a2 for (_, b1), (a2, _) in pairwise(windows))
         limited += windows != [(start, start + timedelta(days=7))]
     assert (limited > 0) == (name in ("heidelberg", "munich", "all"))
+    valhalla = registry.sources["valhalla"]  # its index of the same ways (route_service.timed_index)
+    assert isinstance(valhalla, ValhallaProvider) and valhalla.timed is not None
+    assert len(valhalla.timed) >= len(timed.ways) and (len(valhalla.timed) > 0) == (len(timed.ways) > 0)

@@ -4,13 +4,18 @@ zones and public holidays of the way's country, limits on the vehicle, and what 
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import osmium
 import pytest
+from osmium.osm.mutable import Node, Way
 
 from route_service.graph_format import MODE_EMERGENCY_ACCESS, MODE_YES
 from route_service.graph_tags import classify
+from route_service.importing.valhalla_timed import write_timed_index
 from route_service.time_rules import CAR_SIZE, Condition, TimeTable, parse_rules, split_outside_parentheses, tags_at
+from route_service.timed_index import TimedIndex
 
 HEIDELBERG = (49.4106, 8.7073)
 HELSINKI = (60.1699, 24.9384)
@@ -121,3 +126,40 @@ def test_a_time_with_a_plain_utc_offset_is_read() -> None:
     plus_one = datetime(2026, 12, 1, 8, 0, tzinfo=timezone(timedelta(hours=1)))
     assert TimeTable().holds(rule.condition, plus_one, HEIDELBERG, CAR_SIZE)
     assert TimeTable().next_change(rule.condition, plus_one.replace(hour=12), HEIDELBERG) is not None
+
+
+def test_the_timed_index_reads_the_rules_as_valhalla_applies_them(tmp_path: Path) -> None:
+    """The map's timed ways (route_service.timed_index, built at import): a night truck ban
+    closes to trucks only; a delivery window's road is closed outside it (Valhalla: opening
+    rules of which none holds); `vehicle:conditional`, which Valhalla does not read, is not
+    reported; and each road's next opening."""
+    pbf = tmp_path / "timed.osm.pbf"
+    writer = osmium.SimpleWriter(str(pbf))
+    tags = {
+        1: {"highway": "residential", "name": "Ban", "hgv:conditional": "no @ (19:00-6:00)"},
+        2: {**OLD_TOWN},
+        3: {"highway": "residential", "name": "Quiet", "vehicle:conditional": "no @ (00:00-24:00)"},
+    }
+    try:
+        for ident in range(1, 7):
+            writer.add_node(Node(id=ident, location=(HEIDELBERG[1] + 0.001 * ident, HEIDELBERG[0])))
+        for way_id, way_tags in tags.items():
+            writer.add_way(Way(id=way_id, nodes=[2 * way_id - 1, 2 * way_id], tags=way_tags))
+    finally:
+        writer.close()
+    write_timed_index(pbf, tmp_path / "timed")
+    index = TimedIndex.load(tmp_path / "timed")
+    assert index is not None and len(index) == 3
+    ban, old_town, quiet = (index.position(w) for w in (1, 2, 3))
+    assert ban is not None and old_town is not None and quiet is not None
+    evening, morning, noon = (at(f"2026-12-01T{hour}") for hour in ("20:00", "08:00", "14:00"))
+    truck = index.at(ban, "truck", evening, None)
+    assert truck.closed and [r.tag for r in truck.held] == ["hgv:conditional=no @ (19:00-6:00)"]
+    assert not index.at(ban, "car", evening, None).closed
+    assert index.next_opening(ban, "truck", evening, None) == at("2026-12-02T06:00")
+    assert index.at(old_town, "car", noon, None).closed and not index.at(old_town, "car", morning, None).closed
+    assert index.next_opening(old_town, "car", noon, None) == at("2026-12-02T06:00")
+    assert not index.at(quiet, "car", noon, None).closed and index.at(quiet, "car", noon, None).held == []
+    assert index.next_change(at("2026-12-01T10:00")) == at("2026-12-01T11:00")
+    met = index.met("car", None, [(2, "", morning), (1, "", evening)])
+    assert [(m.road, m.effect) for m in met] == [("Hauptstraße", "open to car only to reach a place inside (destination)")]
