@@ -1,0 +1,172 @@
+"""What the map's roads cover, read from the OSM extract at import without any road graph (issue
+56): the roads' bounds, road nodes drawn at random (route_service.diagnostics takes the main
+network's reference points among them) and the outline of where the map has roads (isochrones'
+data mask, /v1/providers, the /map page). The manifest keeps them as `coverage`
+(route_service.dataset).
+
+Memory is bounded whatever the map's size: the sample is a reservoir of SAMPLE_POINTS, the
+outline a set of grid cells (8 bytes each) that the roads pass through, at most MOST_CELLS.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import osmium
+import shapely
+
+from common.geo import METRES_PER_DEGREE
+
+# The ways that are roads: every highway class some vehicle of ours may use (car, truck,
+# bicycle, pedestrian, and motor vehicles in emergencies), as the road graph's tag policy had them.
+ROAD_HIGHWAYS = frozenset({
+    "motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
+    "tertiary", "tertiary_link", "unclassified", "residential", "living_street", "service", "road", "track",
+    "path", "cycleway", "footway", "pedestrian", "bridleway", "steps", "corridor", "platform", "access_ramp",
+    "busway", "bus_guideway",
+})  # fmt: skip
+SAMPLE_POINTS = 64
+# The outline's cell: 0.0005° a side, 56 m of latitude by 28-41 m of longitude on the shared
+# extracts (60.2° to 42.5° N), so the outline ends at most a cell's diagonal (63-69 m there, 79 m
+# anywhere) past the last road. The graph's cell grew with the map's box: 0.005° doubled until
+# 20 000 cells, 0.01° (1.1 km) on the five extracts as one, 700 m past Helsinki's west edge.
+CELL_DEG = 0.0005
+# Past this many cells (32 MB of keys; the five extracts as one have 121 472) the cells double
+# in size until they fit: a continent stays in memory, its outline coarser.
+MOST_CELLS = 4_000_000
+MERGE_EVERY = 500_000  # cell keys gathered before they are merged into the set
+# Holes in the outline smaller than this are filled: a park or a block without a road is still
+# inside the map's data; a lake or a forest of a square kilometre stays out, as it did.
+SMALLEST_HOLE_M2 = 1_000_000.0
+OUTLINE_MARGIN = 0.25
+ROW_BITS = 21  # a cell key: column << ROW_BITS | row (360° / 0.0005° = 720 000 columns < 2**20)
+
+
+class CoverageReader(osmium.SimpleHandler):
+    """The roads' bounds, sample and cells, way by way (node locations from osmium's index)."""
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__()
+        self.rng = np.random.default_rng(seed)  # seeded: the same map, the same sample
+        self.nodes_seen = 0
+        self.sample = np.zeros((0, 2))
+        self.low = np.array([math.inf, math.inf])
+        self.high = np.array([-math.inf, -math.inf])
+        self.cell_deg = CELL_DEG
+        self.cells = np.zeros(0, dtype=np.int64)
+        self.pending: list[np.ndarray] = []
+        self.pending_count = 0
+
+    def way(self, way: Any) -> None:
+        if not is_road(way.tags):
+            return
+        points = np.array([(n.lon, n.lat) for n in way.nodes if n.location.valid()])
+        if len(points) < 2:
+            return  # a way cut at the extract's edge down to one node is no road
+        self.low, self.high = np.minimum(self.low, points.min(axis=0)), np.maximum(self.high, points.max(axis=0))
+        self.draw(points)
+        keys = np.unique(cell_keys(densified(points, self.cell_deg / 4), self.cell_deg))
+        self.pending.append(keys)
+        self.pending_count += len(keys)
+        if self.pending_count >= MERGE_EVERY:
+            self.merge()
+
+    def draw(self, points: np.ndarray) -> None:
+        """Reservoir sampling (algorithm R) over every road node in the file's order."""
+        fill = min(len(points), max(0, SAMPLE_POINTS - len(self.sample)))
+        self.sample = np.vstack([self.sample, points[:fill]])
+        rest = points[fill:]
+        seen = self.nodes_seen + fill + np.arange(1, len(rest) + 1)
+        slots = (self.rng.random(len(rest)) * seen).astype(np.int64)
+        for index in np.flatnonzero(slots < SAMPLE_POINTS):  # in order: a later node replaces an earlier
+            self.sample[slots[index]] = rest[index]
+        self.nodes_seen += len(points)
+
+    def merge(self) -> None:
+        self.cells = np.unique(np.concatenate([self.cells, *self.pending]))
+        self.pending, self.pending_count = [], 0
+        while len(self.cells) > MOST_CELLS:
+            column, row = self.cells >> ROW_BITS, self.cells & ((1 << ROW_BITS) - 1)
+            self.cells = np.unique((column >> 1) << ROW_BITS | (row >> 1))
+            self.cell_deg *= 2
+
+    def coverage(self) -> dict[str, Any]:
+        self.merge()
+        if not self.nodes_seen:
+            return {"bounds": None, "sample_points": [], "outline": None, "cell_deg": self.cell_deg, "cells": 0}
+        bounds = [*(math.floor(v * 1e6) / 1e6 for v in self.low), *(math.ceil(v * 1e6) / 1e6 for v in self.high)]
+        return {
+            "bounds": bounds,  # [min_lon, min_lat, max_lon, max_lat], rounded outwards
+            "sample_points": [[round(float(lon), 6), round(float(lat), 6)] for lon, lat in self.sample],
+            "outline": outline(self.cells, self.cell_deg),
+            "cell_deg": self.cell_deg,
+            "cells": len(self.cells),
+            "road_nodes": self.nodes_seen,
+        }
+
+
+def is_road(tags: Any) -> bool:
+    return tags.get("highway") in ROAD_HIGHWAYS and tags.get("area") != "yes"
+
+
+def densified(points: np.ndarray, step: float) -> np.ndarray:
+    """The polyline's points with more between them, no two farther apart than `step` degrees
+    in either axis: every cell a segment crosses holds one of them (but for corners it cuts
+    by less than `step`)."""
+    deltas = np.diff(points, axis=0)
+    counts = np.maximum(1, np.ceil(np.abs(deltas).max(axis=1) / step).astype(np.int64))
+    starts = np.repeat(points[:-1], counts, axis=0)
+    firsts = np.repeat(np.cumsum(counts) - counts, counts)
+    offsets = (np.arange(len(starts)) - firsts) / np.repeat(counts, counts)
+    return np.vstack([starts + np.repeat(deltas, counts, axis=0) * offsets[:, None], points[-1:]])
+
+
+def cell_keys(points: np.ndarray, cell_deg: float) -> np.ndarray:
+    column = np.floor((points[:, 0] + 180.0) / cell_deg).astype(np.int64)
+    row = np.floor((points[:, 1] + 90.0) / cell_deg).astype(np.int64)
+    return column << ROW_BITS | row
+
+
+def outline(cells: np.ndarray, cell_deg: float) -> dict[str, Any]:
+    """The cells as a GeoJSON MultiPolygon: each row's runs of neighbouring cells joined into
+    boxes, the boxes into polygons, small holes filled. Separate regions stay apart."""
+    column, row = cells >> ROW_BITS, cells & ((1 << ROW_BITS) - 1)
+    order = np.lexsort((column, row))
+    column, row = column[order], row[order]
+    breaks = np.flatnonzero((np.diff(row) != 0) | (np.diff(column) != 1)) + 1
+    first, last = np.r_[0, breaks], np.r_[breaks, len(cells)] - 1
+    west, east = column[first] * cell_deg - 180.0, (column[last] + 1) * cell_deg - 180.0
+    south = row[first] * cell_deg - 90.0
+    # Each box a little larger (OUTLINE_MARGIN of a cell all round): the parts that touch at a
+    # corner only (a diagonal road's cells) join, and the staircase of cells can be simplified by
+    # as much without uncovering a road.
+    margin = cell_deg * OUTLINE_MARGIN
+    boxes = shapely.box(west - margin, south - margin, east + margin, south + cell_deg + margin)
+    shape = shapely.union_all(boxes).simplify(margin)
+    # Small holes filled, then joined again: a part inside a filled hole becomes one with it.
+    filled = [shapely.Polygon(p.exterior, [h for h in p.interiors if hole_m2(h) >= SMALLEST_HOLE_M2])
+              for p in getattr(shape, "geoms", [shape])]  # fmt: skip
+    joined = shapely.union_all(filled)
+    return {
+        "type": "MultiPolygon",
+        "coordinates": [[ring_of(p.exterior), *map(ring_of, p.interiors)] for p in getattr(joined, "geoms", [joined])],
+    }
+
+
+def ring_of(ring: Any) -> list[list[float]]:
+    return [[round(x, 6), round(y, 6)] for x, y in ring.coords]
+
+
+def hole_m2(ring: Any) -> float:
+    area = shapely.Polygon(ring)
+    return float(area.area * METRES_PER_DEGREE**2 * math.cos(math.radians(area.centroid.y)))
+
+
+def read_coverage(pbf: Path) -> dict[str, Any]:
+    """The map's coverage (bounds, sample points, outline) from its OSM file."""
+    reader = CoverageReader()
+    reader.apply_file(str(pbf), locations=True)
+    return reader.coverage()
