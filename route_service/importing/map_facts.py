@@ -4,8 +4,9 @@ network's reference points among them) and the outline of where the map has road
 data mask, /v1/providers, the /map page). The manifest keeps them as `coverage`
 (route_service.dataset).
 
-Memory is bounded whatever the map's size: the sample is a reservoir of SAMPLE_POINTS, the
-outline a set of grid cells (8 bytes each) that the roads pass through, at most MOST_CELLS.
+Memory is bounded whatever the map's size: the sample comes from a reservoir of SAMPLE_POINTS
+per 1° block, the outline from a set of grid cells (8 bytes each) that the roads pass through,
+at most MOST_CELLS.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ ROAD_HIGHWAYS = frozenset({
     "busway", "bus_guideway",
 })  # fmt: skip
 SAMPLE_POINTS = 64
+# Each 1° block with roads gets at least this many of the sample points (while 64 go round), the
+# rest go as the road nodes lie: drawn from the whole map, the five extracts as one put 1 of 64
+# on central Helsinki (2.5 % of the road nodes), and diagnostics need 2 on an area to find its
+# main network (route_service.diagnostics.MIN_AREA_SAMPLES); the graph's draw had put 4 there.
+LEAST_PER_BLOCK = 4
 # The outline's cell: 0.0005° a side, 56 m of latitude by 28-41 m of longitude on the shared
 # extracts (60.2° to 42.5° N), so the outline ends at most a cell's diagonal (63-69 m there, 79 m
 # anywhere) past the last road. The graph's cell grew with the map's box: 0.005° doubled until
@@ -52,7 +58,7 @@ class CoverageReader(osmium.SimpleHandler):
         super().__init__()
         self.rng = np.random.default_rng(seed)  # seeded: the same map, the same sample
         self.nodes_seen = 0
-        self.sample = np.zeros((0, 2))
+        self.blocks: dict[tuple[int, int], Reservoir] = {}
         self.low = np.array([math.inf, math.inf])
         self.high = np.array([-math.inf, -math.inf])
         self.cell_deg = CELL_DEG
@@ -75,14 +81,12 @@ class CoverageReader(osmium.SimpleHandler):
             self.merge()
 
     def draw(self, points: np.ndarray) -> None:
-        """Reservoir sampling (algorithm R) over every road node in the file's order."""
-        fill = min(len(points), max(0, SAMPLE_POINTS - len(self.sample)))
-        self.sample = np.vstack([self.sample, points[:fill]])
-        rest = points[fill:]
-        seen = self.nodes_seen + fill + np.arange(1, len(rest) + 1)
-        slots = (self.rng.random(len(rest)) * seen).astype(np.int64)
-        for index in np.flatnonzero(slots < SAMPLE_POINTS):  # in order: a later node replaces an earlier
-            self.sample[slots[index]] = rest[index]
+        """Each point into its 1° block's reservoir."""
+        blocks = np.floor(points).astype(np.int64)
+        for block in np.unique(blocks, axis=0):
+            key = (int(block[0]), int(block[1]))
+            inside = points[(blocks == block).all(axis=1)]
+            self.blocks.setdefault(key, Reservoir()).draw(inside, self.rng)
         self.nodes_seen += len(points)
 
     def merge(self) -> None:
@@ -100,12 +104,45 @@ class CoverageReader(osmium.SimpleHandler):
         bounds = [*(math.floor(v * 1e6) / 1e6 for v in self.low), *(math.ceil(v * 1e6) / 1e6 for v in self.high)]
         return {
             "bounds": bounds,  # [min_lon, min_lat, max_lon, max_lat], rounded outwards
-            "sample_points": [[round(float(lon), 6), round(float(lat), 6)] for lon, lat in self.sample],
+            "sample_points": [[round(float(lon), 6), round(float(lat), 6)] for lon, lat in spread(self.blocks)],
             "outline": outline(self.cells, self.cell_deg),
             "cell_deg": self.cell_deg,
             "cells": len(self.cells),
             "road_nodes": self.nodes_seen,
         }
+
+
+class Reservoir:
+    """SAMPLE_POINTS points drawn at random from those seen (algorithm R), in the file's order."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.points = np.zeros((0, 2))
+
+    def draw(self, points: np.ndarray, rng: np.random.Generator) -> None:
+        fill = min(len(points), SAMPLE_POINTS - len(self.points))
+        self.points = np.vstack([self.points, points[:fill]])
+        rest = points[fill:]
+        slots = (rng.random(len(rest)) * (self.seen + fill + np.arange(1, len(rest) + 1))).astype(np.int64)
+        for index in np.flatnonzero(slots < SAMPLE_POINTS):  # in order: a later point replaces an earlier
+            self.points[slots[index]] = rest[index]
+        self.seen += len(points)
+
+
+def spread(blocks: dict[tuple[int, int], Reservoir], count: int = SAMPLE_POINTS) -> np.ndarray:
+    """`count` points of the blocks' reservoirs: LEAST_PER_BLOCK each (fewer when there are too
+    many blocks for that), the rest as the blocks' road nodes are (largest remainders)."""
+    ordered = [blocks[key] for key in sorted(blocks)]
+    seen = np.array([r.seen for r in ordered], dtype=float)
+    held = np.array([len(r.points) for r in ordered])
+    least = np.minimum(held, min(LEAST_PER_BLOCK, count // len(ordered)))
+    share = (count - least.sum()) * seen / seen.sum()
+    quota = np.minimum(held, least + np.floor(share).astype(np.int64))
+    for index in np.argsort(-(share % 1), kind="stable"):  # what the floors left, to the largest remainders
+        if quota.sum() >= count:
+            break
+        quota[index] = min(held[index], quota[index] + 1)
+    return np.vstack([r.points[:q] for r, q in zip(ordered, quota, strict=True)])
 
 
 def is_road(tags: Any) -> bool:
