@@ -53,7 +53,11 @@ def surface_instead(locate: Locate, where: dict[str, Any], max_distance_m: float
     """The surface road meant at Valhalla location `where` when every edge nearest it is a
     tunnel: the nearest edge no tunnel within SURFACE_PREFERENCE_M more (`search_filter`'s
     `exclude_tunnel`). One `locate` for a point by a surface road, two by a tunnel."""
-    edges = locate({**where, "search_cutoff": math.ceil(max_distance_m)}, True)
+    # The first look counts every edge, however small its network (`minimum_reachability` 0):
+    # 0.19 ms a point against 0.59 with Valhalla's reachability check (the five extracts as one,
+    # 300 points); the second, rare, keeps the check, so a point is moved onto a network the
+    # engines route on.
+    edges = locate({**where, "search_cutoff": math.ceil(max_distance_m), "minimum_reachability": 0}, True)
     if not edges:
         return None
     nearest = min(float(edge["distance"]) for edge in edges)
