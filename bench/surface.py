@@ -77,8 +77,11 @@ def run() -> str:
         [
             "## A point means the surface road: its cost per route (issue 56)",
             "",
-            "Valhalla's `locate` (verbose) for both ends of a route, and a second `locate` without tunnels",
-            "for an end whose nearest road is one; in process, one thread, ms.",
+            "Valhalla's `locate` (verbose, no reachability check) for both ends of a route, and a second",
+            "`locate` without tunnels for an end whose nearest road is one; in process, one thread, ms. The",
+            "lookup columns are the cost; `extra` (through the registry minus bare, medians of the same pairs)",
+            "also holds the diagnosis of the routes that fail (pairs in two extracts of the merged map) and",
+            "the machine's noise.",
             "",
             "| map | pairs | car lookup p50 / p99 | truck lookup p50 | OSRM car route bare p50 | through the registry p50 | extra | ends moved |",
             "|---|---|---|---|---|---|---|---|",
