@@ -73,7 +73,11 @@ class CoverageReader(osmium.SimpleHandler):
         if len(points) < 2:
             return  # a way cut at the extract's edge down to one node is no road
         self.low, self.high = np.minimum(self.low, points.min(axis=0)), np.maximum(self.high, points.max(axis=0))
-        self.draw(points)
+        # Inner nodes only: a way's ends are mostly junctions, where OSRM's route and its table may
+        # snap onto different edges (a Helsinki reference on Eteläranta was reached by the table,
+        # not by the route).
+        self.draw(points[1:-1])
+        self.nodes_seen += len(points)
         keys = np.unique(cell_keys(densified(points, self.cell_deg / 4), self.cell_deg))
         self.pending.append(keys)
         self.pending_count += len(keys)
@@ -87,7 +91,6 @@ class CoverageReader(osmium.SimpleHandler):
             key = (int(block[0]), int(block[1]))
             inside = points[(blocks == block).all(axis=1)]
             self.blocks.setdefault(key, Reservoir()).draw(inside, self.rng)
-        self.nodes_seen += len(points)
 
     def merge(self) -> None:
         self.cells = np.unique(np.concatenate([self.cells, *self.pending]))
@@ -133,6 +136,8 @@ def spread(blocks: dict[tuple[int, int], Reservoir], count: int = SAMPLE_POINTS)
     """`count` points of the blocks' reservoirs: LEAST_PER_BLOCK each (fewer when there are too
     many blocks for that), the rest as the blocks' road nodes are (largest remainders)."""
     ordered = [blocks[key] for key in sorted(blocks)]
+    if not ordered:
+        return np.zeros((0, 2))
     seen = np.array([r.seen for r in ordered], dtype=float)
     held = np.array([len(r.points) for r in ordered])
     least = np.minimum(held, min(LEAST_PER_BLOCK, count // len(ordered)))

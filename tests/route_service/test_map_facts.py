@@ -79,7 +79,8 @@ def test_the_sample_points_are_road_nodes_spread_over_the_map(
     assert len(set(points)) == 64 and set(points) <= nodes
     if name == "all":  # every extract holds enough of them to find its main network by (diagnostics)
         spread = [sum(area.contains(p) for p in dataset.sample_points) for area in dataset.areas]
-        assert len(spread) == len(CITIES) and sum(spread) == 64 and min(spread) >= MIN_AREA_SAMPLES, spread
+        # (Heidelberg's extract is two: a strip of roads west of 8.23° lies 17 km from the rest)
+        assert len(spread) >= len(CITIES) and sum(spread) == 64 and min(spread) >= MIN_AREA_SAMPLES, spread
 
 
 def test_the_outline_covers_every_road_and_ends_near_the_last_one(
