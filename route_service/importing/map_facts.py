@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import osmium
 import shapely
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import connected_components
 
 from common.geo import METRES_PER_DEGREE
 
@@ -30,11 +32,11 @@ ROAD_HIGHWAYS = frozenset({
     "busway", "bus_guideway",
 })  # fmt: skip
 SAMPLE_POINTS = 64
-# Each 1° block with roads gets at least this many of the sample points (while 64 go round), the
-# rest go as the road nodes lie: drawn from the whole map, the five extracts as one put 1 of 64
+# Each group of touching 1° blocks with roads gets at least this many of the sample points (while
+# 64 go round), the rest go as the road nodes lie: drawn from the whole map, the five extracts as one put 1 of 64
 # on central Helsinki (2.5 % of the road nodes), and diagnostics need 2 on an area to find its
 # main network (route_service.diagnostics.MIN_AREA_SAMPLES); the graph's draw had put 4 there.
-LEAST_PER_BLOCK = 4
+LEAST_PER_AREA = 4
 # The outline's cell: 0.0005° a side, 56 m of latitude by 28-41 m of longitude on the shared
 # extracts (60.2° to 42.5° N), so the outline ends at most a cell's diagonal (63-69 m there, 79 m
 # anywhere) past the last road. The graph's cell grew with the map's box: 0.005° doubled until
@@ -133,21 +135,47 @@ class Reservoir:
 
 
 def spread(blocks: dict[tuple[int, int], Reservoir], count: int = SAMPLE_POINTS) -> np.ndarray:
-    """`count` points of the blocks' reservoirs: LEAST_PER_BLOCK each (fewer when there are too
-    many blocks for that), the rest as the blocks' road nodes are (largest remainders)."""
-    ordered = [blocks[key] for key in sorted(blocks)]
-    if not ordered:
+    """`count` points of the blocks' reservoirs: LEAST_PER_AREA for each group of touching blocks
+    (an extract, a city), the rest as the road nodes lie; within a group, as its blocks' nodes lie
+    (a minimum per block put 4 samples on Heidelberg's sparse eastern fringe, where bicycles
+    found no route between the farthest references)."""
+    keys = sorted(blocks)
+    if not keys:
         return np.zeros((0, 2))
-    seen = np.array([r.seen for r in ordered], dtype=float)
-    held = np.array([len(r.points) for r in ordered])
-    least = np.minimum(held, min(LEAST_PER_BLOCK, count // len(ordered)))
-    share = (count - least.sum()) * seen / seen.sum()
-    quota = np.minimum(held, least + np.floor(share).astype(np.int64))
-    for index in np.argsort(-(share % 1), kind="stable"):  # what the floors left, to the largest remainders
+    seen = np.array([blocks[key].seen for key in keys], dtype=float)
+    held = np.array([len(blocks[key].points) for key in keys])
+    group = block_groups(keys)
+    labels = np.unique(group)
+    group_seen = np.array([seen[group == g].sum() for g in labels])
+    group_held = np.array([held[group == g].sum() for g in labels])
+    quota = np.zeros(len(keys), dtype=np.int64)
+    for label, share in zip(labels, apportion(group_seen, group_held, count, LEAST_PER_AREA), strict=True):
+        members = np.flatnonzero(group == label)
+        quota[members] = apportion(seen[members], held[members], int(share), 0)
+    return np.vstack([blocks[key].points[:q] for key, q in zip(keys, quota, strict=True)])
+
+
+def apportion(seen: np.ndarray, held: np.ndarray, count: int, least: int) -> np.ndarray:
+    """How many of `count` each reservoir gives: `least` each (fewer when they are too many), the
+    rest as their points were seen (largest remainders), never more than one holds."""
+    quota = np.minimum(held, min(least, count // len(seen)))
+    share = (count - quota.sum()) * seen / seen.sum()
+    quota = np.minimum(held, quota + np.floor(share).astype(np.int64))
+    for index in np.argsort(-(share % 1), kind="stable"):
         if quota.sum() >= count:
             break
         quota[index] = min(held[index], quota[index] + 1)
-    return np.vstack([r.points[:q] for r, q in zip(ordered, quota, strict=True)])
+    return quota
+
+
+def block_groups(keys: list[tuple[int, int]]) -> np.ndarray:
+    """A label per block: blocks that touch (corners too) share one; each its own past
+    SAMPLE_POINTS blocks, where no group could get its least share anyway."""
+    if len(keys) > SAMPLE_POINTS:
+        return np.arange(len(keys))
+    corners = np.array(keys)
+    touching = (np.abs(corners[:, None, :] - corners[None, :, :]) <= 1).all(axis=2)
+    return np.asarray(connected_components(csr_array(touching), directed=False)[1])
 
 
 def is_road(tags: Any) -> bool:
