@@ -79,8 +79,8 @@ def test_the_sample_points_are_road_nodes_spread_over_the_map(
     assert len(set(points)) == 64 and set(points) <= nodes
     if name == "all":  # every extract holds enough of them to find its main network by (diagnostics)
         for city in CITIES:
-            nodes = np.vstack(road_lines([SHARED_OSM / f"{city}.osm.pbf"]))
-            low, high = nodes.min(axis=0), nodes.max(axis=0)
+            own = np.vstack(road_lines([SHARED_OSM / f"{city}.osm.pbf"]))
+            low, high = own.min(axis=0), own.max(axis=0)
             inside = [low[0] <= p.lon <= high[0] and low[1] <= p.lat <= high[1] for p in dataset.sample_points]
             assert sum(inside) >= MIN_AREA_SAMPLES, city
 
