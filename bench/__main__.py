@@ -26,6 +26,7 @@ from pathlib import Path
 SECTIONS = (
     "route_engine",
     "route_emergency",
+    "surface",
     "route_http",
     "instructions",
     "matrix",

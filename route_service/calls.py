@@ -159,7 +159,7 @@ def open_dataset(
 
 
 class ChildSurface:
-    """The surface road a point means (providers.surface), from the child's graph provider,
+    """The surface road a point means (providers.surface), from the child's own Valhalla,
     loaded on the first point that asks (as the worker's registry does it)."""
 
     provider: RouteProvider | None = None
@@ -167,10 +167,10 @@ class ChildSurface:
 
     def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
         if not ChildSurface.loaded and _child_dataset is not None:
-            ChildSurface.provider = load_graph_provider(_child_dataset, cache_dir=_child_graph_cache)
+            ChildSurface.provider = load_valhalla_provider(_child_dataset)
             ChildSurface.loaded = True
-        graph = ChildSurface.provider
-        return graph.surface_point(vehicle, point, max_distance_m) if isinstance(graph, SurfaceSnapper) else None
+        valhalla = ChildSurface.provider
+        return valhalla.surface_point(vehicle, point, max_distance_m) if isinstance(valhalla, SurfaceSnapper) else None
 
 
 def _plugins() -> tuple[OsrmProvider, Capabilities]:

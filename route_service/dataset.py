@@ -30,21 +30,21 @@ class Dataset:
 
     @property
     def bounds(self) -> Bounds | None:
-        """What the roads of the map cover (from the graph build; None for a dataset without it)."""
-        return Bounds.from_list(self._graph_facts().get("bounds"))
+        """What the roads of the map cover (None for a dataset without roads)."""
+        return Bounds.from_list(self._coverage().get("bounds"))
 
     @property
     def sample_points(self) -> list[LatLon]:
-        """Road nodes drawn at random by the graph build (none for a dataset without it)."""
-        points = self._graph_facts().get("sample_points")
+        """Road nodes drawn at random at import (route_service.importing.map_facts)."""
+        points = self._coverage().get("sample_points")
         if not isinstance(points, list):
             return []
         return [LatLon(float(p[1]), float(p[0])) for p in points if isinstance(p, list) and len(p) == 2]
 
     @property
     def outline(self) -> dict[str, Any] | None:
-        """Where the map has roads (a GeoJSON MultiPolygon from the graph build), if recorded."""
-        outline = self._graph_facts().get("outline")
+        """Where the map has roads (a GeoJSON MultiPolygon of the cells they pass through), if recorded."""
+        outline = self._coverage().get("outline")
         return outline if isinstance(outline, dict) else None
 
     @cached_property
@@ -70,9 +70,14 @@ class Dataset:
             named = [str(p).split("-", 1)[0] for p in self.manifest.get("profiles", {})]
         return tuple(v for v in VEHICLES if v in named)
 
-    def _graph_facts(self) -> dict[str, Any]:
-        graph = self.manifest.get("graph")
-        return graph if isinstance(graph, dict) else {}
+    def _coverage(self) -> dict[str, Any]:
+        """The import's `coverage` (importer version 8); a dataset from before has the same
+        facts from its graph build."""
+        for key in ("coverage", "graph"):
+            found = self.manifest.get(key)
+            if isinstance(found, dict):
+                return found
+        return {}
 
 
 def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:

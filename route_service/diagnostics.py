@@ -28,16 +28,18 @@ from common.vehicles import VEHICLE_TABLE
 from route_service.model import ProviderInfo, Snapped
 
 NamedPoint = tuple[str, LatLon]
-# Reference points of a map's main network: of the road nodes the graph build drew at random
-# (Dataset.sample_points: spread as the roads are), the largest group that can all reach one
-# another, at most MAX_REFERENCES of them. A point that reaches none of them, or that none
-# reaches, is cut off from the main network.
+# Reference points of a map's main network: of the road nodes the import drew at random
+# (Dataset.sample_points: spread as the roads are, at least 4 on each group of touching 1°
+# blocks with roads), the largest group that can all reach one another, at most MAX_REFERENCES
+# of them. A point that reaches none of them, or that none reaches, is cut off from the main
+# network.
 MAX_REFERENCES = 8
 # A map of several areas that no road joins (extracts of several countries loaded together)
 # has a main network per area: the largest such group among the samples of each area, when at
 # least MIN_AREA_SAMPLES samples lie on it (a fenced site that one sample fell on is not an
-# area). On all five shared extracts merged, the 64 samples put 4 on central Helsinki, whose
-# points were otherwise all "cut off" from Heidelberg's network (2026-11-26).
+# area). On all five shared extracts merged, the 64 samples put 5 on central Helsinki, whose
+# points were otherwise all "cut off" from Heidelberg's network (2026-11-26; 1 when drawn from
+# the whole map without a least share per area, importing/map_facts.LEAST_PER_AREA).
 MIN_AREA_SAMPLES = 2
 # A track point farther than this (or 3 GPS accuracies) from every usable road is off the roads:
 # Valhalla's search radius for a trace point (providers.valhalla.MATCH_SEARCH_RADIUS_M).

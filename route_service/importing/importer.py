@@ -51,6 +51,7 @@ from route_service import osrm_profiles, valhalla_tiles
 from route_service.config import RouteConfig
 from route_service.dataset import MANIFEST, read_manifest
 from route_service.importing import valhalla_build
+from route_service.importing.map_facts import read_coverage
 from route_service.importing.osrm_components import (
     SMALL_COMPONENT_SIZES,
     input_extents,
@@ -60,10 +61,11 @@ from route_service.importing.osrm_components import (
 from route_service.importing.street_names import FILE_NAME as NAMES_FILE
 from route_service.importing.street_names import write_street_names
 
+# 8: what the roads cover (bounds, sample points, outline) read without the graph (`coverage`, issue 56);
 # 7: a street name's translations tied in count: the alphabetically last (common.languages.most_carried);
 # 6: street names by language (street_names.json, issue 35); 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
-IMPORTER_VERSION = "7"
+IMPORTER_VERSION = "8"
 ALGORITHMS = ("auto", "mld+ch", "mld", "ch")
 # `auto`: each fastest profile one algorithm. CH for car and truck: their matrices need it (a 100x100 car
 # table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in Monaco) and their routes
@@ -385,6 +387,7 @@ def build_dataset(
     extents = progress.run("input extents", lambda: input_extents(inputs))
     per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, choice.algorithm, jobs, progress, extents)
     street_names = progress.run("street names by language", lambda: write_street_names(pbf, work / NAMES_FILE))
+    coverage = progress.run("what the roads cover", lambda: read_coverage(pbf))
     # Every step has read it; serving never does. Kept, it was 1x the PBF of the routing data on
     # disk (issue 30's target is 6x).
     pbf.unlink()
@@ -405,6 +408,7 @@ def build_dataset(
         "graph": graph,
         "valhalla": tiles,
         "street_names": street_names,
+        "coverage": coverage,
         "seconds": round(progress.elapsed(), 2),
         "disk_bytes": dir_bytes(work),
     }
@@ -446,6 +450,7 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
             yield lua.name.encode() + b"\0" + lua.read_bytes()
         yield graph_builder_source()
         yield valhalla_build_source()
+        yield (Path(__file__).resolve().parent / "map_facts.py").read_bytes()
 
     def stored(self, dataset_dir: Path) -> dict[str, Any] | None:
         return read_manifest(dataset_dir)
@@ -472,9 +477,11 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
                 f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
             )
         graph = m.get("graph")
-        # The graph's counts; its sample points and outline are for the service, not for people.
+        # The graph's counts; the sample points and outline are for the service, not for people.
         shown = {k: v for k, v in (graph or {}).items() if k not in ("sample_points", "outline")}
         lines.append(f"  graph: {shown}" if graph else "  graph: not built")
+        coverage = m.get("coverage") or {}
+        lines.append(f"  roads: {coverage.get('road_nodes')} nodes in {coverage.get('bounds')}")
         lines.append(ATTRIBUTION)
         return "\n".join(lines)
 

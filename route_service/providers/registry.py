@@ -66,7 +66,7 @@ def resolve(
     `diagnostics`, their snapping errors say which point is at fault and why; the waypoints and
     cost it lacks are served leg by leg through its route plugin."""
     plugins = provider.plugins()
-    if surface is not None and surface is not provider:  # the graph snaps so itself
+    if surface is not None:
         plugins = dataclasses.replace(
             plugins,
             route=surface_first(plugins.route, surface),
@@ -116,7 +116,10 @@ class ProviderRegistry:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
         self.sources = dict(providers)  # the providers themselves (`preload`)
-        surface = next((p for p in providers.values() if isinstance(p, SurfaceSnapper)), None)
+        # Valhalla knows which roads are tunnels (providers.surface); the graph, which snapped so
+        # too, is no longer asked.
+        valhalla = providers.get("valhalla")
+        surface = valhalla if isinstance(valhalla, SurfaceSnapper) else None
         self.providers = {name: resolve(provider, diagnostics, surface) for name, provider in providers.items()}
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}

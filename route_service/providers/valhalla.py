@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import shapely.geometry
 import shapely.ops
 import valhalla
 
-from common.errors import DatasetNotReady, NoRouteFound, PointNotRoutable
+from common.errors import ApiError, DatasetNotReady, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m, haversine_m_arrays
 from common.vehicles import VEHICLE_TABLE
 from route_service import polyline, valhalla_tiles
@@ -58,6 +59,7 @@ from route_service.model import (
 )
 from route_service.providers import valhalla_time
 from route_service.providers.base import Plugins
+from route_service.providers.surface import surface_instead
 from route_service.providers.valhalla_emergency import emergency_route
 from route_service.time_rules import size_of
 from route_service.timed_index import TIMED_DIR, TimedIndex
@@ -319,6 +321,20 @@ class ValhallaProvider:
         except (PointNotRoutable, NoRouteFound, RuntimeError):
             return MatchResult([], [False] * count, [None] * count if query.detail else [])
         return to_match(answer, count, query.detail, self.clock(query.vehicle))
+
+    def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
+        """The surface road `point` means when its nearest road is a tunnel (providers.surface)."""
+        return surface_instead(partial(self.located, vehicle), location(point, vehicle), max_distance_m)
+
+    def located(self, vehicle: str, where: dict[str, Any], verbose: bool) -> list[dict[str, Any]]:
+        """The edges of `vehicle`'s roads Valhalla finds at a location; none for a point off
+        them (the engine's own call then names it)."""
+        request = {"locations": [where], **costing(vehicle, "fastest", Restrictions()), "verbose": verbose}
+        try:
+            found = self.call("locate", request, Restrictions(), parameter="point")
+        except ApiError:
+            return []
+        return list((found[0] or {}).get("edges") or []) if found else []
 
     def snap(self, point: LatLon, vehicle: str) -> Snapped:
         request = {"locations": [location(point, vehicle)], **costing(vehicle, "fastest", Restrictions())}

@@ -16,11 +16,11 @@ from common.errors import ParameterErrors
 from common.geo import LatLon
 from route_service.dataset import Dataset
 from route_service.formatter import MOVED_NOTE_M, route_body
-from route_service.graph_engine.snap import SURFACE_PREFERENCE_M
 from route_service.importing.importer import ImportResult
 from route_service.model import RouteQuery
 from route_service.parsing import parse_match, parse_route
 from route_service.providers.registry import ProviderRegistry
+from route_service.providers.surface import SURFACE_PREFERENCE_M
 from route_service.traces import Trace
 
 POINT = re.compile(
@@ -95,7 +95,7 @@ def test_the_example_routes_go_from_mannerheimintie_to_yliopistonkatu_on_the_sur
 ) -> None:
     """The README's comment: "Mannerheimintie → Yliopistonkatu: 0.9 km, right into Kaivokatu, right
     into Mikonkatu"; the truck and emergency examples once ended in a service tunnel 3 levels
-    below Yliopistonkatu (issue 32, graph_engine.snap.SURFACE_PREFERENCE_M)."""
+    below Yliopistonkatu (issue 32, providers.surface.SURFACE_PREFERENCE_M)."""
     examples = example_route_params()
     assert len(examples) >= 4
     answers = {}
