@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import shapely
+import shapely.geometry
 
 from common.datasets import CURRENT, read_current
 from common.errors import DatasetNotReady
 from common.geo import Bounds, LatLon, coverage_areas
 from common.vocabulary import VEHICLES
 
-MANIFEST = "manifest.json"  # written last: its presence with "complete" marks the dataset usable
+MANIFEST = "manifest.json"
+DRAWN_TOLERANCE_DEG = 0.001  # written last: its presence with "complete" marks the dataset usable
 
 log = logging.getLogger("route_service.dataset")
 
@@ -46,6 +49,19 @@ class Dataset:
         """Where the map has roads (a GeoJSON MultiPolygon of the cells they pass through), if recorded."""
         outline = self._coverage().get("outline")
         return outline if isinstance(outline, dict) else None
+
+    @cached_property
+    def drawn_outline(self) -> dict[str, Any] | None:
+        """The outline as /v1/providers and /map draw it: simplified to ~100 m with coordinates
+        to 1 m (the five shared extracts as one: 582 KB of JSON whole, 75 KB so, and no part of
+        the whole farther than 150 m outside it). The whole one clips isochrones."""
+        if self.outline is None:
+            return None
+        whole = shapely.geometry.shape(self.outline)
+        drawn = shapely.simplify(whole, DRAWN_TOLERANCE_DEG, preserve_topology=True)
+        drawn = shapely.transform(drawn, lambda lon_lat: np.round(lon_lat, 5))
+        parts = list(getattr(drawn, "geoms", [drawn]))  # one part stays a MultiPolygon, as the whole
+        return dict(shapely.geometry.mapping(shapely.MultiPolygon(parts)))
 
     @cached_property
     def areas(self) -> list[Bounds]:

@@ -292,7 +292,7 @@ def coverage_body(dataset: Dataset) -> dict[str, Any]:
     return {
         "dataset": dataset.hash,
         "bounds": bounds.as_list() if bounds is not None else None,
-        "outline": dataset.outline,
+        "outline": dataset.drawn_outline,
         # The separate areas the roads cover, largest first: [min_lon, min_lat, max_lon, max_lat].
         "areas": [area.as_list() for area in dataset.areas],
         "importedAt": manifest.get("created"),

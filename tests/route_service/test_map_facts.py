@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import orjson
 import osmium
 import pytest
 import shapely
@@ -122,3 +123,21 @@ def test_a_dataset_from_before_reads_its_facts_from_the_graph(tmp_path: Path) ->
     assert [(p.lat, p.lon) for p in old.sample_points] == [(2.5, 1.5)] and old.outline == facts["outline"]
     new = Dataset("new", tmp_path, {"graph": {**facts, "bounds": [0.0, 0.0, 9.0, 9.0]}, "coverage": facts})
     assert new.bounds is not None and new.bounds.as_list() == facts["bounds"]
+
+
+# What /v1/providers and /map may send of the outline (bytes of JSON): the whole one of the five
+# shared extracts as one is 582 KB.
+MOST_DRAWN_BYTES = 100_000
+
+
+def test_the_drawn_outline_is_small_and_close_to_the_whole_one(
+    imported: tuple[str, Dataset, list[np.ndarray]],
+) -> None:
+    _, dataset, _ = imported
+    drawn = dataset.drawn_outline
+    assert drawn is not None and len(orjson.dumps(drawn)) <= MOST_DRAWN_BYTES
+    whole, shape = shapely.geometry.shape(dataset.outline), shapely.geometry.shape(drawn)
+    assert shape.geom_type == "MultiPolygon"
+    outside = shapely.make_valid(whole).difference(shapely.make_valid(shape).buffer(150 / METRES_PER_DEGREE))
+    outside_m2 = outside.area * METRES_PER_DEGREE**2  # an upper bound (longitudes' degrees are shorter)
+    assert outside_m2 < 1000, "no part of the whole outline 150 m outside the drawn one (but slivers of repair)"
