@@ -5,8 +5,9 @@ provider is chosen once, as the last step of parsing it (`ProviderRegistry.choos
 is the default; without a provider named, what it cannot answer goes to Valhalla first (one
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
-than its CH data finds, avoid areas and truck dimensions. Matrices with either go to the road
-graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones.
+than its CH data finds, avoid areas and truck dimensions; matrices too (`valhalla_matrix`),
+except those with a time (TIMED_MATRIX_FIRST). By measurement (FIRST_FOR) isochrones go to the
+road graph first.
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (the `graph`
@@ -49,6 +50,9 @@ FALLBACK_FIRST = "valhalla"
 # not (17.8 m away on a track where OSRM's road is not one Valhalla lets a car start on; on a
 # motorway node where OSRM takes the ramp beside it), so its areas lose what OSRM reaches.
 FIRST_FOR = {"isochrone": "graph"}
+# Matrices with a departure time stay on the road graph, which applies the rules by time as each
+# road is reached (issue 33), until Valhalla's time rules are measured against it.
+TIMED_MATRIX_FIRST = "graph"
 
 
 def resolve(
@@ -162,6 +166,8 @@ class ProviderRegistry:
         named = name is not None
         restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
         first = self._first(needs or serving)
+        if serving == "matrix" and restrictions.time is not None:
+            first = TIMED_MATRIX_FIRST
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",

@@ -3,7 +3,8 @@
 One graph serves every vehicle and route type, and the per-request costs OSRM's precomputed
 graphs cannot: truck dimensions (its truck costing's height, width, length, weight and axle
 load) and avoid areas (`exclude_polygons`). It routes (with alternatives), answers
-isochrones and matches traces (`trace_attributes`); the registry serves waypoints and detour costs leg by leg through its routes.
+isochrones, matches traces (`trace_attributes`) and computes matrices (`valhalla_matrix`); the
+registry serves waypoints and detour costs leg by leg through its routes.
 Synchronous and CPU-bound like every plugin (the binding releases the interpreter lock while
 Valhalla works, measured: a Python loop beside 40 routes in a thread slowed only by the second
 core's sharing). Queries arrive validated (`providers.base`).
@@ -43,6 +44,8 @@ from route_service.model import (
     Matching,
     MatchQuery,
     MatchResult,
+    MatrixQuery,
+    MatrixResult,
     ProviderInfo,
     Restrictions,
     Route,
@@ -53,6 +56,7 @@ from route_service.model import (
     Step,
     TruckDimensions,
 )
+from route_service.providers import valhalla_matrix
 from route_service.providers.base import Plugins
 
 # Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
@@ -143,7 +147,10 @@ class ValhallaProvider:
         )
 
     def plugins(self) -> Plugins:
-        return Plugins(route=self.route, isochrone=self.isochrone, match=self.match)
+        return Plugins(route=self.route, matrix=self.matrix, isochrone=self.isochrone, match=self.match)
+
+    def matrix(self, query: MatrixQuery) -> MatrixResult:
+        return valhalla_matrix.matrix(self, query)
 
     # ------------------------------------------------------------ route
 
