@@ -39,6 +39,7 @@ MATRIX_THREADS = 2
 # cost more than a few ~25 ms searches save).
 MIN_SPLIT_SEARCHES = 8
 
+
 class MatrixEngine(Protocol):
     def call(self, action: str, request: dict[str, Any], restrictions: Restrictions, parameter: str = "to") -> Any: ...
 
@@ -132,7 +133,9 @@ def locate(provider: MatrixEngine, query: MatrixQuery, points: list[LatLon], nam
         edges = (place or {}).get("edges") or []
         if not edges:
             radius = VEHICLE_TABLE[query.vehicle].snap_radius_m
-            raise PointNotRoutable(f"no road usable by {query.vehicle} within {radius:.0f} m of the point", parameter=name)
+            raise PointNotRoutable(
+                f"no road usable by {query.vehicle} within {radius:.0f} m of the point", parameter=name
+            )
         edge = edges[0]
         where = LatLon(float(edge["correlated_lat"]), float(edge["correlated_lon"]))
         street = (edge.get("edge_info") or {}).get("names") or []
