@@ -30,13 +30,12 @@ on every core it runs on, plus the road matrix:
   avoid areas, 0.002 units a cell (in process, durations and distances, best of 3 CPU times:
   100 x 100 11.8-24.1 ms, 300 x 300 60-95 ms, 1000 x 1000 0.57-0.88 s on Munich and Heidelberg;
   the JSON hop of a 1000 x 1000 matrix added 0.13 s: 0.7-2.4 us a cell). Every other kind (a
-  truck's dimensions, an avoid area, bicycle, pedestrian) goes to the road graph, a Dijkstra a
-  source: 0.1 units a cell, measured by `python -m bench prices` (issue 55: 200 stops and 10
-  truck sizes used 26.7 CPU-s of the route service, ~60 us a cell, charged 2 us). 10 truck sizes
-  x 100 places (100 000 cells): 1.4-2.5 s on Monaco, Munich, Helsinki and Andorra, 7.7 s on
-  Heidelberg, 8.1-9.8 s on the five maps as one, so the dearest's ~0.1 (a Dijkstra a source, its
-  cost the map's, not the cells': larger fleets pay more than they use, smaller maps too); a
-  bicycle's or pedestrian's network is larger, 13-15 ms a source on the merged map: 0.15.
+  truck's dimensions, an avoid area, bicycle, pedestrian) goes to Valhalla (issue 56), a Dijkstra
+  a source (TimeDistanceMatrix), its cost the map's, not the cells' (larger fleets pay more than
+  they use, smaller maps too): at 100 places the dearest map's 30 ms a source (Heidelberg; 9-10
+  on Munich, Helsinki and Monaco), 0.3 units a cell; a bicycle's or pedestrian's 45 ms: 0.45
+  (route_service.costs). Matrices with a time stay on the road graph (0.1 a cell measured by
+  `python -m bench prices`, issue 55): Valhalla's price bounds them too.
 
 A 1000-stop request at its default 8 s on two cores: 17 500 + 2 000 = 19 500 units.
 """
@@ -55,28 +54,32 @@ from optimize_service.stops.exact import EXACT_MAX_STOPS
 # Work units of a road matrix, by engine (see above).
 UNITS_PER_CELL = 0.002  # OSRM
 UNITS_PER_OSRM_POINT = 0.2  # OSRM's per-point share, as route_service.costs.MATRIX_POINT_UNITS
-UNITS_PER_GRAPH_CELL = 0.1  # the road graph, motor vehicles
-UNITS_PER_GRAPH_CELL_UNMOTORIZED = 0.15  # the road graph, a bicycle or a pedestrian
+UNITS_PER_VALHALLA_CELL = 0.3  # Valhalla, motor vehicles
+UNITS_PER_VALHALLA_CELL_UNMOTORIZED = 0.45  # Valhalla, a bicycle or a pedestrian
 # The vehicles OSRM is built for by default (route_service.importing.importer.DEFAULT_OSRM_VEHICLES):
-# a deployment that builds more pays the graph's price for them, an upper bound.
+# a deployment that builds more pays Valhalla's price for them, an upper bound.
 OSRM_VEHICLES = frozenset({"car", "truck"})
 UNITS_PER_SOLVER_SECOND = 1000.0
+# What a job's cells are sized at: the road graph's price a cell when jobs were capped (issue 55).
+# Valhalla's is 3x that: a job at the cap with restricted matrices is refused by its price (413
+# cost too high) rather than by its cells.
+JOB_CELL_UNITS = 0.1
 
 
 def matrix_units(vehicle: str, restricted: bool, places: int) -> float:
     """A places x places matrix on the engine that computes it: OSRM for its vehicles unless
     `restricted` (truck dimensions, an avoid area, a route type or provider OSRM does not serve),
-    else the road graph."""
+    else Valhalla."""
     if vehicle in OSRM_VEHICLES and not restricted:
         return places * places * UNITS_PER_CELL + 2 * places * UNITS_PER_OSRM_POINT
     motorized = VEHICLE_TABLE[vehicle].motorized if vehicle in VEHICLE_TABLE else False
-    return places * places * (UNITS_PER_GRAPH_CELL if motorized else UNITS_PER_GRAPH_CELL_UNMOTORIZED)
+    return places * places * (UNITS_PER_VALHALLA_CELL if motorized else UNITS_PER_VALHALLA_CELL_UNMOTORIZED)
 
 
 def job_cells(budgets: CostBudgets, tier: str, synchronous: int) -> int | None:
     """A job's cells: what the tier's per-request cost pays at the dearest engine (None: no cap)."""
     per_request = budgets.for_tier(tier).per_request
-    return max(synchronous, int(per_request / UNITS_PER_GRAPH_CELL)) if per_request else None
+    return max(synchronous, int(per_request / JOB_CELL_UNITS)) if per_request else None
 
 
 @dataclass(frozen=True)

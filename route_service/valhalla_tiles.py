@@ -27,6 +27,10 @@ COSTINGS = ("auto", "truck", "bicycle", "pedestrian")  # VEHICLE_TABLE's valhall
 MAX_EXCLUDE_POLYGONS_LENGTH_M = 10_000_000
 MAX_EXCLUDE_POLYGONS_VERTICES = MAX_VERTICES
 MAX_ROUTE_DISTANCE_M = 40_000_000  # around the Earth
+# Matrices: the API's largest (route_service.parsing.MAX_MATRIX_SIDE squared; stock 2 500 pairs).
+MAX_MATRIX_PAIRS = 1000 * 1000
+# One Dijkstra a source (or target), split over threads (providers.valhalla_matrix, measured there).
+MATRIX_ALGORITHM = "timedistancematrix"
 
 
 def version() -> str:
@@ -45,14 +49,16 @@ def config(dataset_dir: Path, *, threads: int = 1) -> dict[str, Any]:
     limits["max_exclude_polygons_length"] = MAX_EXCLUDE_POLYGONS_LENGTH_M
     limits["max_exclude_polygons_vertices"] = MAX_EXCLUDE_POLYGONS_VERTICES
     for costing in COSTINGS:
-        # Valhalla refuses routes longer than 250 km on foot, 500 km by bicycle, 5 000 km by car
-        # before it searches; our only limit is the map's.
-        limits[costing]["max_distance"] = MAX_ROUTE_DISTANCE_M
+        # Valhalla refuses routes longer than 250 km on foot, 500 km by bicycle, 5 000 km by car,
+        # and matrices wider than 400 km, before it searches; our only limit is the map's.
+        limits[costing].update(max_distance=MAX_ROUTE_DISTANCE_M, max_matrix_distance=MAX_ROUTE_DISTANCE_M,
+                               max_matrix_location_pairs=MAX_MATRIX_PAIRS)  # fmt: skip
     # A matrix whose points lie farther apart than this loses its `date_time`, silently (stock:
     # 0, every matrix). Time rules apply to every matrix, so the bound is the widest matrix
-    # Valhalla takes at all (its costings' max_matrix_distance, 400 km by car): what a matrix
+    # Valhalla takes at all (its costings' max_matrix_distance, the map's): what a matrix
     # may cost stays bounded by that and max_matrix_location_pairs, not by dropping the time.
     limits["max_timedep_distance_matrix"] = max(limits[costing]["max_matrix_distance"] for costing in COSTINGS)
+    settings["thor"]["source_to_target_algorithm"] = MATRIX_ALGORITHM
     settings["loki"]["logging"] = {"type": "", "long_request": 100.0}
     settings["thor"]["logging"] = {"type": "", "long_request": 100.0}
     settings["odin"]["logging"] = {"type": ""}

@@ -5,9 +5,9 @@ provider is chosen once, as the last step of parsing it (`ProviderRegistry.choos
 is the default; without a provider named, what it cannot answer goes to Valhalla first (one
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
-than its CH data finds, avoid areas and truck dimensions. Matrices with either go to the road
-graph (Valhalla computes none here), and so, by measurement (FIRST_FOR), do isochrones. Routes
-at a time go to Valhalla; matrices, tours and detour files at a time to the graph (TIMED_FIRST_FOR).
+than its CH data finds, avoid areas and truck dimensions; matrices too (`valhalla_matrix`). By
+measurement (FIRST_FOR) isochrones go to the road graph first. Routes at a time go to Valhalla;
+matrices, tours and detour files at a time to the graph (TIMED_FIRST_FOR).
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the

@@ -3,7 +3,8 @@
 One graph serves every vehicle and route type, and the per-request costs OSRM's precomputed
 graphs cannot: truck dimensions (its truck costing's height, width, length, weight and axle
 load) and avoid areas (`exclude_polygons`). It routes (with alternatives), answers
-isochrones and matches traces (`trace_attributes`); the registry serves waypoints and detour costs leg by leg through its routes.
+isochrones, matches traces (`trace_attributes`) and computes matrices (`valhalla_matrix`); the
+registry serves waypoints and detour costs leg by leg through its routes.
 Synchronous and CPU-bound like every plugin (the binding releases the interpreter lock while
 Valhalla works, measured: a Python loop beside 40 routes in a thread slowed only by the second
 core's sharing). Queries arrive validated (`providers.base`).
@@ -45,6 +46,8 @@ from route_service.model import (
     Matching,
     MatchQuery,
     MatchResult,
+    MatrixQuery,
+    MatrixResult,
     ProviderInfo,
     Restrictions,
     Route,
@@ -57,7 +60,7 @@ from route_service.model import (
     TimeRuleMet,
     TruckDimensions,
 )
-from route_service.providers import valhalla_time
+from route_service.providers import valhalla_matrix, valhalla_time
 from route_service.providers.base import Plugins
 from route_service.providers.surface import surface_instead
 from route_service.providers.valhalla_emergency import emergency_route
@@ -161,7 +164,10 @@ class ValhallaProvider:
         )
 
     def plugins(self) -> Plugins:
-        return Plugins(route=self.route, isochrone=self.isochrone, match=self.match)
+        return Plugins(route=self.route, matrix=self.matrix, isochrone=self.isochrone, match=self.match)
+
+    def matrix(self, query: MatrixQuery) -> MatrixResult:
+        return valhalla_matrix.matrix(self, query)
 
     # ------------------------------------------------------------ route
 

@@ -36,12 +36,13 @@ async def test_route_and_matrix_keep_out_of_the_area(api: Caller, area: dict[str
     assert status == 200, body
     assert body["provider"] == "valhalla"
     assert not shapely.LineString(body["routes"][0]["geometry"]["coordinates"]).intersects(shapely.Polygon(area["coordinates"][0]))
+    avoiding_s = body["routes"][0]["duration"]
     status, body = await api("GET", route_path(CASINO, STADIUM, f"&steps=false&provider=graph&avoid={encoded(area)}"))
     assert status == 200, body
     points = [dict(zip(("lat", "lon"), map(float, p.split(",")), strict=True)) for p in (CASINO, STADIUM)]
     status, matrix = await api("POST", "/v1/matrix", {"sources": points, "avoid": area})
-    assert status == 200, matrix  # the graph's cells (Valhalla computes no matrices here), as its routes
-    assert matrix["durations"][0][1] == pytest.approx(body["routes"][0]["duration"], abs=0.2)
+    assert status == 200 and matrix["provider"] == "valhalla", matrix  # as its routes
+    assert matrix["durations"][0][1] <= avoiding_s * 1.03 + 5  # its exact search: never dearer than the route
 
 
 async def test_optimized_tour_keeps_out_of_the_area(api: Caller, area: dict[str, Any]) -> None:

@@ -22,9 +22,10 @@ from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from common.pools import RestartingPool
 from common.tiers import DEFAULT_MATRIX_CELLS, DEFAULT_OPTIMIZE_SECONDS, parse_tier_limits
 from optimize_service.costs import (
+    JOB_CELL_UNITS,
     UNITS_PER_CELL,
-    UNITS_PER_GRAPH_CELL,
     UNITS_PER_OSRM_POINT,
+    UNITS_PER_VALHALLA_CELL,
     TierRules,
     check_cells,
     cost_of_fleet,
@@ -197,16 +198,16 @@ def test_a_fleet_pays_each_profiles_matrix_at_its_engines_price() -> None:
     cars = cost_of_fleet(210, [("car", False)], 1.0, 2)
     trucks = cost_of_fleet(210, [("truck", True)] * 10, 1.0, 2)
     assert cars.units == math.ceil(2000 + 210 * 210 * UNITS_PER_CELL + 420 * UNITS_PER_OSRM_POINT)
-    assert trucks.units == math.ceil(2000 + 10 * 210 * 210 * UNITS_PER_GRAPH_CELL) >= 26_000
+    assert trucks.units == math.ceil(2000 + 10 * 210 * 210 * UNITS_PER_VALHALLA_CELL) >= 26_000
     assert "441000 matrix cells" in trucks.measure
-    assert matrix_units("car", True, 10) == 100 * UNITS_PER_GRAPH_CELL < matrix_units("bicycle", False, 10)
+    assert matrix_units("car", True, 10) == 100 * UNITS_PER_VALHALLA_CELL < matrix_units("bicycle", False, 10)
 
 
 def test_a_jobs_cells_are_what_its_tiers_cost_cap_pays_at_the_graphs_price() -> None:
     rules = TierRules(RULES.time_limits, RULES.matrix_cells, parse_cost_budgets(DEFAULT_COST_BUDGETS))
     demo = rules.allowance(Caller("x", "demo", job=True), 30.0)
     standard = rules.allowance(Caller("x", "standard", job=True), 30.0)
-    assert demo is not None and demo.matrix_cells == int(5000 / UNITS_PER_GRAPH_CELL)
-    assert standard is not None and standard.matrix_cells == int(60_000 / UNITS_PER_GRAPH_CELL)
+    assert demo is not None and demo.matrix_cells == int(5000 / JOB_CELL_UNITS)
+    assert standard is not None and standard.matrix_cells == int(60_000 / JOB_CELL_UNITS)
     with pytest.raises(TooManyStops, match="the demo tier's jobs may have 50000 cells"):
         check_cells(300, 1, demo, "300 stops", "stops")

@@ -94,12 +94,13 @@ def test_the_route_never_enters_the_area(case: Case, provider: str) -> None:
 
 def test_matrix_cells_and_tours_avoid_it_too(case: Case) -> None:
     points = [{"lat": p.lat, "lon": p.lon} for p in (case.origin, case.destination)]
-    route = parse_route(case.params(avoid=case.avoid(), provider="graph"), case.registry)
+    route = parse_route(case.params(avoid=case.avoid(), provider="valhalla"), case.registry)
     best = route.plugin(route.query).routes[0]
     matrix = parse_matrix({"sources": points, "destinations": points, "avoid": case.area}, case.registry)
-    assert matrix.provider == "graph", "Valhalla computes no matrices here: the graph's cells, as its routes"
-    cells = matrix.plugin(matrix.query)
-    assert cells.durations_s[0][1] == pytest.approx(best.duration_s, abs=0.2)
+    assert matrix.provider == "valhalla", "without a provider named, as routes"
+    cells = matrix.plugin(matrix.query)  # an exact search a source; the route's may be a little longer
+    cell = cells.durations_s[0][1]
+    assert cell is not None and best.duration_s * 0.97 - 5 <= cell <= best.duration_s + 5
     tour = parse_waypoints({"waypoints": [*points, points[0]], "avoid": case.area}, case.registry)
     assert tour.provider == "valhalla"
     result = tour.plugin(tour.query)

@@ -92,7 +92,7 @@ def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_
     assert walked.plugin(walked.query).routes[0].distance_m > 0
     body = {"sources": [{"lat": 43.7384, "lon": 7.4246}], "destinations": [{"lat": 43.7311, "lon": 7.4197}]}
     matrix = parse_matrix({**body, "vehicle": "pedestrian"}, registry)
-    assert matrix.provider == "graph"  # Valhalla computes no matrices here
+    assert matrix.provider == "valhalla"  # what OSRM has not loaded
     with pytest.raises(InvalidParameter) as caught:  # named, OSRM refuses what it has not loaded
         parse_route({**WALK, "provider": "osrm"}, registry)
     assert "provider=graph serves it" in caught.value.violations[0].message
