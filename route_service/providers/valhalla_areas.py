@@ -1,0 +1,212 @@
+"""Valhalla's isochrones with the meaning of ours (issue 56, step 7): an area holds the roads
+OSRM's routes reach in time from the point, lies near the roads reached, and never past the
+map's data; it says when it reaches a road the loaded map cuts.
+
+- Started where OSRM's routes start (`RouteStarts`), at OSRM's pace (`OSRM_PACE`).
+- Cut to 300 m of the roads it reached (`within_reach`), so never farther past the map's data.
+- The map's edge (`MapData.edge_reached`): the points where the loaded map cuts a through road;
+  its end (`Reached.ended_within`): the search ran out of roads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import shapely
+import shapely.geometry
+from scipy.ndimage import binary_dilation
+
+from common.errors import ApiError
+from common.geo import LatLon, haversine_m
+from route_service.model import RouteQuery
+from route_service.providers.base import RoutePlugin
+
+# Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
+# OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
+# `speed_reduction`), Valhalla the full speed: on the same roads (distances alike within 0.1 %)
+# Valhalla's car durations were 0.76-0.86 of OSRM's (medians: Munich 0.76, Heidelberg 0.79, all
+# as one 0.80, Helsinki and Andorra 0.83, Monaco 0.83-0.86; 100-200 pairs of main-network points
+# per map, 2026-11-26). Uncalibrated, its 10-minute areas held roads our routes reach in 12-13
+# minutes (precision 79-90 % where the graph's was 96-97 %). The pace is the top of that range,
+# rounded up: at 0.80 Monaco and Andorra kept 91-92 % of the roads our routes reach in time, at
+# 0.85 Monaco 96 %; Munich, the densest-tagged map, reaches 0.875 / 0.76 = 1.15 t, its
+# precision still 100 %.
+OSRM_PACE = 0.875
+# An area holds no point farther than this from a road reached within its limit (issue 56).
+NEAR_ROAD_M = 300.0
+# The grid that cuts it so (within_reach): cells this wide at least, at most MAX_REACH_ROWS rows.
+REACH_CELL_M = 40.0
+MAX_REACH_ROWS = 1500
+METRES_PER_DEGREE = 111_195.0
+# How many main networks' points a start tries (the nearest first) before the point itself.
+TRIES = 3
+# A cut of the map lies on an area when it is this near it (degrees, ~20 m): a road's last node
+# lies on the area's edge, where Valhalla's grid ends it.
+ON_AREA_DEG = 0.0002
+
+
+def contours(metric: str, limits: Sequence[float], pace: float) -> list[dict[str, float]]:
+    """Valhalla's contours of our limits: minutes of driving at `pace`, or kilometres."""
+    if metric == "time":
+        return [{"time": pace * limit / 60.0} for limit in limits]
+    return [{"distance": limit / 1000.0} for limit in limits]
+
+
+def valhalla_limit(contour: dict[str, float]) -> float:
+    """A contour's limit as the expansion's costs count it: seconds, or metres."""
+    return contour["time"] * 60.0 if "time" in contour else contour["distance"] * 1000.0
+
+
+@dataclass
+class RouteStarts:
+    """Where OSRM's routes from a point start, for Valhalla's areas to start there too. OSRM
+    starts a route on its nearest road and, where that one leads nowhere (a piece it deems
+    small), on the next; Valhalla's car may not start on some roads OSRM's does, and started
+    from its own nearest road it lost what OSRM reaches: in Heidelberg it started on a track
+    17.8 m away where OSRM starts on a service road 35 m away (OSRM's nearest road, a path 0.3 m
+    away, is no car's), and on a motorway's carriageway where OSRM takes the ramp 9.8 m beside
+    it (recall 92.6 %, `python -m bench isochrone`). Valhalla takes one location an isochrone,
+    and its `radius` (every edge within it an origin) did not change its areas (measured, 40 m)."""
+
+    route: RoutePlugin
+    towards: Callable[[str], Sequence[LatLon]]  # per vehicle: points of the map's main networks
+
+    def __call__(self, point: LatLon, vehicle: str) -> LatLon:
+        """The start of OSRM's route from `point` to the nearest main network's point it reaches."""
+        for there in sorted(self.towards(vehicle), key=lambda p: haversine_m(point, p))[:TRIES]:
+            try:
+                return self.route(RouteQuery(point, there, vehicle=vehicle, steps=False)).origin.location
+            except ApiError:
+                continue
+        return point
+
+
+def nested(areas: list[shapely.Geometry]) -> list[shapely.Geometry]:
+    """Each area joined with the smaller ones: Valhalla smooths each contour on its own, so a
+    larger one may cut a few metres off a smaller one's edge; a larger limit reaches all a
+    smaller one does."""
+    joined: list[shapely.Geometry] = []
+    for area in areas:
+        joined.append(area if not joined else shapely.union(area, joined[-1]))
+    return joined
+
+
+@dataclass
+class MapData:
+    """Where the loaded map cuts a through road (`cuts`: lon, lat rows, read on first use; None:
+    not known, the flag is left out). An area is not clipped to the map's roads' outline (the
+    dataset's `outline`): its cells of road nodes (0.005°) miss the stretches of long roads
+    between nodes, and clipped to it Andorra's areas held 87.5 % of the roads OSRM reaches in
+    15 minutes instead of 97.6 % (10 centres); NEAR_ROAD_M keeps an area within 300 m of the
+    last road reached, past the map's edge or over the sea."""
+
+    cuts: Callable[[], np.ndarray] | None = None
+    _cut_points: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    def edge_reached(self, areas: Sequence[shapely.Geometry]) -> list[bool]:
+        """Per area, whether it reaches a point where the loaded map cuts a road (empty: not known)."""
+        if self.cuts is None:
+            return []
+        if self._cut_points is None:
+            self._cut_points = np.asarray(self.cuts(), dtype=np.float64).reshape(-1, 2)
+        lon, lat = self._cut_points[:, 0], self._cut_points[:, 1]
+        if not len(lon):
+            return [False] * len(areas)
+        points = shapely.points(lon, lat)
+        return [bool(shapely.dwithin(area, points, ON_AREA_DEG).any()) for area in areas]
+
+
+def as_geojson(areas: Sequence[shapely.Geometry]) -> list[dict[str, Any]]:
+    return [shapely.geometry.mapping(area) for area in areas]
+
+
+@dataclass(frozen=True)
+class Reached:
+    """The roads an area's search reached: each piece's points (lon, lat) and its cost
+    (Valhalla's seconds or metres at the piece's end), from Valhalla's `expansion`."""
+
+    lon: np.ndarray
+    lat: np.ndarray
+    cost: np.ndarray
+
+    @classmethod
+    def of_expansion(cls, answer: dict[str, Any], metric: str) -> Reached:
+        """The pieces of Valhalla's expansion answer (GeoJSON LineStrings, each with its cost at
+        its end and the piece it was reached from), their points every REACH_CELL_M at most (so
+        a long straight piece marks every cell it crosses), each costed along its piece from the
+        cost at its start (its predecessor's at its end) to the cost at its end: a mountain
+        road's piece of kilometres reached only in part holds the part reached."""
+        key = "duration" if metric == "time" else "distance"
+        lines = [f for f in answer.get("features", []) if len(f["geometry"]["coordinates"]) > 1]
+        if not lines:
+            return cls(np.empty(0), np.empty(0), np.empty(0))
+        points = [f["geometry"]["coordinates"] for f in lines]
+        shapes = shapely.linestrings(np.concatenate(points), indices=np.repeat(np.arange(len(points)), [len(p) for p in points]))
+        end = np.array([float(f["properties"][key]) for f in lines])
+        at_end = {f["properties"]["edge_id"]: cost for f, cost in zip(lines, end, strict=True)}
+        begin = np.array([at_end.get(f["properties"].get("pred_edge_id"), 0.0) for f in lines])
+        # ~REACH_CELL_M in degrees of latitude: a degree of longitude is shorter, so finer there
+        dense = shapely.segmentize(shapes, REACH_CELL_M / METRES_PER_DEGREE)
+        coords, which = shapely.get_coordinates(dense, return_index=True)
+        step = np.hypot(np.diff(coords[:, 0]), np.diff(coords[:, 1]))
+        step[which[1:] != which[:-1]] = 0.0  # no step from one piece's last point to the next's first
+        along = np.concatenate(([0.0], np.cumsum(step)))
+        first = np.searchsorted(which, np.arange(len(lines)))
+        along -= along[first][which]
+        length = np.maximum(shapely.length(dense), 1e-12)[which]
+        share = np.clip(along / length, 0.0, 1.0)
+        begin = np.minimum(begin, end)
+        return cls(coords[:, 0], coords[:, 1], begin[which] + share * (end - begin)[which])
+
+    def ended_within(self, limits: Sequence[float]) -> list[bool]:
+        """Per limit, whether every road reachable from the point is reached within it: the search
+        ran out of roads (it reports the roads it reached past its largest limit, none here)
+        before that limit."""
+        top = float(self.cost.max()) if len(self.cost) else 0.0
+        return [top <= limits[-1] and top <= limit for limit in limits]
+
+
+def within_reach(area: shapely.Geometry, reached: Reached, limit: float) -> shapely.Geometry:
+    """The area without what lies farther than NEAR_ROAD_M from every road reached within
+    `limit`: Valhalla's contour fills blocks its grid spans (measured up to 705 m from a reached
+    road in Heidelberg, 1 % of a 15-minute area's points past 300 m). On a grid of cells about
+    REACH_CELL_M wide: the cells of reached points, widened so every point of a widened cell lies
+    within NEAR_ROAD_M of one; the cells left over that the area covers are cut from it."""
+    keep = reached.cost <= limit
+    if area.is_empty or not keep.any():
+        return area
+    min_lon, min_lat, max_lon, max_lat = area.bounds
+    scale = math.cos(math.radians((min_lat + max_lat) / 2))
+    cell_lat = max(REACH_CELL_M, (max_lat - min_lat) * METRES_PER_DEGREE / MAX_REACH_ROWS) / METRES_PER_DEGREE
+    cell_lon = cell_lat / scale
+    rows, cols = int((max_lat - min_lat) / cell_lat) + 2, int((max_lon - min_lon) / cell_lon) + 2
+    row = np.floor((reached.lat[keep] - min_lat) / cell_lat).astype(np.int64)
+    col = np.floor((reached.lon[keep] - min_lon) / cell_lon).astype(np.int64)
+    inside = (row >= 0) & (row < rows) & (col >= 0) & (col < cols)
+    marked = np.zeros((rows, cols), dtype=bool)
+    marked[row[inside], col[inside]] = True
+    # a point of a cell within r cells (centre to centre) of a marked one lies within
+    # (r + sqrt 2) cells of a reached point; so r = NEAR_ROAD_M / cell - sqrt 2
+    radius = NEAR_ROAD_M / (cell_lat * METRES_PER_DEGREE) - math.sqrt(2)
+    far = ~binary_dilation(marked, structure=disk(radius))
+    far_rows, far_cols = np.nonzero(far)
+    centre_lat, centre_lon = min_lat + (far_rows + 0.5) * cell_lat, min_lon + (far_cols + 0.5) * cell_lon
+    held = np.zeros_like(far)
+    held[far_rows, far_cols] = shapely.contains_xy(area, centre_lon, centre_lat)
+    cut_rows, cut_cols = np.nonzero(far & binary_dilation(held, structure=np.ones((3, 3), dtype=bool)))
+    if not len(cut_rows):
+        return area
+    west, south = min_lon + cut_cols * cell_lon, min_lat + cut_rows * cell_lat
+    cells = shapely.box(west, south, west + cell_lon, south + cell_lat)
+    return shapely.difference(area, shapely.coverage_union_all(cells))
+
+
+def disk(radius: float) -> np.ndarray:
+    """The cells within `radius` cells of the middle one (at least that one)."""
+    r = max(0, int(radius))
+    y, x = np.ogrid[-r : r + 1, -r : r + 1]
+    return np.asarray(x * x + y * y <= max(radius, 0.0) ** 2)
