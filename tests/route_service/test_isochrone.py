@@ -26,9 +26,10 @@ from route_service.graph_engine.query_graph import QueryGraph
 from route_service.graph_engine.region import build_region
 from route_service.graph_engine.weights import Weights
 from route_service.importing.importer import ImportResult
-from route_service.model import RouteQuery
 from route_service.parsing import parse_isochrone
 from route_service.providers.registry import ProviderRegistry
+from route_service.providers.valhalla import ValhallaProvider
+from route_service.providers.valhalla_areas import OSRM_PACE
 from tests.conftest import EVERY_MAP
 from tests.route_service.test_route_app import PROBLEM, Client, ClientFactory, make_config
 
@@ -170,44 +171,49 @@ def test_areas_never_reach_past_the_loaded_data(name: str, city_maps: Callable[[
     """Helsinki's extract ends in the west: a 10-minute car area from its westmost main road
     stays within 300 m of the map's last road there (the graph's ran 700 m past it on all five
     maps as one: its data mask's cell grew with the map's extent)."""
-    bench = loaded(name, city_maps)
-    helsinki = loaded("helsinki", city_maps).dataset.bounds if name == "all" else bench.dataset.bounds
+    bench, alone = loaded(name, city_maps), loaded("helsinki", city_maps)
+    helsinki = alone.dataset.bounds
     assert helsinki is not None
-    west = min((p for p in bench.road_points(400, seed=3) if abs(p.lat - 60.17) < 0.1), key=lambda p: p.lon)
+    west = min(alone.road_points(400, seed=3), key=lambda p: p.lon)
     assert abs(west.lon - helsinki.min_lon) < 0.02, "the centre lies by the map's west edge"
     area = area_from(bench, west, "600")
     past_m = (helsinki.min_lon - area.bounds[0]) * 111_195 * np.cos(np.radians(west.lat))
     assert past_m <= 300, f"the area reaches {past_m:.0f} m past the map's last road"
 
 
-def road_snap_m(bench: BenchMap, centre: LatLon, points: list[LatLon]) -> list[float]:
-    """How far OSRM's /v1/route moves each point onto its nearest car road."""
-    route = bench.registry.providers["osrm"].route
-    found = []
-    for point in points:
-        try:
-            found.append(route(RouteQuery(centre, point, steps=False)).destination.distance_m)
-        except ApiError:
-            found.append(np.inf)
-    return found
-
-
 @pytest.mark.parametrize("name", ["heidelberg", "andorra"])
-def test_no_point_of_an_area_lies_farther_than_300_m_from_the_roads(
-    name: str, city_maps: Callable[[str], ImportResult]
+def test_no_point_of_an_area_lies_farther_than_300_m_from_a_road_reached(
+    name: str, city_maps: Callable[[str], ImportResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Forests and mountains between reached roads: Valhalla's contour spans blocks up to 705 m
-    from a reached road; the area is cut to 300 m of the roads it reached, so no point of it has
-    no car road within 300 m (OSRM's snapping finds the nearest). That it is a road reached in
-    time is the precision of the test above."""
+    from a road its search reached; the area is cut to 300 m of them. Judged against the roads
+    of the search's own answer (Valhalla's expansion) begun within the limit, measured exactly;
+    that those roads are ones OSRM reaches in time is the precision of the test above."""
     bench = loaded(name, city_maps)
-    rng = np.random.default_rng(11)
-    far = 0
+    answers: list[Any] = []
+    call = ValhallaProvider.call
+
+    def recorded(self: ValhallaProvider, action: str, *args: Any, **kwargs: Any) -> Any:
+        answer = call(self, action, *args, **kwargs)
+        if action == "expansion":
+            answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(ValhallaProvider, "call", recorded)
+    rng, far, checked = np.random.default_rng(11), 0, 0
     for centre in bench.road_points(3, seed=5):
         area = area_from(bench, centre, "900")
-        points = uniform_in(area, 400, rng, area.bounds)
-        far += sum(1 for metres in road_snap_m(bench, centre, points) if metres > 300)
-    assert far == 0, f"{name}: {far} points of the areas lie farther than 300 m from every car road"
+        limit = OSRM_PACE * 900
+        edges = answers[-1]["features"]
+        at_end = {e["properties"]["edge_id"]: e["properties"]["duration"] for e in edges}
+        begun = [e["geometry"]["coordinates"] for e in edges if at_end.get(e["properties"]["pred_edge_id"], 0) <= limit]
+        metres = np.array([111_195 * np.cos(np.radians(centre.lat)), 111_195])
+        roads = shapely.STRtree([shapely.LineString(np.asarray(c) * metres) for c in begun if len(c) > 1])
+        points = shapely.points(np.array([(p.lon, p.lat) for p in uniform_in(area, 1000, rng, area.bounds)]) * metres)
+        nearest = roads.geometries.take(roads.nearest(points))
+        far += int((shapely.distance(points, nearest) > 300).sum())
+        checked += len(points)
+    assert checked == 3000 and far == 0, f"{name}: {far} of {checked} points lie farther than 300 m from a road reached"
 
 
 def test_a_limit_past_the_maps_end_says_so(city_maps: Callable[[str], ImportResult]) -> None:
