@@ -32,8 +32,8 @@ from route_service.providers.base import RoutePlugin
 # as one 0.80, Helsinki and Andorra 0.83, Monaco 0.83-0.86; 100-200 pairs of main-network points
 # per map, 2026-11-26). Uncalibrated, its 10-minute areas held roads our routes reach in 12-13
 # minutes (precision 79-90 % where the graph's was 96-97 %). 0.875, the top of that range
-# rounded up, held 96.8 % in Andorra once areas were cut to 300 m of the roads reached (its
-# mountain roads' times vary most; goal 97 %): 0.9 holds 97.7-100 % on every map, precision
+# rounded up, held 96.8-96.9 % in Andorra, before and after areas were cut to 300 m of the
+# roads reached (its mountain roads' times vary most; goal 97 %): 0.9 holds 97.7-100 % on every map, precision
 # 94.9-100 % (`python -m bench isochrone`'s centres, 2026-12-02; at 0.80 Monaco and Andorra kept
 # 91-92 %).
 OSRM_PACE = 0.9
