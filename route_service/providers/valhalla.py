@@ -227,9 +227,9 @@ class ValhallaProvider:
         reached = self.reached(request, query.metric)
         limits = [valhalla_limit(contour) for contour in request["contours"]]  # ascending, as the areas
         areas = nested([
-            within_reach(shapely.geometry.shape(feature["geometry"]), reached, limit)
+            within_reach(shapely.make_valid(shapely.geometry.shape(feature["geometry"])), reached, limit)
             for feature, limit in zip(by_limit, limits, strict=True)
-        ])  # fmt: skip
+        ])  # fmt: skip; Valhalla's contours may cross themselves (GEOS then refused the cut in Heidelberg)
         origin = self.snap(query.point, query.vehicle)
         return IsochroneResult(origin, as_geojson(areas), reached.ended_within(limits), self.data.edge_reached(areas))
 
