@@ -49,7 +49,8 @@ from route_service import valhalla_tiles
 from route_service.importing import valhalla_build
 from route_service.model import IsochroneQuery
 from route_service.parsing import parse_isochrone, parse_route
-from route_service.providers.valhalla import OSRM_DURATION_RATIO, OSRM_PACE, ValhallaProvider
+from route_service.providers.valhalla import OSRM_DURATION_RATIO, ValhallaProvider
+from route_service.providers.valhalla_areas import OSRM_PACE
 
 SEED = 20261126
 PAIRS = int(os.environ.get("BENCH_ENGINE_PAIRS", "40"))

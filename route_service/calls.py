@@ -77,6 +77,7 @@ from route_service.providers.graph import GraphProvider
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.providers.registry import load_graph_provider, load_valhalla_provider, resolve
 from route_service.providers.surface import SurfaceSnapper
+from route_service.providers.valhalla_areas import RouteStarts
 from route_service.split_tours import halves, joined, on_time, renumbered, splits_tour
 
 T = TypeVar("T")
@@ -196,9 +197,18 @@ def _capabilities(provider: str) -> Capabilities:
     return found
 
 
+def _child_valhalla(dataset: Dataset) -> RouteProvider | None:
+    """Valhalla as the worker's registry loads it (its isochrones' starts and the map's cuts)."""
+    assert _child_diagnostics is not None
+    diagnostics, osrm = _child_diagnostics, _plugins()[1]
+    starts = RouteStarts(osrm.route, lambda vehicle: [area[0] for area in diagnostics.areas(vehicle, "fastest")])
+    graph = load_graph_provider(dataset, now=False, cache_dir=_child_graph_cache)
+    return load_valhalla_provider(dataset, graph, starts)
+
+
 OPTIONAL_PROVIDERS: dict[str, Callable[[Dataset], RouteProvider | None]] = {
     "graph": lambda dataset: load_graph_provider(dataset, cache_dir=_child_graph_cache),
-    "valhalla": load_valhalla_provider,
+    "valhalla": _child_valhalla,
 }
 
 

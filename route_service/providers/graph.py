@@ -101,6 +101,13 @@ class GraphProvider:
     def preload(self) -> None:
         self.engine  # noqa: B018 - built on access
 
+    def cut_points(self) -> np.ndarray:
+        """[lon, lat] of the points where the loaded map cuts a through road (RoadGraph.edge_points),
+        for the isochrones of other providers to say when they reach the map's edge."""
+        road = self.engine.road
+        ends = road.edge_points
+        return np.column_stack([road.a["geom_lon"][ends], road.a["geom_lat"][ends]])
+
     def info(self) -> ProviderInfo:
         return ProviderInfo(
             name=self.name,

@@ -5,9 +5,9 @@ provider is chosen once, as the last step of parsing it (`ProviderRegistry.choos
 is the default; without a provider named, what it cannot answer goes to Valhalla first (one
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
-than its CH data finds, avoid areas and truck dimensions; matrices too (`valhalla_matrix`). By
-measurement (FIRST_FOR) isochrones go to the road graph first. Routes at a time go to Valhalla;
-matrices, tours and detour files at a time to the graph (TIMED_FIRST_FOR).
+than its CH data finds, avoid areas, truck dimensions and isochrones; matrices too
+(`valhalla_matrix`). Routes at a time go to Valhalla; matrices, tours, detour files and
+isochrones at a time to the graph (TIMED_FIRST_FOR).
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the
@@ -33,6 +33,7 @@ from route_service.providers.diagnosing import diagnosing
 from route_service.providers.leg_by_leg import LegByLeg
 from route_service.providers.osrm_provider import OsrmProvider
 from route_service.providers.surface import SurfaceSnapper, surface_first
+from route_service.providers.valhalla_areas import MapData, RouteStarts
 
 log = logging.getLogger("route_service.registry")
 # Answers what the default provider cannot, when it can (see the module's docstring). Chosen by
@@ -43,13 +44,11 @@ log = logging.getLogger("route_service.registry")
 # route search. Valhalla's truck costing lets a route start or end on a way whose limit the
 # truck exceeds; its provider checks the ends (`ValhallaProvider.closed_at_end`).
 FALLBACK_FIRST = "valhalla"
-# Except where measurement says otherwise: a capability → the provider asked first for it.
-# Isochrones: Valhalla's are 5-14x faster, but its 15-minute car areas held 92.6 % of the
-# points OSRM's routes reach in time on Heidelberg (goal 97 %; the graph's 99.1 %; the other
-# maps 96.8-100 %, `python -m bench isochrone`'s centres, 2026-11-27): it starts where OSRM does
-# not (17.8 m away on a track where OSRM's road is not one Valhalla lets a car start on; on a
-# motorway node where OSRM takes the ramp beside it), so its areas lose what OSRM reaches.
-FIRST_FOR = {"isochrone": "graph"}
+# Except where measurement says otherwise: a capability → the provider asked first for it. None
+# now: isochrones went to the graph while Valhalla's, started from its nearest road alone, held
+# 92.6 % of what OSRM's routes reach on Heidelberg; started where OSRM's routes start they
+# meet the goal on every map (providers.valhalla_areas, `python -m bench isochrone`).
+FIRST_FOR: dict[str, str] = {}
 # At a time (departureTime, arrivalTime): routes go to Valhalla (its `date_time`, issue 56);
 # what is made of many routes at a time (matrices, tours, detour files) stays on the road graph
 # in this step, so that a tour's legs and the matrix it was planned on agree (the old town's
@@ -279,11 +278,14 @@ class ProviderRegistry:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
         graph = load_graph_provider(dataset, now=graph_now, cache_dir=graph_cache)
-        for optional in (graph, load_valhalla_provider(dataset)):
+        diagnostics = SnapDiagnostics(osrm, dataset.areas, dataset.sample_points)
+        starts = RouteStarts(osrm.plugins().route, lambda vehicle: [a[0] for a in diagnostics.areas(vehicle, "fastest")])
+        for optional in (graph, load_valhalla_provider(dataset, graph, starts)):
             if optional is not None:
                 providers[optional.name] = optional
-        diagnostics = SnapDiagnostics(osrm, dataset.areas, dataset.sample_points)
-        return cls(providers, osrm.name, diagnostics, dataset.vehicles)
+        registry = cls(providers, osrm.name, diagnostics, dataset.vehicles)
+        starts.route = registry.providers[osrm.name].route  # as /v1/route snaps: the surface road first
+        return registry
 
     def preload(self) -> None:
         """Opens what each provider opens on first use (OSRM's engines, the graph's prepared file)."""
@@ -302,11 +304,15 @@ def load_graph_provider(dataset: Dataset, *, now: bool = True, cache_dir: Path |
     return loaded(lambda: GraphProvider.load(dataset.path, now=now, cache_dir=cache_dir), "graph")
 
 
-def load_valhalla_provider(dataset: Dataset) -> RouteProvider | None:
+def load_valhalla_provider(
+    dataset: Dataset, graph: RouteProvider | None = None, starts: RouteStarts | None = None
+) -> RouteProvider | None:
     from route_service.providers.valhalla import ValhallaProvider
 
     osrm_vehicles = {str(profile).split("-", 1)[0] for profile in dataset.manifest.get("profiles", {})}
-    return loaded(lambda: ValhallaProvider.load(dataset.path, osrm_vehicles), "valhalla")
+    cuts = getattr(graph, "cut_points", None)  # where the map cuts a road: the graph knows (None: not said)
+    data = MapData(cuts)
+    return loaded(lambda: ValhallaProvider.load(dataset.path, osrm_vehicles, data, starts), "valhalla")
 
 
 def loaded(load: Callable[[], RouteProvider], name: str) -> RouteProvider | None:

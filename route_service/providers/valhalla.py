@@ -63,21 +63,21 @@ from route_service.model import (
 from route_service.providers import valhalla_matrix, valhalla_time
 from route_service.providers.base import Plugins
 from route_service.providers.surface import surface_instead
+from route_service.providers.valhalla_areas import (
+    OSRM_PACE,
+    MapData,
+    Reached,
+    RouteStarts,
+    as_geojson,
+    contours,
+    nested,
+    valhalla_limit,
+    within_reach,
+)
 from route_service.providers.valhalla_emergency import emergency_route
 from route_service.time_rules import size_of
 from route_service.timed_index import TIMED_DIR, TimedIndex
 
-# Where OSRM answers a vehicle's routes, an isochrone of t seconds asks Valhalla for the area of
-# OSRM_PACE x t. OSRM's car and truck profiles drive 80 % of a tagged maxspeed (car.lua's
-# `speed_reduction`), Valhalla the full speed: on the same roads (distances alike within 0.1 %)
-# Valhalla's car durations were 0.76-0.86 of OSRM's (medians: Munich 0.76, Heidelberg 0.79, all
-# as one 0.80, Helsinki and Andorra 0.83, Monaco 0.83-0.86; 100-200 pairs of main-network points
-# per map, 2026-11-26). Uncalibrated, its 10-minute areas held roads our routes reach in 12-13
-# minutes (precision 79-90 % where the graph's was 96-97 %). The pace is the top of that range,
-# rounded up: no map's area then stops short of a road our routes reach in time (recall has no
-# slack; at 0.80 Monaco and Andorra kept 91-92 % of them, at 0.85 Monaco 96 %), and the
-# densest-tagged map (Munich) reaches 0.875 / 0.76 = 1.15 t, its precision still 100 %.
-OSRM_PACE = 0.875
 # The same measurement for routes: where OSRM answers a vehicle's fastest routes, Valhalla's
 # durations of that vehicle (its shortest routes, avoid areas, truck dimensions, traces) are
 # divided by the median ratio of all maps as one, so that one vehicle keeps one clock whichever
@@ -121,9 +121,8 @@ NO_PATH = {442, 443}  # "No path could be found for input"
 class ValhallaProvider:
     name = "valhalla"
 
-    def __init__(
-        self, config: dict[str, Any], osrm_vehicles: Iterable[str] = (), timed: TimedIndex | None = None
-    ) -> None:
+    def __init__(self, config: dict[str, Any], osrm_vehicles: Iterable[str] = (), data: MapData | None = None,
+                 starts: RouteStarts | None = None, timed: TimedIndex | None = None) -> None:  # fmt: skip
         # Valhalla's actor is not thread-safe (two calls at once on one actor segfaulted in
         # actor.locate) and the binding releases the interpreter lock: an actor per thread, made
         # on the thread's first call, all over the one memory-mapped tar (docs/decisions.md).
@@ -134,14 +133,17 @@ class ValhallaProvider:
         # The map's roads with rules by time (None: a dataset imported without them or the
         # tiles' time zones, whose rules by time Valhalla could not apply).
         self.timed = timed
+        self.data = data or MapData()  # where the map cuts roads: isochrones say when they reach it
+        self.starts = starts  # where OSRM's routes start: so do the isochrones of its vehicles
 
     @classmethod
-    def load(cls, dataset_dir: Path, osrm_vehicles: Iterable[str] = ()) -> ValhallaProvider:
+    def load(cls, dataset_dir: Path, osrm_vehicles: Iterable[str] = (), data: MapData | None = None,
+             starts: RouteStarts | None = None) -> ValhallaProvider:  # fmt: skip
         tar = dataset_dir / valhalla_tiles.VALHALLA_DIR / valhalla_tiles.TILES_TAR
         if not tar.is_file():
             raise DatasetNotReady(f"Valhalla's tiles have not been built for this dataset ({tar.name})")
         timed = TimedIndex.load(dataset_dir / valhalla_tiles.VALHALLA_DIR / TIMED_DIR)
-        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles, timed)
+        provider = cls(valhalla_tiles.config(dataset_dir), osrm_vehicles, data, starts, timed)
         provider.actor()  # a bad configuration fails the load, not the first request
         return provider
 
@@ -286,23 +288,35 @@ class ValhallaProvider:
     # ------------------------------------------------------------ isochrone
 
     def isochrone(self, query: IsochroneQuery) -> IsochroneResult:
-        if query.metric == "time":
-            pace = OSRM_PACE if query.vehicle in self.osrm_vehicles else 1.0
-            contours = [{"time": pace * limit / 60.0} for limit in query.limits]  # minutes
-        else:
-            contours = [{"distance": limit / 1000.0} for limit in query.limits]  # kilometres
+        """The areas, started where OSRM's routes start (valhalla_areas.RouteStarts) and at its
+        pace where OSRM answers the vehicle's routes, cut to 300 m of the roads reached."""
+        osrm = query.vehicle in self.osrm_vehicles
+        at = self.starts(query.point, query.vehicle) if osrm and self.starts is not None else query.point
         request = {
-            "locations": [location(query.point, query.vehicle)],
+            "locations": [location(at, query.vehicle)],
             **costing(query.vehicle, query.route_type, Restrictions()),
-            "contours": contours,
+            "contours": contours(query.metric, query.limits, OSRM_PACE if osrm else 1.0),
             "polygons": True,
         }
         if query.departure is not None:  # the area's roads as their rules are when reached
             request["date_time"] = valhalla_time.date_time(RouteTime(query.departure), query.point, query.point)
         answer = self.call("isochrone", request, Restrictions(), parameter="point")
         by_limit = sorted(answer["features"], key=lambda feature: feature["properties"]["contour"])
+        reached = self.reached(request, query.metric)
+        limits = [valhalla_limit(contour) for contour in request["contours"]]  # ascending, as the areas
+        areas = nested([
+            within_reach(shapely.make_valid(shapely.geometry.shape(feature["geometry"])), reached, limit)
+            for feature, limit in zip(by_limit, limits, strict=True)
+        ])  # fmt: skip; Valhalla's contours may cross themselves (GEOS then refused the cut in Heidelberg)
         origin = self.snap(query.point, query.vehicle)
-        return IsochroneResult(origin, nested([feature["geometry"] for feature in by_limit]))
+        return IsochroneResult(origin, as_geojson(areas), reached.ended_within(limits), self.data.edge_reached(areas))
+
+    def reached(self, request: dict[str, Any], metric: str) -> Reached:
+        """The roads the isochrone's search reached (Valhalla's `expansion` of the same request)."""
+        expansion = {**request, "action": "isochrone", "skip_opposites": True,
+                     "expansion_properties": ["duration" if metric == "time" else "distance", "edge_id", "pred_edge_id"]}  # fmt: skip
+        del expansion["polygons"]
+        return Reached.of_expansion(self.call("expansion", expansion, Restrictions(), parameter="point"), metric)
 
     # ------------------------------------------------------------ map matching
 
@@ -373,20 +387,6 @@ def location(point: LatLon, vehicle: str) -> dict[str, Any]:
     `radius` as a start, and a 500 m one made a pedestrian route 15-20x slower in Munich and
     Helsinki (37-60 ms p50 against 2-3, `python -m bench engines`)."""
     return {"lat": point.lat, "lon": point.lon, "search_cutoff": int(VEHICLE_TABLE[vehicle].snap_radius_m)}
-
-
-def nested(areas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each area joined with the smaller ones: Valhalla smooths each contour on its own, so a
-    larger one may cut a few metres off a smaller one's edge; a larger limit reaches all a
-    smaller one does."""
-    joined: list[dict[str, Any]] = []
-    inner: shapely.Geometry | None = None
-    for area in areas:
-        shape = shapely.geometry.shape(area)
-        shape = shape if inner is None else shapely.union(shape, inner)
-        joined.append(shapely.geometry.mapping(shape))
-        inner = shape
-    return joined
 
 
 def costing(vehicle: str, route_type: str, restrictions: Restrictions) -> dict[str, Any]:

@@ -33,7 +33,7 @@ async def test_nested_areas_through_the_gateway(full_platform: Stack, http: aioh
     assert status == 200, body
     small, large = (shapely.geometry.shape(f["geometry"]) for f in body["features"])
     assert large.buffer(1e-9).contains(small) and small.contains(shapely.Point(7.4279, 43.7393))
-    assert body["provider"] == "graph" and [f["properties"]["time"] for f in body["features"]] == [120, 300]
+    assert body["provider"] == "valhalla" and [f["properties"]["time"] for f in body["features"]] == [120, 300]
 
 
 @pytest.mark.parametrize("accept", [PROBLEM, LEGACY])

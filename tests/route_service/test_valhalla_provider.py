@@ -29,7 +29,8 @@ from route_service.importing.importer import ImportResult
 from route_service.model import TRUCK_PARAMETERS, IsochroneQuery, MatchQuery
 from route_service.parsing import parse_route
 from route_service.providers.registry import ProviderRegistry
-from route_service.providers.valhalla import OSRM_PACE, ValhallaProvider
+from route_service.providers.valhalla import ValhallaProvider
+from route_service.providers.valhalla_areas import OSRM_PACE
 from tests.conftest import EVERY_MAP
 from tests.route_service.test_truck_dimensions import (
     METRES_PER_DEGREE,
