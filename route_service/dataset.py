@@ -50,6 +50,12 @@ class Dataset:
         outline = self._coverage().get("outline")
         return outline if isinstance(outline, dict) else None
 
+    @property
+    def cut_points(self) -> np.ndarray | None:
+        """[lon, lat] rows where the map cuts a through road (map_facts.cut_points); None: not recorded."""
+        points = self._coverage().get("cut_points")
+        return np.asarray(points, dtype=np.float64).reshape(-1, 2) if isinstance(points, list) else None
+
     @cached_property
     def drawn_outline(self) -> dict[str, Any] | None:
         """The outline as /v1/providers and /map draw it: simplified to ~100 m with coordinates

@@ -50,6 +50,16 @@ MERGE_EVERY = 500_000  # cell keys gathered before they are merged into the set
 # inside the map's data; a lake or a forest of a square kilometre stays out, as it did.
 SMALLEST_HOLE_M2 = 1_000_000.0
 OUTLINE_MARGIN = 0.25
+# The map cuts a road where a through road (these classes) ends at a dead end near the data's
+# outer edge: the shared extracts keep whole ways, so a road leaving the area ends at its last
+# node outside (a road may also end inside, at a way left out: a construction site). Near: within
+# CUT_NEAR_EDGE_DEG of the outline's outer rings, its holes ignored (lakes and fields between
+# roads are no edge), as the road graph's two 0.002° mask cells.
+THROUGH_HIGHWAYS = frozenset({
+    "motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
+    "tertiary", "tertiary_link",
+})  # fmt: skip
+CUT_NEAR_EDGE_DEG = 0.004
 ROW_BITS = 21  # a cell key: column << ROW_BITS | row (360° / 0.0005° = 720 000 columns < 2**20)
 
 
@@ -67,6 +77,7 @@ class CoverageReader(osmium.SimpleHandler):
         self.cells = np.zeros(0, dtype=np.int64)
         self.pending: list[np.ndarray] = []
         self.pending_count = 0
+        self.through_ends: dict[int, tuple[float, float]] = {}  # node id → (lon, lat)
 
     def way(self, way: Any) -> None:
         if not is_road(way.tags):
@@ -80,6 +91,12 @@ class CoverageReader(osmium.SimpleHandler):
         # not by the route).
         self.draw(points[1:-1])
         self.nodes_seen += len(points)
+        if way.tags.get("highway") in THROUGH_HIGHWAYS:
+            # its first and last nodes on the map (an extract cut by a box ends a way at its last
+            # node inside: Helsinki's)
+            located = [node for node in way.nodes if node.location.valid()]
+            for node in (located[0], located[-1]):
+                self.through_ends[node.ref] = (node.lon, node.lat)
         keys = np.unique(cell_keys(densified(points, self.cell_deg / 4), self.cell_deg))
         self.pending.append(keys)
         self.pending_count += len(keys)
@@ -235,8 +252,41 @@ def hole_m2(ring: Any) -> float:
     return float(area.area * METRES_PER_DEGREE**2 * math.cos(math.radians(area.centroid.y)))
 
 
+class EndDegrees(osmium.SimpleHandler):
+    """How many times the roads pass each through road's end (1: a dead end)."""
+
+    def __init__(self, ends: dict[int, tuple[float, float]]) -> None:
+        super().__init__()
+        self.degree = dict.fromkeys(ends, 0)
+
+    def way(self, way: Any) -> None:
+        if not is_road(way.tags):
+            return
+        located = [node.ref for node in way.nodes if node.location.valid()]
+        if len(located) < 2:
+            return  # a way the extract cut down to one node joins nothing (CoverageReader.way)
+        for ref in located:
+            if ref in self.degree:
+                self.degree[ref] += 1
+
+
+def cut_points(pbf: Path, ends: dict[int, tuple[float, float]], outline_json: dict[str, Any] | None) -> list[list[float]]:
+    """[lon, lat] of the through roads' dead ends near the outline's outer edge (a second pass:
+    its memory is one count a through road's end)."""
+    if not ends or outline_json is None:
+        return []
+    degrees = EndDegrees(ends)
+    degrees.apply_file(str(pbf), locations=True)
+    dead = np.array([ends[ref] for ref, count in degrees.degree.items() if count == 1]).reshape(-1, 2)
+    edge = shapely.union_all([shapely.LinearRing(polygon[0]) for polygon in outline_json["coordinates"]])
+    near = shapely.dwithin(edge, shapely.points(dead), CUT_NEAR_EDGE_DEG) if len(dead) else np.zeros(0, dtype=bool)
+    return [[round(float(lon), 6), round(float(lat), 6)] for lon, lat in dead[near]]
+
+
 def read_coverage(pbf: Path) -> dict[str, Any]:
-    """The map's coverage (bounds, sample points, outline) from its OSM file."""
+    """The map's coverage (bounds, sample points, outline, where it cuts roads) from its OSM file."""
     reader = CoverageReader()
     reader.apply_file(str(pbf), locations=True)
-    return reader.coverage()
+    coverage = reader.coverage()
+    coverage["cut_points"] = cut_points(pbf, reader.through_ends, coverage["outline"])
+    return coverage

@@ -310,8 +310,8 @@ def load_valhalla_provider(
     from route_service.providers.valhalla import ValhallaProvider
 
     osrm_vehicles = {str(profile).split("-", 1)[0] for profile in dataset.manifest.get("profiles", {})}
-    cuts = getattr(graph, "cut_points", None)  # where the map cuts a road: the graph knows (None: not said)
-    data = MapData(cuts)
+    cuts = dataset.cut_points  # where the map cuts a road (None: a dataset from before it was recorded)
+    data = MapData(None if cuts is None else lambda: cuts)
     return loaded(lambda: ValhallaProvider.load(dataset.path, osrm_vehicles, data, starts), "valhalla")
 
 

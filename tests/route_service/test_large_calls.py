@@ -102,12 +102,15 @@ async def test_annotations_choose_the_tables(client: Client) -> None:
         assert (await response.json())["errors"][0].startswith("annotations: must be a list of distinct values")
 
 
-async def test_a_long_tour_from_the_child_equals_the_providers(client: Client, osrm_hd: OsrmProvider) -> None:
+async def test_a_long_tour_from_the_child_equals_the_providers(client: Client) -> None:
     points = dense_points(LARGE_ROUTE_WAYPOINTS + 10, seed=3)
     response = await client.post("/internal/route", json={"waypoints": as_json(points)})
     assert response.status == 200
     body = await response.json()
-    expected = osrm_hd.route_waypoints(WaypointsQuery(points)).route
+    _, registry = client.app[STATE_KEY].ready()  # the worker's plugins: surface roads and all
+    waypoints = registry.providers["osrm"].waypoints
+    assert waypoints is not None
+    expected = waypoints(WaypointsQuery(points)).route
     assert (body["distance"], body["duration"]) == (expected.distance_m, expected.duration_s)
     assert len(body["legs"]) == len(points) - 1 and len(body["geometry"]["coordinates"]) == len(expected.geometry)
 

@@ -17,7 +17,7 @@ from common.geo import METRES_PER_DEGREE
 from route_service.dataset import Dataset
 from route_service.diagnostics import MIN_AREA_SAMPLES
 from route_service.importing.importer import ImportResult
-from route_service.importing.map_facts import is_road
+from route_service.importing.map_facts import CUT_NEAR_EDGE_DEG, is_road
 from tests.conftest import CITIES, EVERY_MAP, SHARED_OSM
 
 # How far past its last road the outline may end (m): the isochrones clipped to it must not run
@@ -141,3 +141,17 @@ def test_the_drawn_outline_is_small_and_close_to_the_whole_one(
     outside = shapely.make_valid(whole).difference(shapely.make_valid(shape).buffer(150 / METRES_PER_DEGREE))
     outside_m2 = outside.area * METRES_PER_DEGREE**2  # an upper bound (longitudes' degrees are shorter)
     assert outside_m2 < 1000, "no part of the whole outline 150 m outside the drawn one (but slivers of repair)"
+
+
+def test_the_map_cuts_its_through_roads_at_its_edge(imported: tuple[str, Dataset, list[np.ndarray]]) -> None:
+    """Every extract's box cuts main roads (each shared extract has at least 4 such ends); each
+    cut lies on a road and near the outline's outer edge."""
+    _, dataset, roads = imported
+    cuts = dataset.cut_points
+    assert cuts is not None and len(cuts) >= 4
+    lines = shapely.union_all([shapely.LineString(road) for road in roads])
+    points = shapely.points(cuts)
+    assert shapely.dwithin(lines, points, 1e-6).all(), "a cut is a road's node"
+    outline = shapely.geometry.shape(dataset.outline)
+    edge = shapely.union_all([part.exterior for part in getattr(outline, "geoms", [outline])])
+    assert shapely.dwithin(edge, points, CUT_NEAR_EDGE_DEG).all()
