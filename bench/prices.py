@@ -17,7 +17,7 @@ answer's `RateLimit-Cost`). Measured: the service's CPU seconds, all its process
   charged before the work cannot know which lines the cache holds: an upper bound there, so the
   row fails only when the price is below the cost (its cost is what a refund after the work
   would give back);
-- matrices, 100 x 100, per profile: car and truck (OSRM) and the road graph's truck with
+- matrices, 100 x 100, per profile: car and truck (OSRM) and Valhalla's truck with
   dimensions, bicycle, pedestrian, priced as `POST /v1/matrix` (route_service.costs);
 - fleets' matrices: `/internal/matrix` for each road profile as the optimizer asks them, at once,
   priced as the fleet's matrix share (optimize_service.costs.cost_of_fleet; the search is priced
@@ -72,9 +72,9 @@ TRACE_POINTS = 1000
 PROFILES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("car (OSRM)", {"vehicle": "car"}),
     ("truck (OSRM)", {"vehicle": "truck"}),
-    ("truck 3.8 m high (graph)", {"vehicle": "truck", "truck": {"height": 3.8}}),
-    ("bicycle (graph)", {"vehicle": "bicycle"}),
-    ("pedestrian (graph)", {"vehicle": "pedestrian"}),
+    ("truck 3.8 m high (Valhalla)", {"vehicle": "truck", "truck": {"height": 3.8}}),
+    ("bicycle (Valhalla)", {"vehicle": "bicycle"}),
+    ("pedestrian (Valhalla)", {"vehicle": "pedestrian"}),
 )
 FAILURES: list[str] = []  # read by bench/__main__.py: the run exits non-zero when any
 
@@ -225,7 +225,7 @@ def fleet_matrices(url: str, headers: dict[str, str], places: list[dict[str, flo
 def fleet_rows(bench: BenchMap, url: str, pid: int, headers: dict[str, str], internal: dict[str, str]) -> list[Row]:
     places = routable(url, headers, points_body(bench, FLEET_PLACES + 10))[:FLEET_PLACES]
     trucks = [{"vehicle": "truck", "truck": {"height": 3.0 + i / 10}} for i in range(TRUCK_SIZES)]
-    fleets = ((f"{TRUCK_SIZES} truck sizes (graph)", trucks, [("truck", True)] * TRUCK_SIZES),
+    fleets = ((f"{TRUCK_SIZES} truck sizes (Valhalla)", trucks, [("truck", True)] * TRUCK_SIZES),
               ("car + truck (OSRM)", [{"vehicle": "car"}, {"vehicle": "truck"}], [("car", False), ("truck", False)]))  # fmt: skip
     rows = []
     for label, profiles, kinds in fleets:
