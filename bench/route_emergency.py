@@ -92,7 +92,7 @@ def counted_walks() -> Callable[[], list[int]]:
         counts[-1] += 1
         return walk(*args)
 
-    def route(provider: ValhallaProvider, query: RouteQuery) -> RouteResult:
+    def route(provider: valhalla_emergency.Engine, query: RouteQuery) -> RouteResult:
         counts.append(0)
         return original(provider, query)
 

@@ -30,13 +30,12 @@ from route_service.model import (
     WaypointsQuery,
     WaypointsResult,
 )
+from route_service.providers.valhalla_requests import SAME_PLACE_M
 
 Query = RouteQuery | MatrixQuery | WaypointsQuery | CostQuery | DetourQuery
 # How much farther a surface road may be than the tunnel nearest a point and still be the one it
 # means (m): a GPS fix's or a geocoded address's usual error.
 SURFACE_PREFERENCE_M = 25.0
-# Edges this much farther than the nearest one are at the same place (a junction's, both sides).
-SAME_PLACE_M = 0.5
 # Valhalla's edges near a location (its `locate`), verbose or not; none when there are none.
 Locate = Callable[[dict[str, Any], bool], list[dict[str, Any]]]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import orjson
@@ -37,11 +37,20 @@ import orjson
 from common.errors import ApiError, NoRouteFound
 from common.geo import haversine_m_arrays
 from route_service import polyline
-from route_service.model import EmergencySegment, RouteQuery, RouteResult
+from route_service.model import EmergencySegment, Restrictions, RouteQuery, RouteResult
 from route_service.valhalla_tiles import WAYS_FILE
 
-if TYPE_CHECKING:
-    from route_service.providers.valhalla import ValhallaProvider
+
+class Engine(Protocol):
+    """What an emergency route asks of the Valhalla provider (providers.valhalla), which calls it."""
+
+    config: dict[str, Any]
+
+    def route(self, query: RouteQuery) -> RouteResult: ...
+    def route_request(self, query: RouteQuery) -> dict[str, Any]: ...
+    def route_result(self, query: RouteQuery, answer: dict[str, Any]) -> RouteResult: ...
+    def clock(self, vehicle: str) -> float: ...
+    def call(self, action: str, request: dict[str, Any], restrictions: Restrictions, parameter: str = "to") -> Any: ...
 
 RELAXED = {"ignore_oneways": True, "ignore_access": True, "destination_only_penalty": 0}
 # A relaxed route leaves at a time (now, unless the request has one): Valhalla then searches one
@@ -73,7 +82,7 @@ class Stretch:
     allowed: bool
 
 
-def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResult:
+def emergency_route(provider: Engine, query: RouteQuery) -> RouteResult:
     """The fastest (or shortest) route with relaxations inside the radius only (module doc)."""
     single = replace(query, alternatives=0)
     request = provider.route_request(single)
@@ -119,7 +128,7 @@ def emergency_route(provider: ValhallaProvider, query: RouteQuery) -> RouteResul
     return provider.route(replace(query, emergency_radius_m=0))
 
 
-def faster_than(answer: dict[str, Any], normal: RouteResult | None, provider: ValhallaProvider,
+def faster_than(answer: dict[str, Any], normal: RouteResult | None, provider: Engine,
                 query: RouteQuery) -> bool:  # fmt: skip
     """Whether a relaxed route beats the normal one (none: it does), on the normal route's clock."""
     if normal is None:
@@ -128,7 +137,7 @@ def faster_than(answer: dict[str, Any], normal: RouteResult | None, provider: Va
     return round(seconds, 1) < normal.routes[0].duration_s  # as rounded in the answer (to_route)
 
 
-def walk(provider: ValhallaProvider, request: dict[str, Any], answer: dict[str, Any], query: RouteQuery,
+def walk(provider: Engine, request: dict[str, Any], answer: dict[str, Any], query: RouteQuery,
          shape: np.ndarray) -> list[Stretch] | None:  # fmt: skip
     """The route's edges, each judged (module doc); None when the walk does not follow the route:
     Valhalla's map matching keeps a car off cycleways and steps even with `ignore_access`, which
@@ -238,7 +247,7 @@ def marked(result: RouteResult, stretches: list[Stretch]) -> RouteResult:
     return result
 
 
-def normal_or_none(provider: ValhallaProvider, query: RouteQuery) -> RouteResult | None:
+def normal_or_none(provider: Engine, query: RouteQuery) -> RouteResult | None:
     try:
         return provider.route(replace(query, emergency_radius_m=0))
     except NoRouteFound:

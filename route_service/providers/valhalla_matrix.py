@@ -31,7 +31,7 @@ from common.errors import PointNotRoutable
 from common.geo import LatLon, haversine_m
 from common.vehicles import VEHICLE_TABLE
 from route_service.model import NOT_ASKED, MatrixQuery, MatrixResult, Restrictions, Snapped
-from route_service.providers import valhalla as engine
+from route_service.providers import valhalla_requests as engine
 
 # Threads a matrix's searches are split over: the machine's two cores.
 MATRIX_THREADS = 2
