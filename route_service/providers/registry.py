@@ -55,6 +55,11 @@ FIRST_FOR: dict[str, str] = {}
 # delivery window opens a street Valhalla's access keeps closed: decisions.md, issue 56).
 TIMED_FIRST_FOR = {"route": "valhalla"}
 TIMED_FIRST = "graph"
+# Matrices with truck dimensions stay on the road graph: Valhalla's truck costing let a 3.5 t
+# truck's cells cross Heidelberg's Wiesenweg (maxweight 3, way 5132809) from 3 m beside it, and
+# its routes keep off such a way only at their ends (`exclude_locations`, which nulled 54 of 100
+# cells in a matrix); the fleets' trucks of two sizes were planned on one road (2026-12-02).
+TRUCK_MATRIX_FIRST = "graph"
 
 
 def resolve(
@@ -173,6 +178,8 @@ class ProviderRegistry:
         named = name is not None
         restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
         first = self._first(needs or serving, timed=restrictions.time is not None)
+        if serving == "matrix" and restrictions.truck is not None and restrictions.time is None:
+            first = TRUCK_MATRIX_FIRST
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",
