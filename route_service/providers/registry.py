@@ -55,13 +55,6 @@ FIRST_FOR: dict[str, str] = {}
 # delivery window opens a street Valhalla's access keeps closed: decisions.md, issue 56).
 TIMED_FIRST_FOR = {"route": "valhalla"}
 TIMED_FIRST = "graph"
-# Matrices with truck dimensions stay on the road graph: Valhalla holds a way's limits against
-# every edge but the one a search starts or ends on, and a point at a junction snaps onto every
-# edge of the node (its node_snap_tolerance, 5 m), so a 3.5 t truck's cell crossed Heidelberg's
-# Wiesenweg (maxweight 3, way 5132809) from its end (392 m); its routes keep off such a way with
-# `exclude_locations`, which nulled 54 of 100 cells in a matrix. Asked 3 m along the open way
-# with node_snap_tolerance 0 the cell keeps off it (538 m): the next step (2026-12-02).
-TRUCK_MATRIX_FIRST = "graph"
 
 
 def resolve(
@@ -180,8 +173,6 @@ class ProviderRegistry:
         named = name is not None
         restricted_by = restrictions.parameter  # the parameter that asks for them, for messages
         first = self._first(needs or serving, timed=restrictions.time is not None)
-        if serving == "matrix" and restrictions.truck is not None and restrictions.time is None:
-            first = TRUCK_MATRIX_FIRST
         if self.vehicles is not None and vehicle not in self.vehicles:
             errors.add(
                 "vehicle",

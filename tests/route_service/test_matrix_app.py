@@ -213,7 +213,7 @@ async def test_100_by_100_timing(client: Client) -> None:
 
 async def test_truck_dimensions_and_their_faults(client: Client) -> None:
     status, body = await post(client, {"sources": POINTS[:3], "vehicle": "truck", "truck": {"height": 3.9, "weight": 18}})
-    assert status == 200 and body["provider"] == "graph", body  # TRUCK_MATRIX_FIRST
+    assert status == 200 and body["provider"] == "valhalla", body
     status, body = await post(client, {"sources": POINTS[:2], "vehicle": "car", "truck": {"height": 0, "hight": 3}})
     assert status == 400, body
     assert [v.split(":")[0] for v in body["detail"].split("; ")] == ["truck.hight", "truck.height"]

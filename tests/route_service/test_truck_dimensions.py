@@ -184,7 +184,7 @@ def test_a_truck_without_dimensions_stays_on_osrm(registry: ProviderRegistry) ->
     assert parse_route(with_area, registry).provider == "valhalla"
     points = [{"lat": 49.4095, "lon": 8.6936}, {"lat": 49.4036, "lon": 8.6757}]
     matrix = {"sources": points, "destinations": points, "vehicle": "truck", "truck": {"height": 3.9}}
-    assert parse_matrix(matrix, registry).provider == "graph", "a truck's limits: on the road graph (TRUCK_MATRIX_FIRST)"
+    assert parse_matrix(matrix, registry).provider == "valhalla", "what OSRM cannot answer goes to Valhalla"
 
 
 @pytest.mark.parametrize("city", ["heidelberg", "munich"])

@@ -91,7 +91,8 @@ def agrees(cell: tuple[float, float], route: tuple[float, float], searched: int)
     ({"vehicle": "bicycle"}, {"vehicle": "bicycle"}),
 ])  # fmt: skip
 def test_a_cell_is_valhallas_route_for_the_pair(case: Case, profile: dict[str, Any], params: dict[str, str]) -> None:
-    request = parse_matrix({**case.body(**profile), "provider": "valhalla"}, case.registry)
+    request = parse_matrix(case.body(**profile), case.registry)
+    assert request.provider == "valhalla", "without a provider named"
     result = request.plugin(request.query)
     durations, distances = np.asarray(result.durations_s), np.asarray(result.distances_m)
     n = len(case.points)
@@ -187,11 +188,9 @@ def refused(registry: ProviderRegistry, start: LatLon, end: shapely.Point, truck
 
 def test_without_a_provider_matrices_osrm_cannot_answer_go_to_valhalla(case: Case) -> None:
     assert parse_matrix(case.body(), case.registry).provider == "osrm"
-    for profile in ({"vehicle": "car", "type": "shortest"}, {"vehicle": "pedestrian"},
-                    {"avoid": square_around(LatLon(0.0, 0.0), 50.0)}):  # fmt: skip
+    for profile in ({"vehicle": "truck", "truck": {"weight": 12}}, {"vehicle": "car", "type": "shortest"},
+                    {"vehicle": "pedestrian"}, {"avoid": square_around(LatLon(0.0, 0.0), 50.0)}):  # fmt: skip
         assert parse_matrix(case.body(**profile), case.registry).provider == "valhalla", profile
-    truck = case.body(vehicle="truck", truck={"weight": 12})
-    assert parse_matrix(truck, case.registry).provider == "graph", "a truck's limits (TRUCK_MATRIX_FIRST)"
     timed = Restrictions(truck=TruckDimensions(weight_t=12), time=RouteTime(datetime(2026, 12, 2, 8, tzinfo=UTC)))
     chosen = case.registry.choose(None, "truck", "fastest", ParameterErrors(), restrictions=timed, serving="matrix")
     assert chosen.name == "graph", "rules by time stay on the road graph"
