@@ -53,6 +53,7 @@ SECTIONS = (
     "isolation",
     "soak",
     "scale",
+    "map_switch",
 )
 # Each section in RESULTS.md follows its marker, so running some sections keeps the others.
 MARKER = "<!-- section: {} -->"
