@@ -44,6 +44,7 @@ HORIZON = timedelta(days=366)
 ON_NODE_M = 3.0
 EARTH_M_PER_DEG = 111_320.0
 MAX_CHANGES = 64  # looked through for a road's next opening (a daily window: 2 a day)
+Window = tuple[datetime, datetime]
 
 
 def metres(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
@@ -208,3 +209,32 @@ class TimedIndex:
             if not self.at(i, vehicle, at, size).closed:
                 return at
         return None
+
+    def windows(self, i: int, vehicle: str, start: datetime, end: datetime, size: dict[str, float] | None) -> list[Window]:
+        """When the way is open to `vehicle` between `start` and `end`: its rules' changes in
+        order, each evaluated (a window's bounds are rule changes, as in `next_opening`)."""
+        where = self.where(i)
+        conditions = [rule.condition for rule in self.rules[i] if rule.key in keys_of(vehicle)]
+        opened = None if self.at(i, vehicle, start, size).closed else start
+        windows: list[Window] = []
+        at = start
+        for _ in range(MAX_CHANGES):
+            with self._lock:
+                changes = [c for condition in conditions if (c := self.table.next_change(condition, at, where)) is not None]
+            later = [c for c in changes if c > at]
+            if not later or min(later) >= end:
+                break
+            at = min(later)
+            usable = not self.at(i, vehicle, at, size).closed
+            if usable and opened is None:
+                opened = at
+            elif not usable and opened is not None:
+                windows.append((opened, at))
+                opened = None
+        if opened is not None:
+            windows.append((opened, end))
+        return windows
+
+    def limits_access(self, i: int, vehicle: str) -> bool:
+        """Whether the way has a rule by time that can close it to `vehicle` (not a speed limit alone)."""
+        return any(rule.key in keys_of(vehicle) and rule.key != "maxspeed" for rule in self.rules[i])

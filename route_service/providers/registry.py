@@ -6,8 +6,7 @@ is the default; without a provider named, what it cannot answer goes to Valhalla
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
 than its CH data finds, avoid areas, truck dimensions and isochrones; matrices too
-(`valhalla_matrix`). Routes at a time go to Valhalla; matrices, tours, detour files and
-isochrones at a time to the graph (TIMED_FIRST_FOR).
+(`valhalla_matrix`). Everything at a time goes to Valhalla (its `date_time`: TIMED_FIRST).
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
 costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the
@@ -49,12 +48,9 @@ FALLBACK_FIRST = "valhalla"
 # 92.6 % of what OSRM's routes reach on Heidelberg; started where OSRM's routes start they
 # meet the goal on every map (providers.valhalla_areas, `python -m bench isochrone`).
 FIRST_FOR: dict[str, str] = {}
-# At a time (departureTime, arrivalTime): routes go to Valhalla (its `date_time`, issue 56);
-# what is made of many routes at a time (matrices, tours, detour files) stays on the road graph
-# in this step, so that a tour's legs and the matrix it was planned on agree (the old town's
-# delivery window opens a street Valhalla's access keeps closed: decisions.md, issue 56).
-TIMED_FIRST_FOR = {"route": "valhalla"}
-TIMED_FIRST = "graph"
+# At a time (departureTime, arrivalTime): routes, matrices, tours, detour files and isochrones
+# go to Valhalla (its `date_time`, issue 56), so a tour's legs and its matrix agree.
+TIMED_FIRST = "valhalla"
 
 
 def resolve(
@@ -253,7 +249,7 @@ class ProviderRegistry:
     def _first(capability: str, timed: bool = False) -> str:
         """The provider asked first, without a name, for what the default cannot answer."""
         if timed:
-            return TIMED_FIRST_FOR.get(capability, TIMED_FIRST)
+            return TIMED_FIRST
         return FIRST_FOR.get(capability, FALLBACK_FIRST)
 
     def _ordered(self, first: str) -> list[Capabilities]:

@@ -1,5 +1,5 @@
 """Valhalla's matrices (issue 56): every matrix OSRM cannot answer (truck dimensions, avoid
-areas, shortest, a vehicle OSRM has not loaded) that has no time, with the costing its routes
+areas, shortest, a vehicle OSRM has not loaded, a departure time: valhalla_matrix_time), with the costing its routes
 use, so a cell is the route Valhalla finds for the same pair.
 
 Algorithm, by measurement (Heidelberg, 50 x 50 and 100 x 100 car, CPU of one call, the machine
@@ -12,7 +12,7 @@ split into MATRIX_THREADS blocks, each on its own thread's actor (the binding re
 
 Where the ends differ from the engine's own: a point is snapped with `locate` (the answer names
 where it met the road); a truck's end on a road whose every nearest way has a limit below the
-truck gets no cells (null, as the road graph's matrix, which closes such ways: Valhalla's truck
+truck gets no cells (null, as a route to it is refused: Valhalla's truck
 costing does not hold a limit against the edge a path starts or ends on,
 `ValhallaProvider.closed_at_end`). At a junction of such a way and open ones a cell may start or
 end on the limited way: the route's cure, `exclude_locations`, made 54 of a 10 x 10 Munich
@@ -33,7 +33,9 @@ from common.geo import LatLon, haversine_m
 from common.vehicles import VEHICLE_TABLE
 from route_service import polyline
 from route_service.model import NOT_ASKED, MatrixQuery, MatrixResult, Restrictions, Snapped
+from route_service.providers import valhalla_matrix_time as at_time
 from route_service.providers import valhalla_requests as engine
+from route_service.timed_index import TimedIndex
 
 # Threads a matrix's searches are split over: the machine's two cores.
 MATRIX_THREADS = 2
@@ -43,6 +45,8 @@ MIN_SPLIT_SEARCHES = 8
 
 
 class MatrixEngine(Protocol):
+    timed: TimedIndex | None  # the map's roads with rules by time
+
     def call(self, action: str, request: dict[str, Any], restrictions: Restrictions, parameter: str = "to") -> Any: ...
 
     def clock(self, vehicle: str) -> float: ...
@@ -68,13 +72,28 @@ def matrix(provider: MatrixEngine, query: MatrixQuery) -> MatrixResult:
     side = len(query.sources)
     sources = [end.location(p, query.vehicle) for p, end in zip(query.sources, ends[:side], strict=True)]
     targets = [end.location(p, query.vehicle) for p, end in zip(query.destinations, ends[side:], strict=True)]
-    durations, distances = cells(provider, request, sources, targets, query.restrictions)
+    departure = query.restrictions.time.at if query.restrictions.time is not None else None
+    if departure is not None:  # searched forward from the sources (valhalla_matrix_time)
+        sources, request["date_time"] = at_time.departing(sources, query.sources, departure)
+
+    def search(asked: dict[str, Any], rows: list[dict[str, Any]], columns: list[dict[str, Any]],
+               forward: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        return cells(provider, asked, rows, columns, query.restrictions, forward)
+
+    durations, distances = search(request, sources, targets, departure is not None)
     for index, end in enumerate(ends):
-        if end.closed:  # no cells from or to it, as the road graph closes such a way
+        if end.closed:  # no cells from or to it, as a route to it is refused
             if index < side:
                 durations[index], distances[index] = np.nan, np.nan
             else:
                 durations[:, index - side], distances[:, index - side] = np.nan, np.nan
+    timed_points = []
+    if departure is not None and provider.timed is not None:
+        timed = at_time.timed_ends(provider.timed, [end.ways for end in ends], query, departure)
+        at_time.closed_sources(timed, side, durations, distances)
+        if query.when_open:
+            at_time.reopened(search, request, sources, targets, points, timed, (durations, distances))
+        timed_points = at_time.point_infos(provider.timed, timed, side, query, departure)
     clock = provider.clock(query.vehicle)
     tables = {"duration": np.round(durations * clock, 1), "distance": np.round(distances * 1000.0, 1)}
     return MatrixResult(
@@ -83,17 +102,23 @@ def matrix(provider: MatrixEngine, query: MatrixQuery) -> MatrixResult:
         snapped_sources=[end.snapped for end in ends[:side]],
         snapped_destinations=[end.snapped for end in ends[side:]],
         annotations=query.annotations,
+        departure=departure,
+        timed_points=timed_points,
     )
 
 
 def cells(provider: MatrixEngine, request: dict[str, Any], sources: list[dict[str, Any]],
-          targets: list[dict[str, Any]], restrictions: Restrictions) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+          targets: list[dict[str, Any]], restrictions: Restrictions,
+          forward: bool = False) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """(durations s, distances km), NaN where no path: the side TimeDistanceMatrix searches from
-    (the smaller) split into blocks, one a thread."""
-    by_rows = len(sources) <= len(targets)
+    (the smaller; `forward`: the sources, in blocks no larger than the targets, as a departure
+    time needs) split into blocks, run on the pool's threads."""
+    by_rows = forward or len(sources) <= len(targets)
     searched = sources if by_rows else targets
     count = len(searched)
     parts = MATRIX_THREADS if count >= MIN_SPLIT_SEARCHES else 1
+    if forward:
+        parts = max(parts, -(-count // len(targets)))
     bounds = [count * k // parts for k in range(parts + 1)]
 
     def block(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,7 +130,9 @@ def cells(provider: MatrixEngine, request: dict[str, Any], sources: list[dict[st
 
     blocks = [block(0)] if parts == 1 else list(pool().map(block, range(parts)))
     axis = 0 if by_rows else 1
-    return np.concatenate([b[0] for b in blocks], axis), np.concatenate([b[1] for b in blocks], axis)
+    durations, distances = np.concatenate([b[0] for b in blocks], axis), np.concatenate([b[1] for b in blocks], axis)
+    distances[np.isnan(durations)] = np.nan  # Valhalla gives a cell without a path distance 0
+    return durations, distances
 
 
 def table(rows: list[list[float | None]]) -> np.ndarray:
@@ -118,6 +145,7 @@ class End:
     where to ask for it instead, at a junction of ways closed and open to the truck."""
 
     snapped: Snapped
+    ways: tuple[int, ...] = ()  # the OSM ways of its nearest roads (more than one at a junction)
     closed: bool = False
     open_at: LatLon | None = None
 
@@ -158,15 +186,16 @@ def locate(provider: MatrixEngine, query: MatrixQuery, points: list[LatLon], nam
         where = LatLon(float(edge["correlated_lat"]), float(edge["correlated_lon"]))
         street = (edge.get("edge_info") or {}).get("names") or []
         snapped = Snapped(where, round(haversine_m(point, where), 1), street[0] if street else "")
-        if truck is None:
-            ends.append(End(snapped))
-            continue
         nearest = min(float(e.get("distance", 0.0)) for e in edges)
         near = [e for e in edges if float(e.get("distance", 0.0)) <= nearest + engine.SAME_PLACE_M]
+        ways = tuple(dict.fromkeys(int((e.get("edge_info") or {}).get("way_id", 0)) for e in near))
+        if truck is None:
+            ends.append(End(snapped, ways))
+            continue
         limited = [bool(engine.exceeded(e, truck)) for e in near]
         open_edges = [e for e, shut in zip(near, limited, strict=True) if not shut]
         at = along(open_edges[0], where) if any(limited) and open_edges else None
-        ends.append(End(snapped, closed=all(limited), open_at=at))
+        ends.append(End(snapped, ways, closed=all(limited), open_at=at))
     return ends
 
 

@@ -53,9 +53,12 @@ def zone_at(lat: float, lon: float) -> ZoneInfo:
 
 def date_time(when: RouteTime, origin: LatLon, destination: LatLon) -> dict[str, Any]:
     """Valhalla's `date_time`: type 1 leaves at, 2 arrives by, in the local time of that end."""
-    end = destination if when.arrival else origin
-    local = when.at.astimezone(zone_at(round(end.lat, 3), round(end.lon, 3)))
-    return {"type": 2 if when.arrival else 1, "value": local.strftime("%Y-%m-%dT%H:%M")}
+    return {"type": 2 if when.arrival else 1, "value": local_time(when.at, destination if when.arrival else origin)}
+
+
+def local_time(at: datetime, point: LatLon) -> str:
+    """`at` as Valhalla reads a `date_time`: the wall time of the point's zone, to the minute."""
+    return at.astimezone(zone_at(round(point.lat, 3), round(point.lon, 3))).strftime("%Y-%m-%dT%H:%M")
 
 
 def arrive_by(route_once: Callable[[RouteQuery], RouteResult], query: RouteQuery, when: RouteTime) -> RouteResult:

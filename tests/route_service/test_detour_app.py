@@ -238,12 +238,12 @@ async def test_vehicle_and_type_are_used(client: Client) -> None:
     assert foot["results"][0]["direct"]["duration"] > 2 * car["results"][0]["direct"]["duration"]
 
 
-async def test_graph_provider_answers_detours_through_route(client: Client) -> None:
+async def test_a_provider_without_a_detour_plugin_answers_through_its_routes(client: Client) -> None:
     osrm = await ok_json(await post(client, f"{HEADER}\n{OK_LINE}\n"))
-    graph = await ok_json(await post(client, f"{HEADER}\n{OK_LINE}\n", query="?provider=graph"))
-    assert graph["provider"] == "graph" and graph["summary"]["answered"] == 1
+    valhalla = await ok_json(await post(client, f"{HEADER}\n{OK_LINE}\n", query="?provider=valhalla"))
+    assert valhalla["provider"] == "valhalla" and valhalla["summary"]["answered"] == 1
     # Two independent engines on the same roads agree roughly.
-    ratio = graph["results"][0]["viaRoute"]["distance"] / osrm["results"][0]["viaRoute"]["distance"]
+    ratio = valhalla["results"][0]["viaRoute"]["distance"] / osrm["results"][0]["viaRoute"]["distance"]
     assert 0.8 < ratio < 1.25
 
 
@@ -290,16 +290,6 @@ async def test_bad_track_points_are_skipped_with_their_errors(client: Client, os
     summary = body["summary"]
     assert summary["failed"] == 3 and summary["answered"] == result["pointsUsed"] == summary["linesRead"] - 3
     assert result["firstLine"] == 3 and result["matched"] is True and abs(result["extraPercent"]) < 5
-
-
-async def test_graph_provider_track_is_straight_lines_and_says_so(client: Client, osrm_hd: OsrmProvider) -> None:
-    body = await ok_json(
-        await post(client, track_csv(route_geometry(osrm_hd, ORIGIN, DESTINATION)), query="?provider=graph")
-    )
-    (result,) = body["results"]
-    assert result["matched"] is False and result["method"] == "straight-line" and result["matchedPoints"] == 0
-    assert result["straightLineDistance"] == result["driven"]["distance"] > 0
-    assert "cannot map-match" in result["notes"][0]
 
 
 async def test_track_of_one_usable_point_is_answered_with_a_track_error(client: Client) -> None:

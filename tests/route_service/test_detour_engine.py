@@ -42,7 +42,7 @@ def straight(a: LatLon, b: LatLon) -> Cost:
 
 
 class RouteOnly:
-    """A provider with only `route()` (like the graph provider): straight lines at 10 m/s."""
+    """A provider with only `route()` (no detour, cost or match plugin): straight lines at 10 m/s."""
 
     name = "fake"
 

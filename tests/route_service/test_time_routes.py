@@ -11,25 +11,22 @@ from itertools import pairwise
 from typing import Any
 
 import networkx as nx
-import numpy as np
 import pytest
+import shapely
+import shapely.geometry
 
 from common.errors import ApiError, InvalidParameter, NoRouteFound, PointNotRoutable
 from common.geo import LatLon, haversine_m
 from route_service.app import create_app
 from route_service.dataset import Dataset
-from route_service.formatter import isochrone_body, route_body
-from route_service.graph_engine.snap import SnapPoint
-from route_service.graph_engine.timed import NO_PIECES, overrides, snap_at_state, state_zones
-from route_service.importing.graph_build import build_graph
+from route_service.formatter import route_body
 from route_service.importing.importer import ImportResult
 from route_service.importing.valhalla_build import build_tiles
-from route_service.model import Restrictions, RouteQuery, RouteTime
+from route_service.model import IsochroneQuery, Restrictions, RouteQuery, RouteTime
 from route_service.parsing import parse_route
-from route_service.providers.graph import GraphProvider
 from route_service.providers.registry import ProviderRegistry
 from route_service.providers.valhalla import ValhallaProvider
-from tests.route_service.osm_samples import GateMap, ZoneMap, write_gate_map, write_zone_map
+from tests.route_service.osm_samples import GateMap, write_gate_map
 from tests.route_service.test_route_app import LEGACY, PROBLEM, Client, ClientFactory, make_config
 
 BISMARCKPLATZ = "49.4095,8.6936"
@@ -140,14 +137,6 @@ async def test_over_http_in_both_formats(client: Client, accept: dict[str, str])
     assert response.status == 400 and "It next opens at 2026-12-02T06:00+01:00" in text
 
 
-@pytest.fixture(scope="module")
-def zone_map(tmp_path_factory: pytest.TempPathFactory) -> tuple[GraphProvider, ZoneMap]:
-    directory = tmp_path_factory.mktemp("zone")
-    zone = write_zone_map(directory)
-    build_graph(zone.pbf, directory / "dataset" / "graph")
-    return GraphProvider.load(directory / "dataset"), zone
-
-
 def timed_query(a: LatLon, b: LatLon, hour: str, arrival: bool = False) -> RouteQuery:
     when = RouteTime(datetime.fromisoformat(TUESDAY.format(hour)), arrival)
     return RouteQuery(a, b, restrictions=Restrictions(time=when))
@@ -212,28 +201,20 @@ def test_a_route_at_a_time_lists_the_rules_that_held_where_it_drove(gate_map: tu
     assert provider.timed_near([gate.start]) and not provider.timed_near([LatLon(49.5, 9.0)])
 
 
-def test_an_isochrone_at_a_time_reaches_the_old_town_only_in_its_window(heidelberg: ProviderRegistry) -> None:
-    """From Bismarckplatz, Hauptstraße (way 84908668) is driven to at 08:00 (deliveries) and not
-    at 14:00; the answer says when the area leaves."""
-    from route_service.graph_engine import isochrone
-    from route_service.parsing import parse_isochrone
-
-    provider = heidelberg.sources["graph"]
-    assert isinstance(provider, GraphProvider)
-    road = provider.engine.road
-    piece = int(provider.engine.timed.pieces[[provider.engine.timed.way(int(p)).way_id == 84908668
-                                              for p in provider.engine.timed.pieces.tolist()]][0])  # fmt: skip
-    points = np.arange(road.a["geom_ptr"][piece], road.a["geom_ptr"][piece + 1])
-    costs = {}
-    for hour in ("08:00", "14:00"):
-        request = parse_isochrone({"point": BISMARCKPLATZ, "time": "600", "departureTime": TUESDAY.format(hour)}, heidelberg)
-        assert request.provider == "graph"
-        origin, timed = provider.isochrone_at(request.query, "fastest")
-        reached = isochrone.reach(road, road.vehicles["car"], "fastest", origin, 600, timed)
-        costs[hour] = float(reached.cost_of(points).min())
-        body = isochrone_body(request.plugin(request.query), request.query, "graph", "x")
-        assert body["departureTime"] == TUESDAY.format(hour) and body["features"]
-    assert costs["08:00"] < 600 and costs["14:00"] == np.inf
+@pytest.mark.parametrize(("hour", "through_gate"), [("07:00", True), ("08:30", False)])
+def test_an_isochrone_at_a_time_passes_the_gate_only_while_it_is_open(gate_map: tuple[ValhallaProvider, GateMap],
+                                                                      hour: str, through_gate: bool) -> None:  # fmt: skip
+    """Two minutes from 200 m before the junction: through the open gate (500 m) the end is
+    inside the area; while it is closed (08:00-09:00) only the ring (2.7 km) leads there, and it
+    is not. (From the junction itself Valhalla starts on the gate's own edge, which no search
+    checks: test_a_matrix_point_on_a_closed_road_has_no_cells_then.)"""
+    provider, gate = gate_map
+    before = gate.ways[0][1][-3]
+    departure = datetime.fromisoformat(TUESDAY.format(hour))
+    found = provider.isochrone(IsochroneQuery(before, (120.0,), departure=departure))
+    area = shapely.geometry.shape(found.areas[0])
+    assert area.contains(shapely.Point(gate.end.lon - 0.0005, gate.end.lat)) is through_gate
+    assert area.contains(shapely.Point(before.lon + 0.0005, before.lat))
 
 
 @pytest.mark.parametrize(
@@ -278,54 +259,3 @@ async def test_a_trace_with_its_own_times_lists_the_rules_it_met(client: Client)
     assert any(rule["road"] == "Neckarstaden" and rule["effect"] == "speed limit 30 km/h" for rule in at_night["timeRules"])
     assert (await trace_answer(client, [noon + 5 * i for i in range(1000)]))["timeRules"] == []
     assert "timeRules" not in await trace_answer(client, None)
-
-
-def test_minutes_whose_rules_hold_alike_share_one_state_and_a_change_gives_another(heidelberg: ProviderRegistry) -> None:
-    """A tour's legs leave at a hundred minutes: the state of the timed roads is built once per
-    outcome of their conditions (TimedRoads.state), and rebuilt when a rule starts or stops."""
-    provider = heidelberg.sources["graph"]
-    assert isinstance(provider, GraphProvider)
-    timed = provider.engine.timed
-    states = {hour: timed.state("car", datetime.fromisoformat(TUESDAY.format(hour)), None) for hour in
-              ("08:00", "08:07", "10:59", "11:00", "14:00")}  # fmt: skip
-    assert states["08:00"].pieces is states["08:07"].pieces is states["10:59"].pieces
-    assert states["11:00"].pieces is not states["10:59"].pieces
-    assert states["11:00"].pieces is states["14:00"].pieces
-    assert states["08:07"].at == datetime.fromisoformat(TUESDAY.format("08:07"))
-    piece = next(p for p in timed.pieces.tolist() if timed.way(p).way_id == 84908668)
-    for hour, state in states.items():  # the shared state is each minute's own
-        assert state.pieces[piece] == timed.piece_at("car", piece, datetime.fromisoformat(TUESDAY.format(hour)), None)
-    assert states["08:00"].pieces[piece].destination_only and not states["14:00"].pieces[piece].forward
-
-
-def test_a_state_s_snaps_zones_and_weights_are_found_once_for_all_its_minutes(
-    heidelberg: ProviderRegistry, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A tour's hundred legs leave at minutes of a few states: where their stops snap, the
-    delivery zones and the edge weights are found once per state (`TimedState.facts`), and
-    found again for another state."""
-    provider = heidelberg.sources["graph"]
-    assert isinstance(provider, GraphProvider)
-    engine, timed = provider.engine, provider.engine.timed
-    snaps: list[tuple[float, float]] = []
-    plain_snap_at = engine.snap_at
-
-    def counted_snap_at(vehicle: str, lat: float, lon: float, **options: Any) -> SnapPoint | None:
-        snaps.append((lat, lon))
-        return plain_snap_at(vehicle, lat, lon, **options)
-
-    monkeypatch.setattr(engine, "snap_at", counted_snap_at)
-    at = {hour: timed.state("car", datetime.fromisoformat(TUESDAY.format(hour)), None) for hour in ("08:00", "08:07", "14:00")}
-    point = LatLon(*map(float, HAUPTSTRASSE.split(",")))
-    morning = snap_at_state(engine, "car", point, at["08:00"], 50.0)
-    asked = len(snaps)
-    assert asked >= 1 and snap_at_state(engine, "car", point, at["08:07"], 50.0) is morning
-    assert len(snaps) == asked  # the same state's snap, not found again
-    snap_at_state(engine, "car", point, at["14:00"], 50.0)
-    assert len(snaps) > asked  # another state's
-    graph = engine.road.vehicles["car"]
-    weights = overrides(engine.road, graph, "fastest", at["08:00"], NO_PIECES)
-    assert overrides(engine.road, graph, "fastest", at["08:07"], NO_PIECES) is weights
-    assert not weights[1].flags.writeable  # shared between queries: never written
-    assert overrides(engine.road, graph, "fastest", at["14:00"], NO_PIECES) is not weights
-    assert state_zones(engine.road, at["08:00"]) is state_zones(engine.road, at["08:07"])
