@@ -34,8 +34,9 @@ on every core it runs on, plus the road matrix:
   a source (TimeDistanceMatrix), its cost the map's, not the cells' (larger fleets pay more than
   they use, smaller maps too): at 100 places the dearest map's 30 ms a source (Heidelberg; 9-10
   on Munich, Helsinki and Monaco), 0.3 units a cell; a bicycle's or pedestrian's 45 ms: 0.45
-  (route_service.costs). Matrices with a time stay on the road graph (0.1 a cell measured by
-  `python -m bench prices`, issue 55): Valhalla's price bounds them too.
+  (route_service.costs). So do matrices at a time (a request's explicit startTime): priced as
+  Valhalla's, though the route service answers them with OSRM where no road with rules by time
+  is near (an upper bound).
 
 A 1000-stop request at its default 8 s on two cores: 17 500 + 2 000 = 19 500 units.
 """
@@ -68,8 +69,8 @@ JOB_CELL_UNITS = 0.1
 
 def matrix_units(vehicle: str, restricted: bool, places: int) -> float:
     """A places x places matrix on the engine that computes it: OSRM for its vehicles unless
-    `restricted` (truck dimensions, an avoid area, a route type or provider OSRM does not serve),
-    else Valhalla."""
+    `restricted` (truck dimensions, an avoid area, a route type or provider OSRM does not serve,
+    a start time), else Valhalla."""
     if vehicle in OSRM_VEHICLES and not restricted:
         return places * places * UNITS_PER_CELL + 2 * places * UNITS_PER_OSRM_POINT
     motorized = VEHICLE_TABLE[vehicle].motorized if vehicle in VEHICLE_TABLE else False

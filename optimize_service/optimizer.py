@@ -69,7 +69,8 @@ class Optimizer:
         if stops > 1:
             self.scheduler.check_room(lane, estimate_s(stops, limit))
         options = request.options
-        restricted = options.avoid is not None or options.route_type != "fastest" or options.provider not in (None, "osrm")
+        restricted = (options.avoid is not None or options.route_type != "fastest" or options.timed
+                      or options.provider not in (None, "osrm"))  # fmt: skip
         solver_s = estimate_s(stops, limit) if stops > 1 else 0.0
         return cost_of_stops(stops, solver_s, lane.parallel, options.vehicle, restricted)
 
@@ -99,7 +100,7 @@ class Optimizer:
         self.scheduler.check_room(lane, limit)
         places, _ = locate(fleet)
         vehicles = [fleet.vehicles[first] for first in fleet.profiles.values()]
-        profiles = [(v.kind, bool(v.truck) or fleet.avoid is not None) for v in vehicles]
+        profiles = [(v.kind, bool(v.truck) or fleet.avoid is not None or fleet.timed) for v in vehicles]
         return cost_of_fleet(len(places.points), profiles, limit, lane.parallel)
 
     async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:

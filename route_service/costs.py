@@ -82,7 +82,8 @@ def matrix_cost(query: MatrixQuery, provider: str) -> Cost:
     motorized = VEHICLE_TABLE[query.vehicle].motorized if query.vehicle in VEHICLE_TABLE else False
     if provider == "valhalla":
         per_search = VALHALLA_MATRIX_SEARCH_UNITS if motorized else VALHALLA_MATRIX_SEARCH_UNITS_UNMOTORIZED
-        searches = min(sources, destinations)
+        # at a departure time every source is searched (valhalla_matrix_time), else the smaller side
+        searches = sources if query.restrictions.time is not None else min(sources, destinations)
         units = MATRIX_BASE_UNITS + per_search * searches + MATRIX_CELL_UNITS * query.cells
         return cost(units, measure, heavy=units >= HEAVY_GRAPH_MATRIX_UNITS)
     per_source = GRAPH_MATRIX_SOURCE_UNITS if motorized else GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED

@@ -112,6 +112,17 @@ async def test_the_answer_says_what_the_request_cost(client: Client) -> None:
     assert int(headers["RateLimit-Cost-Remaining"]) <= 60_000 - expected.units
 
 
+async def test_a_tour_at_a_time_pays_valhallas_matrix(client: Client) -> None:
+    """Issue 56: matrices at a time are Valhalla's (a Dijkstra a source, ~70x OSRM's CH per
+    cell), so a startTime prices the matrix as a restricted one."""
+    url = f"{URL}?startTime=2026-12-01T10:00:00%2B01:00"
+    status, headers, body = await post(client, url, stops(14), who("standard", "timed"))
+    assert status == 200, body
+    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for(14, None)
+    expected = cost_of_stops(14, estimate_s(14, None), lane.parallel, restricted=True)
+    assert int(headers["RateLimit-Cost"]) == expected.units > cost_of_stops(14, estimate_s(14, None), lane.parallel).units
+
+
 async def test_a_request_dearer_than_the_tier_allows_is_413_before_any_work(
     aiohttp_client: ClientFactory, monaco_route: TestServer, redis_server: str
 ) -> None:

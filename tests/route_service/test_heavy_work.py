@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import psutil
@@ -33,7 +35,7 @@ from route_service.matching import (
     step_units,
     thinned,
 )
-from route_service.model import Matching, MatchQuery, MatchResult, MatrixQuery, Snapped
+from route_service.model import Matching, MatchQuery, MatchResult, MatrixQuery, Restrictions, RouteTime, Snapped
 from route_service.state import STATE_KEY
 from tests.route_service.test_route_app import OK, PROBLEM, Client, ClientFactory, make_config
 
@@ -268,3 +270,14 @@ async def test_an_abandoned_match_stops_burning_cpu(any_client: Client) -> None:
     # The service goes on serving heavy work.
     response = await any_client.post("/v1/match", json={"points": [{"lat": p.lat, "lon": p.lon} for p in ALONG[::100]]})
     assert response.status == 200
+
+
+def test_a_valhalla_matrix_at_a_time_pays_a_search_for_every_source() -> None:
+    """Issue 56: at a departure time Valhalla searches forward from every source (100 sources to
+    2 targets: 100 searches), without one from the smaller side (2)."""
+    point = LatLon(49.4, 8.7)
+    at = Restrictions(time=RouteTime(datetime(2026, 12, 1, 10, tzinfo=UTC)))
+    plain = costs.matrix_cost(MatrixQuery([point] * 100, [point] * 2), "valhalla").units
+    timed = costs.matrix_cost(MatrixQuery([point] * 100, [point] * 2, restrictions=at), "valhalla").units
+    assert plain == math.ceil(2 + 2 * costs.VALHALLA_MATRIX_SEARCH_UNITS + 200 * costs.MATRIX_CELL_UNITS)
+    assert timed == math.ceil(2 + 100 * costs.VALHALLA_MATRIX_SEARCH_UNITS + 200 * costs.MATRIX_CELL_UNITS)
