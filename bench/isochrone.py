@@ -47,7 +47,7 @@ from route_service.parsing import parse_isochrone, parse_route
 SEED = 20261127
 LIMIT_S = 900.0
 SLACK = 1.1
-PROVIDERS = ("graph", "valhalla")  # those that compute isochrones
+PROVIDERS = ("valhalla",)  # those that compute isochrones
 CENTRES = int(os.environ.get("BENCH_ISOCHRONE_CENTRES", "20"))
 SAMPLES = int(os.environ.get("BENCH_ISOCHRONE_SAMPLES", "150"))
 REPEATS = 5
@@ -112,10 +112,11 @@ def uniform_in(shape: shapely.Geometry, count: int, rng: np.random.Generator, bo
 
 
 def main_road(bench: BenchMap, point: LatLon) -> LatLon | None:
-    """The nearest road point of the main network within the snapping radius, if any."""
+    """The nearest road point of the main network within the snapping radius, if any (where
+    Valhalla starts a route: its main network when a road of it lies within the radius)."""
     text = f"{point.lat},{point.lon}"
     try:
-        request = parse_route({"from": text, "to": text, "provider": "graph", "steps": "false"}, bench.registry)
+        request = parse_route({"from": text, "to": text, "provider": "valhalla", "steps": "false"}, bench.registry)
         return request.plugin(request.query).origin.location
     except ApiError:
         return None

@@ -1,6 +1,6 @@
 """Waypoints and costs for a provider that can only route from one point to the next.
 
-The registry gives these plugins to a provider that lacks its own (the graph provider): one
+The registry gives these plugins to a provider that lacks its own: one
 route per consecutive pair of points, without steps. Each leg's errors name its `from` and
 `to`; they are renamed to the caller's names of those two points (`waypoints[3]`, `via`), so
 the client learns which of its points is at fault.

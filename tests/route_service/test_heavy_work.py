@@ -87,7 +87,7 @@ def test_matrices_are_heavy_where_they_go_to_the_child() -> None:
     small = MatrixQuery([point] * 10, [point] * 10)
     assert costs.matrix_cost(large, "osrm").heavy == is_large_matrix(large) is True
     assert not costs.matrix_cost(small, "osrm").heavy and costs.matrix_cost(small, "osrm").units <= 7
-    assert costs.matrix_cost(small, "graph").units > 10 * costs.matrix_cost(small, "osrm").units
+    assert costs.matrix_cost(small, "valhalla").units > 10 * costs.matrix_cost(small, "osrm").units
 
 
 class CountingMatch:

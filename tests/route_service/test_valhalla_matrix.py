@@ -193,4 +193,4 @@ def test_without_a_provider_matrices_osrm_cannot_answer_go_to_valhalla(case: Cas
         assert parse_matrix(case.body(**profile), case.registry).provider == "valhalla", profile
     timed = Restrictions(truck=TruckDimensions(weight_t=12), time=RouteTime(datetime(2026, 12, 2, 8, tzinfo=UTC)))
     chosen = case.registry.choose(None, "truck", "fastest", ParameterErrors(), restrictions=timed, serving="matrix")
-    assert chosen.name == "graph", "rules by time stay on the road graph"
+    assert chosen.name == "valhalla", "rules by time: Valhalla's date_time"
