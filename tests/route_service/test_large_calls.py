@@ -111,7 +111,7 @@ async def test_a_long_tour_from_the_child_equals_the_providers(client: Client) -
 
 async def test_a_long_tours_bad_waypoint_is_named_as_sent(client: Client) -> None:
     """A tour routed in the child names its point at fault as the caller sent it."""
-    body = {"waypoints": as_json(dense_points(LARGE_ROUTE_WAYPOINTS + 3, seed=8))}
+    body = {"waypoints": as_json(dense_points(LARGE_ROUTE_WAYPOINTS + 10, seed=3))}  # all near roads (above)
     body["waypoints"][-2] = {"lat": 49.0, "lon": 8.0}  # no road near
     response = await client.post("/internal/route", json=body, headers=LEGACY)
     assert response.status == 400
