@@ -75,7 +75,7 @@ def resolve(
             isochrone=plugins.isochrone,
             detour=plugins.detour,
         )
-    legs = LegByLeg(plugins.route, provider.next_rule_change if isinstance(provider, TimedRoadsSource) else None)
+    legs = LegByLeg(plugins.route)
     return Capabilities(
         info=provider.info(),
         route=plugins.route,
