@@ -98,7 +98,6 @@ OSRM_ROUTE_TYPES = ("fastest",)
 BUILD_ONLY_SUFFIXES = (".ebg", ".enw", ".cnbg", ".cnbg_to_ebg", ".turn_penalties_index", ".restrictions")
 
 log = logging.getLogger("route_service.importing.importer")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- what a dataset depends on

@@ -101,7 +101,7 @@ async def test_point_far_from_any_road_is_not_routable(get: Any) -> None:
     assert problem["detail"].startswith("to: ")
 
 
-@pytest.mark.parametrize("provider", ["", "&provider=graph&emergencyRoutingRadius=100"])
+@pytest.mark.parametrize("provider", ["", "&provider=valhalla&emergencyRoutingRadius=100"])
 async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_formats(get: Any, provider: str) -> None:
     """Snapping diagnostics survive the service hop: the point named, the map's bounds given,
     the exchange suggested."""

@@ -197,7 +197,7 @@ async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
     [
         ("GET", "/v1/isochrone?point=49.4093,8.6933&time=600", None),
         ("POST", "/v1/matrix", {"sources": [{"lat": 49.4105, "lon": 8.7050}, {"lat": 49.4170, "lon": 8.6950}]}),
-        ("GET", f"/v1/route?{OK}&provider=graph", None),
+        ("GET", f"/v1/route?{OK}&provider=valhalla", None),
     ],
 )
 async def test_public_operations_carry_what_they_cost(client: Client, method: str, path: str, body: Any) -> None:

@@ -2,7 +2,7 @@
 is Valhalla's route for the same pair, an avoid area's cells never go through it, a tall
 truck gets no cell to a point under a lower limit where a car gets one, and without a provider
 named every matrix OSRM cannot answer (restrictions, a vehicle it has not loaded) goes to
-Valhalla, one with a departure time to the road graph."""
+Valhalla, one with a departure time too."""
 
 from __future__ import annotations
 
