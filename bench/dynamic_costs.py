@@ -1,10 +1,10 @@
 """Routes with per-request costs: an avoid area and a truck's dimensions, on every shared
-extract and on all five as one map, against the same routes without them (the graph provider)
+extract and on all five as one map, against the same routes without them (Valhalla)
 and OSRM's plain route, measured in the same run. Goal (issue 14): p50 ≤ 50 ms for a city route
 with them.
 
 Pairs: seeded random road nodes of each map's main network (bench/maps.py), at least 500 m
-apart. The area: a box of 80 m across the middle of the pair's plain graph route, so it always
+apart. The area: a box of 80 m across the middle of the pair's plain Valhalla route, so it always
 forces a detour. The truck: 4.0 m high, 2.55 m wide, 12 m long, 18 t, 10 t axle load. Timed in
 process: parsing (the GeoJSON included) and the provider's route call.
 
@@ -53,20 +53,20 @@ def timed(bench: BenchMap, params: Mapping[str, str]) -> tuple[float, bool]:
 
 
 def measure(bench: BenchMap) -> dict[str, tuple[float, float, int]]:
-    times: dict[str, list[float]] = {"osrm": [], "graph": [], "avoid": [], "truck": []}
+    times: dict[str, list[float]] = {"osrm": [], "valhalla": [], "avoid": [], "truck": []}
     failed = dict.fromkeys(times, 0)
     for origin, destination in pairs_of(bench):
         base = {"from": text(origin), "to": text(destination), "steps": "false"}
-        plain = parse_route({**base, "provider": "graph"}, bench.registry)
+        plain = parse_route({**base, "provider": "valhalla"}, bench.registry)
         try:
             geometry = plain.plugin(plain.query).routes[0].geometry
-        except ApiError:  # the graph's tag policy may leave a pair OSRM joins (a ferry) unjoined
+        except ApiError:  # Valhalla may leave a pair OSRM joins (a ferry) unjoined
             continue
         lon, lat = geometry[len(geometry) // 2]
         area = orjson.dumps(square_around(LatLon(float(lat), float(lon)), 40.0)).decode()
         cases = {
             "osrm": base,
-            "graph": {**base, "provider": "graph"},
+            "valhalla": {**base, "provider": "valhalla"},
             "avoid": {**base, "avoid": area},
             "truck": {**base, **TRUCK},
         }
@@ -82,8 +82,8 @@ def run() -> str:
     rows = []
     for bench in every_map():
         m = measure(bench)
-        cells = " | ".join(f"{m[k][0]:.1f} / {m[k][1]:.1f}" for k in ("osrm", "graph", "avoid", "truck"))
-        ratio = m["avoid"][0] / m["graph"][0]
+        cells = " | ".join(f"{m[k][0]:.1f} / {m[k][1]:.1f}" for k in ("osrm", "valhalla", "avoid", "truck"))
+        ratio = m["avoid"][0] / m["valhalla"][0]
         rows.append(f"| {bench.name} | {cells} | {ratio:.2f}x | {m['avoid'][2]} / {m['truck'][2]} |")
     return "\n".join(
         [
@@ -92,7 +92,7 @@ def run() -> str:
             f"Command: `python -m bench dynamic_costs` (BENCH_DYNAMIC_PAIRS={PAIRS}). In process, parsing included, "
             "car fastest unless a truck; warm (each case run once before it is timed).",
             "",
-            "| map | OSRM plain p50 / p99 ms | graph plain | graph + avoid box | graph truck with dimensions "
+            "| map | OSRM plain p50 / p99 ms | Valhalla plain | Valhalla + avoid box | Valhalla truck with dimensions "
             "| avoid / plain (p50) | no route: avoid / truck |",
             "|---|---|---|---|---|---|---|",
             *rows,

@@ -1,7 +1,8 @@
-"""One road graph for every vehicle (issue 30): the `graph` provider against `valhalla` on every
-shared extract and on all of them as one map, and Valhalla's tiles at 1x, 10x and 30x.
+"""One road graph for every vehicle (issue 30): `valhalla` on every shared extract and on all of
+them as one map, and Valhalla's tiles at 1x, 10x and 30x (our own graph's column went with it,
+issue 56 item 2).
 
-Per request, in process, the two providers alternating on the same seeded pairs of main-network
+Per request, in process, on the same seeded pairs of main-network
 points at least 500 m apart (bench/maps.py): a 5-minute car isochrone, a car route around an
 80 m box across the middle of its plain route, a truck with dimensions (4.0 m, 2.55 m, 12 m,
 18 t, 10 t axle load), a pedestrian, a bicycle and a car's shortest route. Isochrone agreement: the 10-minute
@@ -54,7 +55,7 @@ from route_service.providers.valhalla_areas import OSRM_PACE
 
 SEED = 20261126
 PAIRS = int(os.environ.get("BENCH_ENGINE_PAIRS", "40"))
-PROVIDERS = ("graph", "valhalla")
+PROVIDERS = ("valhalla",)
 TRUCK = {"vehicle": "truck", "height": "4.0", "width": "2.55", "length": "12", "weight": "18", "axleLoad": "10"}
 OPERATIONS = ("isochrone 5 min", "avoid area", "truck dimensions", "pedestrian", "bicycle", "car shortest")
 CLOCK_VEHICLES = ("car", "truck")
@@ -77,7 +78,7 @@ def timed_ms(call: Callable[[], object]) -> float:
 
 def calls(bench: BenchMap, a: LatLon, b: LatLon, provider: str) -> dict[str, Callable[[], object]]:
     ends = {"from": text(a), "to": text(b), "steps": "false", "provider": provider}
-    plain = parse_route({**ends, "provider": "graph"}, bench.registry)
+    plain = parse_route({**ends, "provider": "valhalla"}, bench.registry)
     geometry = plain.plugin(plain.query).routes[0].geometry
     lon, lat = geometry[len(geometry) // 2]
     area = orjson.dumps(square_around(LatLon(float(lat), float(lon)), 40.0)).decode()
@@ -111,9 +112,9 @@ def per_request(bench: BenchMap) -> dict[str, dict[str, list[float]]]:
         try:
             prepared = {p: calls(bench, a, b, p) for p in PROVIDERS}
         except ApiError:
-            continue  # the graph has no plain route between them: no box to put on it
+            continue  # no plain route between them: no box to put on it
         for operation in OPERATIONS:
-            for provider in PROVIDERS:  # alternating: the machine's noise falls on both
+            for provider in PROVIDERS:
                 timed_ms(prepared[provider][operation])  # warm
                 times[provider][operation].append(timed_ms(prepared[provider][operation]))
     return times
@@ -128,16 +129,14 @@ def request_rows() -> list[str]:
     for bench in every_map():
         times = per_request(bench)
         for operation in OPERATIONS:
-            graph, valhalla = times["graph"][operation], times["valhalla"][operation]
-            ratio = statistics.median(valhalla) / statistics.median(graph) if graph and valhalla else float("nan")
-            rows.append(f"| {bench.name} | {operation} | {p50_p99(graph)} | {p50_p99(valhalla)} | {ratio:.2f}x |")
+            rows.append(f"| {bench.name} | {operation} | {p50_p99(times['valhalla'][operation])} |")
         for provider in PROVIDERS:
             quality = map_quality(bench, centres=3, samples=100, seed=5, limit_s=600, provider=provider)
             inside, reached = on_road_recall(bench, provider)
             rows.append(
                 f"| {bench.name} | isochrone 10 min agreement, {provider} | recall {quality.recall:.0%} "
                 f"({quality.reachable} points), on the roads {inside / max(1, reached):.0%} ({reached}) "
-                f"| precision {quality.precision:.0%} | |"
+                f"| precision {quality.precision:.0%} |"
             )
     return rows
 
@@ -146,7 +145,7 @@ def on_road_recall(bench: BenchMap, provider: str, limit_s: float = 600.0) -> tu
     """(inside, reached): of main-network road points OSRM's car reaches from 3 centres within
     `limit_s`, how many the provider's area holds. The recall above samples points anywhere and
     counts those OSRM snaps to a road up to 1 km away, which rewards an area padded by the whole
-    snapping radius (the graph's, which issue 32 reports reaching 1 km over the sea)."""
+    snapping radius (issue 32 reported such an area reaching 1 km over the sea)."""
     points = bench.road_points(400, SEED + 1)
     inside = reached = 0
     for centre in bench.road_points(3, SEED + 2):
@@ -244,13 +243,12 @@ def run() -> str:
     requests, clock, tiles = request_rows(), clock_rows(), tile_rows()
     return "\n".join(
         [
-            "## One graph for every vehicle: the graph provider against Valhalla (issue 30)",
+            "## One graph for every vehicle: Valhalla (issue 30)",
             "",
-            f"{PAIRS} pairs a map (BENCH_ENGINE_PAIRS). In process, parsing included, the two providers "
-            "alternating on the same pairs; p50 / p99 ms.",
+            f"{PAIRS} pairs a map (BENCH_ENGINE_PAIRS). In process, parsing included; p50 / p99 ms.",
             "",
-            "| map | operation | graph | valhalla | valhalla / graph (p50) |",
-            "|---|---|---|---|---|",
+            "| map | operation | valhalla |",
+            "|---|---|---|",
             *requests,
             "",
             f"Valhalla's clock: its own duration of a fastest route / OSRM's on the same pairs (OSRM answers car "

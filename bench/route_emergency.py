@@ -1,5 +1,5 @@
-"""Emergency routes (issue 56): Valhalla's (providers.valhalla_emergency) against the graph
-provider's, on every shared extract and on all of them as one map.
+"""Emergency routes (issue 56): Valhalla's (providers.valhalla_emergency), on every shared
+extract and on all of them as one map (our road graph's column went with it, issue 56 item 2).
 
 Per map, PAIRS pairs of main-network road points (bench.maps, seeded); for each radius the time
 of one provider `route` call (single thread, snapping and result building included), p50 and
@@ -26,7 +26,6 @@ from common.errors import ApiError
 from common.geo import LatLon, haversine_m_arrays
 from route_service.model import RouteQuery, RouteResult
 from route_service.providers import valhalla, valhalla_emergency
-from route_service.providers.graph import GraphProvider
 from route_service.providers.valhalla import ValhallaProvider
 from route_service.providers.valhalla_emergency import RELAXED, ROUNDS
 
@@ -112,32 +111,28 @@ def rows(name: str) -> list[str]:
     area = bench_map(name)
     points = area.road_points(2 * PAIRS, SEED)
     pairs = list(zip(points[0::2], points[1::2], strict=False))
-    graph = area.registry.sources["graph"]
     engine = area.registry.sources["valhalla"]
-    assert isinstance(graph, GraphProvider) and isinstance(engine, ValhallaProvider)
+    assert isinstance(engine, ValhallaProvider)
     lines = []
     for radius in RADII:
         queries = [RouteQuery(a, b, steps=False, emergency_radius_m=radius) for a, b in pairs]
         for query in queries[:5]:  # warm-up: tiles paged in, snapping trees built
             timed(lambda q=query: engine.route(q))  # type: ignore[misc]
-            timed(lambda q=query: graph.route(q))  # type: ignore[misc]
-        g = measure(graph.route, queries)
         walks = counted_walks()
         v = measure(engine.route, queries)
         rounds = np.bincount(walks(), minlength=ROUNDS + 1)[1:]
         t = measure(lambda q: three_legs(engine, q), queries)
         n = measure(engine.route, [replace(q, emergency_radius_m=0) for q in queries])
         lines.append(
-            f"| {name} | {radius} | {g[0]:.1f} / {g[1]:.1f} | {v[0]:.1f} / {v[1]:.1f} | {t[0]:.1f} / {t[1]:.1f} | "
-            f"{n[0]:.1f} / {n[1]:.1f} | "
-            f"{g[2]} / {v[2]} | {g[3]} / {v[3]} | {' / '.join(str(int(n)) for n in rounds)} |"
+            f"| {name} | {radius} | {v[0]:.1f} / {v[1]:.1f} | {t[0]:.1f} / {t[1]:.1f} | "
+            f"{n[0]:.1f} / {n[1]:.1f} | {v[2]} | {v[3]} | {' / '.join(str(int(n)) for n in rounds)} |"
         )
     return lines
 
 
 def run() -> str:
     lines = [
-        "## Emergency routes: Valhalla against the graph provider (issue 56)",
+        "## Emergency routes: Valhalla (issue 56)",
         "",
         f"{PAIRS} seeded pairs (seed {SEED}) of main-network road points per map (`bench.maps`), car fastest; "
         "time per provider `route` call, single thread. Valhalla kept: a relaxed route (`ignore_oneways`, "
@@ -147,10 +142,10 @@ def run() -> str:
         "only (the normal route, two relaxed legs, the normal leg between), without verifying the legs; "
         "Valhalla's normal route of the same pairs for the floor.",
         "",
-        "| map | R m | graph p50 / p99 ms | Valhalla kept p50 / p99 ms | three legs p50 / p99 ms | "
+        "| map | R m | Valhalla kept p50 / p99 ms | three legs p50 / p99 ms | "
         "Valhalla normal route (R = 0) p50 / p99 ms | "
-        "relaxed routes graph / Valhalla | errors graph / Valhalla | Valhalla routes walked 1 / 2 / 3 times |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "relaxed routes | errors | Valhalla routes walked 1 / 2 / 3 times |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name in EVERY_MAP:
         lines += rows(name)

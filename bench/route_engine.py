@@ -116,7 +116,7 @@ def timed_seconds(call: Callable[[], object]) -> float:
 
 
 def import_section(out: Path) -> tuple[list[str], ImportResult]:
-    lines = ["| algorithm | import (8 profiles + graph) | disk | peak RSS of a tool |", "|---|---|---|---|"]
+    lines = ["| algorithm | import (8 profiles + Valhalla) | disk | peak RSS of a tool |", "|---|---|---|---|"]
     result: ImportResult | None = None
     for algorithm in ("mld+ch", "mld", "ch"):  # the default first: the latencies below use it
         imported, seconds = timed_import(out / algorithm, algorithm)

@@ -554,8 +554,6 @@ def profile_table(imports: list[Imported]) -> list[str]:
         cells = [f"{i.manifest['profiles'][name]['seconds']:.1f} s, {human_bytes(i.manifest['profiles'][name]['bytes'])}"
                  for i in imports]  # fmt: skip
         lines.append(f"| {name} ({imports[0].manifest['profiles'][name]['algorithm']}) | " + " | ".join(cells) + " |")
-    graphs = [i.manifest.get("graph") or {} for i in imports]
-    lines.append("| emergency graph | " + " | ".join(f"{g.get('seconds', math.nan):.1f} s" for g in graphs) + " |")
     lines.append("| whole (wall, 2 steps at a time) | " + " | ".join(f"{i.manifest['seconds']:.1f} s"
                                                                      for i in imports) + " |")  # fmt: skip
     return lines
@@ -653,7 +651,7 @@ def section(imports: list[Imported], served: list[Served], pairs_rejected: int) 
         f"Maps: {chosen} Heidelberg (`bench.synthetic_map`: copies side by side, fresh ids). 30x is left out by "
         "default (`BENCH_SCALE_FACTORS=1,10,30` adds it): its import alone takes about half an hour on this "
         "2-core machine. Importers run as subprocesses with their defaults (issue 30: OSRM for car and truck "
-        "fastest on CH, Valhalla's tiles, the road graph; 2 steps at a time); peak RSS is that of the largest single process (wait4) and the largest sum over the importer's "
+        "fastest on CH, Valhalla's tiles; 2 steps at a time); peak RSS is that of the largest single process (wait4) and the largest sum over the importer's "
         "process tree (sampled every 0.2 s). Then Redis, the four services and the gateway as real processes "
         "(`launcher.stack.Stack`, default workers), `MAP_DIR`/`GEO_INDEX_DIR` on the imported datasets. "
         "Start-up: the process started → `/health` 200 (services start one after the other and share the 2 "
@@ -668,7 +666,7 @@ def section(imports: list[Imported], served: list[Served], pairs_rejected: int) 
         "request distinct so no answer cache hits (coordinates jittered by ≤ 1 m, addresses with "
         f"distinct house numbers), all inside the first copy (pairs drawn as in `route_http`, {pairs_rejected} "
         "drawn pairs not routable rejected), so the work per request is the same at every scale. Emergency "
-        "route: `emergencyRoutingRadius=2000` (graph provider); avoid area: an 80 m box around the middle of the "
+        "route: `emergencyRoutingRadius=2000` (Valhalla); avoid area: an 80 m box around the middle of the "
         "pair's straight line; truck dimensions: 4.0 m, 2.55 m, 12 m, 18 t, 10 t axle load; isochrone: car, "
         "5 minutes, from one of the pair's points; matrix and optimize: 100 of those points; match: a trace "
         "along the 1x platform's car route of one of the first 20 pairs (`bench.match.synthetic_trace`, a point "

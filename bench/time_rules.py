@@ -2,7 +2,7 @@
 every shared extract and on all five as one map. Without a provider named, a route at a time
 near a road with rules by time is Valhalla's (its `date_time`, the rules met from the map's
 timed index); elsewhere the time is moot and OSRM answers. Measured beside the same routes
-without a time and the graph provider's routes at a time (what answered before issue 56).
+without a time.
 
 Pairs: seeded random road nodes of each map's main network (bench/maps.py), at least 500 m
 apart, as in bench/dynamic_costs.py. Times: a Tuesday at 08:00 (Heidelberg's old town open
@@ -26,7 +26,7 @@ from route_service.parsing import parse_route
 
 PAIRS = int(os.environ.get("BENCH_TIME_PAIRS", "40"))
 MORNING, NIGHT, EVENING = "2026-12-01T08:00:00+01:00", "2026-12-01T23:00:00+01:00", "2026-12-01T20:00:00+01:00"
-CASES = ("plain", "08:00", "23:00", "truck 20:00", "graph 08:00")
+CASES = ("plain", "08:00", "23:00", "truck 20:00")
 GATEWAY_MS = 3.7  # gateway p50 over the route service alone at 8 connections (RESULTS.md, "Route over HTTP")
 
 
@@ -37,7 +37,6 @@ def cases_of(origin: str, destination: str) -> dict[str, dict[str, str]]:
         "08:00": {**base, "departureTime": MORNING},
         "23:00": {**base, "departureTime": NIGHT},
         "truck 20:00": {**base, "vehicle": "truck", "departureTime": EVENING},
-        "graph 08:00": {**base, "departureTime": MORNING, "provider": "graph"},
     }
 
 
@@ -48,8 +47,6 @@ def measure(bench: BenchMap) -> tuple[dict[str, tuple[float, float, int]], Count
     answered: Counter[str] = Counter()
     for origin, destination in pairs_of(bench)[:PAIRS]:
         for name, params in cases_of(text(origin), text(destination)).items():
-            if name == "graph 08:00" and "graph" not in bench.registry.providers:
-                continue
             timed(bench, params)  # warm
             ms, ok = timed(bench, params)
             times[name].append(ms)
@@ -78,12 +75,12 @@ def run() -> str:
             "## Routes at a time: rules by time (issues 33 and 56)",
             "",
             f"Command: `python -m bench time_rules` (BENCH_TIME_PAIRS={PAIRS}). In process, parsing included, "
-            "no provider named (Valhalla answers a route at a time near a timed road, OSRM elsewhere) "
-            "but for the graph's column; car fastest unless a truck; warm (each case run once before it is timed).",
+            "no provider named (Valhalla answers a route at a time near a timed road, OSRM elsewhere); "
+            "car fastest unless a truck; warm (each case run once before it is timed).",
             "",
-            "| map | timed ways | plain p50 / p99 ms | 08:00 | 23:00 | truck 20:00 | graph 08:00 (before) "
+            "| map | timed ways | plain p50 / p99 ms | 08:00 | 23:00 | truck 20:00 "
             "| worst timed p50 | answered by (timed cases) | refused: 08:00 / 23:00 / truck |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             f"Goal (issue 56): a route at a time p50 ≤ 15 ms through the gateway, which adds about {GATEWAY_MS} ms "

@@ -3,17 +3,16 @@ the whole stop tour.
 
 - Matrix: 100 x 100 seeded road points of every shared extract and of all five as one map,
   durations only (what the optimizer asks), in process and warm: OSRM's table (the default
-  without a time), the graph provider's without a time, and the graph provider's at a
-  Tuesday 08:00 (`departureTime`, with `whenOpen` as the fleet planner sends it).
+  without a time), Valhalla's without a time, and Valhalla's at a Tuesday 08:00
+  (`departureTime`, with `whenOpen` as the fleet planner sends it).
 - Tour: POST /v1/optimize/stops through the gateway (real processes, bench.optimize's city
   stack) on the seeded 100-stop round trip of Heidelberg and Munich (the extracts with timed
-  roads), without `startTime` and with `startTime` (rules by time: the graph matrix at the
+  roads), without `startTime` and with `startTime` (rules by time: Valhalla's matrix at the
   time, each leg routed when it leaves), median and largest of the repeats.
 
 Goal (the issue's): a 100-stop tour with startTime within the tour's wall-time goal, 1 s.
 Since 2026-11-28 a tour at a time searches less than one without (twice its matrix's time
-less, at least half the default: optimize_service.stops.planner.search_seconds). Since
-2026-11-29 its legs are routed in two halves at once (route_service.split_tours).
+less, at least half the default: optimize_service.stops.planner.search_seconds).
 """
 
 from __future__ import annotations
@@ -54,11 +53,11 @@ def matrix_rows() -> list[str]:
     for bench in every_map():
         cases: dict[str, dict[str, object]] = {
             "osrm": {},
-            "graph": {"provider": "graph"},
-            "graph at 08:00": {"departureTime": START, "whenOpen": True},
+            "valhalla": {"provider": "valhalla"},
+            "valhalla at 08:00": {"departureTime": START, "whenOpen": True},
         }
         medians = {name: statistics.median(matrix_seconds(bench, extra)) for name, extra in cases.items()}
-        ratio = medians["graph at 08:00"] / medians["graph"]
+        ratio = medians["valhalla at 08:00"] / medians["valhalla"]
         rows.append(f"| {bench.name} | " + " | ".join(f"{v:.2f}" for v in medians.values()) + f" | {ratio:.2f}x |")
     return rows
 
@@ -92,7 +91,7 @@ def run() -> str:
             "",
             f"Matrix {POINTS} x {POINTS}, durations only, in process, warm; median of 3 runs in seconds.",
             "",
-            "| map | OSRM | graph | graph at 08:00 | at a time / graph |",
+            "| map | OSRM | Valhalla | Valhalla at 08:00 | at a time / Valhalla |",
             "|---|---|---|---|---|",
             *matrix_rows(),
             "",

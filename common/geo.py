@@ -3,7 +3,7 @@
 The Earth is taken as a sphere of radius EARTH_RADIUS_M = 6 371 008.8 m, the IUGG mean radius
 R1 = (2a + b) / 3 of the WGS84 ellipsoid: the radius geodesy recommends for a spherical Earth,
 whose great-circle distances stay within about 0.5 % of the ellipsoid's. Every distance we
-compute ourselves uses it (the optimizer's 1200 km rule, the graph engine, the geocoder, the
+compute ourselves uses it (the optimizer's 1200 km rule, the geocoder, the
 detour tracks); OSRM's own figures come from its own radius (6 372 797.56 m), inside OSRM.
 """
 

@@ -1,7 +1,7 @@
 """The vehicles, in one typed table: every fact about a vehicle that more than one module needs.
 
-The API's words (`common.vocabulary.VEHICLES`) are this table's names; the road graph's tag
-policy, the engines' costing names, the snap radius every provider applies, the detour file's
+The API's words (`common.vocabulary.VEHICLES`) are this table's names; the access keys its
+rules by time are read for, the engines' costing names, the snap radius every provider applies, the detour file's
 fallback pace and which vehicle takes truck dimensions are read from its rows, never written
 again elsewhere. A new vehicle is one row here (and its profiles in the engines).
 """
@@ -27,8 +27,6 @@ class Vehicle:
     # Takes the truck dimensions (height, width, length, weight, axle load) and is kept off
     # ways whose limits they exceed.
     takes_dimensions: bool = False
-    # Its own top speed on roads allowing more (km/h); None: the road's.
-    max_kmh: float | None = None
 
 
 VEHICLE_TABLE: dict[str, Vehicle] = {
@@ -37,7 +35,7 @@ VEHICLE_TABLE: dict[str, Vehicle] = {
         Vehicle("car", 1000.0, 13.9, ("motorcar", "motor_vehicle", "vehicle", "access"), True, "auto"),
         Vehicle(
             "truck", 1000.0, 12.5, ("hgv", "goods", "motor_vehicle", "vehicle", "access"), True, "truck",
-            takes_dimensions=True, max_kmh=80.0,
+            takes_dimensions=True,
         ),
         Vehicle("bicycle", 500.0, 4.2, ("bicycle", "vehicle", "access"), False, "bicycle"),
         Vehicle("pedestrian", 500.0, 1.4, ("foot", "access"), False, "pedestrian"),

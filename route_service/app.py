@@ -1,7 +1,7 @@
 """The route service's aiohttp application.
 
 At start-up the dataset named by `<MAP_DIR>/current.json` is loaded in a worker thread
-(OSRM per profile, and the `graph` provider when its data exists); a dataset named there later
+(OSRM per profile, and Valhalla when its tiles exist); a dataset named there later
 goes into service without a restart (`RouteState.follow`). Without a dataset the
 service still starts, answers 503 DatasetNotReady and reports itself unready in /health,
 so `make up` shows what is missing instead of crashing. With a dataset, heavy work (matching,
@@ -45,7 +45,7 @@ def state_context(config: RouteConfig) -> CleanupContext:
         state = RouteState(calls, RouteCache(app[CACHE_REDIS_KEY], config.cache_ttl_seconds), admission)
         state.matrix_limits = config.matrix_limits
         app[STATE_KEY] = state
-        await calls.run(state.load, config.maps_path, config.preload, config.graph_cache_dir)
+        await calls.run(state.load, config.maps_path, config.preload)
         calls.large = LargeCalls.of(state.dataset, config) if state.dataset is not None else None
         if calls.large is not None and config.preload:
             # Without preload the child starts with the first large call: 1.2-1.6 s less per

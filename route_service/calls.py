@@ -2,8 +2,8 @@
 child process of the route worker (no aiohttp here).
 
 Heavy work (issue 29) runs in the child whenever the worker has one (`ROUTE_LARGE_PROCESSES`):
-map matching, isochrones, large matrices (OSRM from LARGE_MATRIX_CELLS on, the graph provider's
-from `costs.HEAVY_GRAPH_MATRIX_UNITS`), tours through many waypoints, detour files. A 10 000-point
+map matching, isochrones, large matrices (OSRM from LARGE_MATRIX_CELLS on, Valhalla's from
+`costs.HEAVY_MATRIX_UNITS`), tours through many waypoints, detour files. A 10 000-point
 trace held the worker's GIL for 46-50 s in its thread pool: /health answered 503 and another
 account's route took 1.9 s. In the niced child the worker's loop stays free for light requests.
 
@@ -29,18 +29,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 import multiprocessing
-import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
-
-from common.errors import ApiError
 from common.geo import LatLon
 from common.memory import fix_mmap_threshold, trim_heap
 from common.pools import RestartingPool
@@ -56,11 +52,9 @@ from route_service.model import (
     IsochroneResult,
     MatchQuery,
     MatchResult,
-    Matrix,
     MatrixQuery,
     MatrixResult,
     RouteResult,
-    TimedPointInfo,
     WaypointsQuery,
     WaypointsResult,
 )
@@ -73,12 +67,10 @@ from route_service.providers.base import (
     RouteRequest,
     WaypointsRequest,
 )
-from route_service.providers.graph import GraphProvider
 from route_service.providers.osrm_provider import OsrmProvider
-from route_service.providers.registry import load_graph_provider, load_valhalla_provider, resolve
+from route_service.providers.registry import load_valhalla_provider, resolve
 from route_service.providers.surface import SurfaceSnapper
 from route_service.providers.valhalla_areas import RouteStarts
-from route_service.split_tours import halves, joined, on_time, renumbered, splits_tour
 
 T = TypeVar("T")
 
@@ -139,20 +131,15 @@ _child_dataset: Dataset | None = None
 _child_diagnostics: SnapDiagnostics | None = None
 _child_optional: dict[str, Capabilities | None] = {}  # loaded on first use; None: not in the dataset
 _child_flags: Any = None
-_child_graph_cache: Path | None = None  # where the worker's prepared graph file is (graph_engine.shared)
 
 
-def open_dataset(
-    dataset_dir: Path, manifest: dict[str, Any], niceness: int, flags: Any = None, graph_cache: Path | None = None
-) -> None:
+def open_dataset(dataset_dir: Path, manifest: dict[str, Any], niceness: int, flags: Any = None) -> None:
     """The child's initializer: its own OSRM engines on the same memory-mapped files, its
-    errors diagnosed as the worker's are; the graph provider on its first use, mapping the
-    worker's prepared graph file (`graph_cache`)."""
-    global _child_provider, _child_plugins, _child_dataset, _child_diagnostics, _child_flags, _child_graph_cache
+    errors diagnosed as the worker's are; Valhalla on its first use."""
+    global _child_provider, _child_plugins, _child_dataset, _child_diagnostics, _child_flags
     start_pool_process(niceness)
     fix_mmap_threshold()
     _child_flags = flags
-    _child_graph_cache = graph_cache
     _child_provider = OsrmProvider.load(dataset_dir, manifest)
     _child_dataset = Dataset(dataset_dir.name, dataset_dir, manifest)
     _child_diagnostics = SnapDiagnostics(_child_provider, _child_dataset.areas, _child_dataset.sample_points)
@@ -181,9 +168,8 @@ def _plugins() -> tuple[OsrmProvider, Capabilities]:
 
 
 def _capabilities(provider: str) -> Capabilities:
-    """A provider's plugins in the child: OSRM's from the start, the graph's and Valhalla's loaded
-    on first use (only where isochrones, graph matrices or Valhalla are asked; the graph's file
-    mapped, prepared by whichever process needed it first)."""
+    """A provider's plugins in the child: OSRM's from the start, Valhalla's loaded on first use
+    (only where Valhalla is asked)."""
     osrm = _plugins()[1]
     if provider == osrm.name:
         return osrm
@@ -202,14 +188,10 @@ def _child_valhalla(dataset: Dataset) -> RouteProvider | None:
     assert _child_diagnostics is not None
     diagnostics, osrm = _child_diagnostics, _plugins()[1]
     starts = RouteStarts(osrm.route, lambda vehicle: [area[0] for area in diagnostics.areas(vehicle, "fastest")])
-    graph = load_graph_provider(dataset, now=False, cache_dir=_child_graph_cache)
-    return load_valhalla_provider(dataset, graph, starts)
+    return load_valhalla_provider(dataset, starts)
 
 
-OPTIONAL_PROVIDERS: dict[str, Callable[[Dataset], RouteProvider | None]] = {
-    "graph": lambda dataset: load_graph_provider(dataset, cache_dir=_child_graph_cache),
-    "valhalla": _child_valhalla,
-}
+OPTIONAL_PROVIDERS: dict[str, Callable[[Dataset], RouteProvider | None]] = {"valhalla": _child_valhalla}
 
 
 def _abandoned(ticket: Ticket) -> Callable[[], bool]:
@@ -287,8 +269,8 @@ class LargeCalls:
 
     provider = OsrmProvider.name  # the provider whose large matrices and tours it takes
 
-    def __init__(self, dataset: Dataset, processes: int, niceness: int, graph_cache: Path | None = None) -> None:
-        self.dataset, self.processes, self.niceness, self.graph_cache = dataset, processes, niceness, graph_cache
+    def __init__(self, dataset: Dataset, processes: int, niceness: int) -> None:
+        self.dataset, self.processes, self.niceness = dataset, processes, niceness
         self.context = multiprocessing.get_context("spawn")  # not fork: the worker runs a loop and threads
         self.flags = AbandonFlags(self.context)
         # A child that died (killed, out of memory) fails the calls it had with a 503; later
@@ -301,14 +283,14 @@ class LargeCalls:
         """The children the configuration asks for (ROUTE_LARGE_PROCESSES; none at 0)."""
         if config.large_processes <= 0:
             return None
-        return cls(dataset, config.large_processes, config.large_niceness, config.graph_cache_dir)
+        return cls(dataset, config.large_processes, config.large_niceness)
 
     def new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.processes,
             mp_context=self.context,
             initializer=open_dataset,
-            initargs=(self.dataset.path, self.dataset.manifest, self.niceness, self.flags.array, self.graph_cache),
+            initargs=(self.dataset.path, self.dataset.manifest, self.niceness, self.flags.array),
         )
 
     async def start(self) -> None:
@@ -357,53 +339,6 @@ class LargeCalls:
         self.pool.shutdown(wait=True, drain=drain)
 
 
-# A heavy graph matrix with at least this many sources is split between the child process and
-# the worker (ProviderCalls.split_matrix): below it a row's search (2-3 ms on Heidelberg) is
-# not worth a second process's hop.
-SPLIT_MATRIX_SOURCES = 40
-
-
-def refused(answer: object) -> bool:
-    """A request's error (4xx), not a fault."""
-    return isinstance(answer, ApiError) and answer.status < 500
-
-
-def splits(request: MatrixRequest) -> bool:
-    return request.provider == GraphProvider.name and len(request.query.sources) >= SPLIT_MATRIX_SOURCES
-
-
-def rows_split(query: MatrixQuery) -> tuple[MatrixQuery, MatrixQuery]:
-    half = len(query.sources) // 2
-    return replace(query, sources=query.sources[:half]), replace(query, sources=query.sources[half:])
-
-
-SOURCE = re.compile(r"sources\[(\d+)\]")
-
-
-def joined_rows(head: MatrixResult, tail: MatrixResult, offset: int) -> MatrixResult:
-    """One matrix of two halves' rows (the same destinations)."""
-
-    def rows(first: Matrix, second: Matrix) -> Matrix:
-        if isinstance(first, np.ndarray) and isinstance(second, np.ndarray):
-            return first if first.size == 0 else np.vstack([first, second])
-        return [*list(first), *list(second)]
-
-    def renumbered(point: TimedPointInfo) -> TimedPointInfo:
-        match = SOURCE.fullmatch(point.parameter)
-        return point if match is None else replace(point, parameter=f"sources[{int(match.group(1)) + offset}]")
-
-    destinations = {p.parameter: p for p in head.timed_points if not SOURCE.fullmatch(p.parameter)}
-    timed = [p for p in head.timed_points if SOURCE.fullmatch(p.parameter)]
-    timed += [renumbered(p) for p in tail.timed_points if SOURCE.fullmatch(p.parameter)]
-    return replace(
-        head,
-        durations_s=rows(head.durations_s, tail.durations_s),
-        distances_m=rows(head.distances_m, tail.distances_m),
-        snapped_sources=[*head.snapped_sources, *tail.snapped_sources],
-        timed_points=[*timed, *destinations.values()],
-    )
-
-
 class ProviderCalls:
     """Runs provider calls where they cost the other requests least."""
 
@@ -413,9 +348,6 @@ class ProviderCalls:
         # OSRM holds the GIL, so the pool's hop and GIL hand-offs only cost (~15 % of a route).
         self.inline = inline
         self.large: LargeCalls | None = None  # set once the dataset is loaded
-        self.split_matrices = 0  # matrices answered by the child and the worker together (tests)
-        self.split_tours = 0  # graph tours answered by the child and the worker together (tests)
-        self.split_tour_legs_again = 0  # their legs routed again at their true time (a rule changed)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
@@ -440,56 +372,14 @@ class ProviderCalls:
         large matrices go there."""
         if heavy is None:
             heavy = request.provider == OsrmProvider.name and is_large_matrix(request.query)
-        if self.large is not None and heavy and splits(request):
-            return await self.split_matrix(request, self.large)
         if self.large is not None and heavy:
             return await self.large.matrix(request.provider, request.query)
         return await self.run(request.plugin, request.query)
 
-    async def split_matrix(self, request: MatrixRequest, large: LargeCalls) -> MatrixResult:
-        """The first half of the rows in the child process, the rest here at the same time: a
-        graph matrix's rows are independent searches, so two cores answer it in about half the
-        time (a tour at a time waits for its matrix, issue 33)."""
-        self.split_matrices += 1
-        first, rest = rows_split(request.query)
-        answers = await asyncio.gather(large.matrix(request.provider, first), self.run(request.plugin, rest),
-                                       return_exceptions=True)  # fmt: skip
-        for index, answer in enumerate(answers):
-            if isinstance(answer, BaseException):
-                raise answer if index == 0 else renumbered(answer, len(first.sources), "sources")
-        head, tail = answers
-        assert isinstance(head, MatrixResult) and isinstance(tail, MatrixResult)
-        return joined_rows(head, tail, len(first.sources))
-
     async def route_waypoints(self, request: WaypointsRequest) -> WaypointsResult:
         if self.large is not None and request.provider == self.large.provider and is_large_route(request.query):
             return await self.large.route_waypoints(request.provider, request.query)
-        if self.large is not None and request.provider == GraphProvider.name and splits_tour(request.query):
-            return await self.split_tour(request, self.large)
         return await self.run(request.plugin, request.query)
-
-    async def split_tour(self, request: WaypointsRequest, large: LargeCalls) -> WaypointsResult:
-        """The first half of a graph tour's legs in the child process, the rest here at the same
-        time (`route_service.split_tours`): about half the time of a 100-stop tour's 0.39 s."""
-        self.split_tours += 1
-        parts = halves(request.query)
-        first, rest = await asyncio.gather(large.route_waypoints(request.provider, parts.first),
-                                           self.run(request.plugin, parts.rest), return_exceptions=True)  # fmt: skip
-        if parts.expected and (refused(first) or refused(rest)):
-            # a route's error at the expected times need not be the tour's: leg after leg, as chained
-            return await self.run(request.plugin, request.query)
-        if isinstance(first, BaseException):
-            raise first
-        if isinstance(rest, BaseException):
-            raise renumbered(rest, parts.offset)
-        tour = joined(first, rest)
-        if not parts.expected:
-            return tour
-        if tour.rule_changes is None:  # nothing to tell which legs hold: leg after leg
-            return await self.run(request.plugin, request.query)
-        chained, again = await self.run(on_time, request.query, tour, request.plugin)
-        self.split_tour_legs_again += again
-        return chained
 
     async def match(self, request: MatchRequest, thin: Thinned) -> MatchResult:
         """A whole trace, thinned and in chunks (route_service.matching): seconds for a long one."""

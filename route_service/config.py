@@ -13,8 +13,6 @@ ROUTE_SERVICE_WORKERS   processes serving the port (default: 2 on a machine with
 ROUTE_LARGE_PROCESSES   child processes per worker for large OSRM calls (matrices of 20 000 cells or more,
                         routes through 150 waypoints or more); 0 runs them in the worker (default 1)
 ROUTE_LARGE_NICE        niceness added to those child processes, so small requests come first (default 10)
-ROUTE_GRAPH_CACHE_DIR   where the road graph's prepared file goes, written once and memory-mapped by every
-                        worker and child (default <data_dir>/graph-cache; only the served map's is kept)
 ROUTE_MATRIX_CELLS      cells (sources x destinations) one POST /v1/matrix may ask, per account tier, as
                         `tier=cells,...` (default demo=1000,standard=10000,unlimited=1000000); a tier not
                         listed, or a request without the gateway's tier header, gets the smallest
@@ -49,8 +47,7 @@ def names(text: str) -> tuple[str, ...]:
 def default_workers() -> int:
     """Two processes where there are two cores: OSRM holds the GIL for a whole route, so one
     process routes on one core at a time (cold path +10-57 % req/s with two, bench/RESULTS.md).
-    Not more: the map files are shared (mmap), but each worker keeps its own graph-engine
-    arrays (~75 MB on Heidelberg), and the gateway and Redis need CPU too."""
+    Not more: the map files are shared (mmap), but the gateway and Redis need CPU too."""
     return min(2, os.cpu_count() or 1)
 
 
@@ -69,14 +66,8 @@ class RouteConfig(BaseConfig):
     # OSRM holds the GIL: a 1000x1000 table (1.3 s) would stall the worker (route_service.calls).
     large_processes: int = setting("ROUTE_LARGE_PROCESSES", 1, low=0)
     large_niceness: int = setting("ROUTE_LARGE_NICE", 10, low=0, high=19)
-    # None: `<data_dir>/graph-cache` (see `graph_cache_dir`).
-    graph_cache: Path | None = setting("ROUTE_GRAPH_CACHE_DIR", "", parse=optional_path)
     matrix_limits: TierLimits = setting("ROUTE_MATRIX_CELLS", DEFAULT_MATRIX_CELLS, parse=parse_matrix_cells)
 
     @property
     def maps_path(self) -> Path:
         return self.map_dir if self.map_dir is not None else self.data_dir / "maps"
-
-    @property
-    def graph_cache_dir(self) -> Path:
-        return self.graph_cache if self.graph_cache is not None else self.data_dir / "graph-cache"

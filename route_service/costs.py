@@ -1,15 +1,14 @@
 """What each route-service operation costs, in work units of about one millisecond of one core
 (`common.admission`), priced from its parsed request before any work starts (no aiohttp here).
 
-Measured on Heidelberg (all profiles and the graph, the dense city 49.385-49.42 N, 8.64-8.72 E for
+Measured on Heidelberg (all profiles, the dense city 49.385-49.42 N, 8.64-8.72 E for
 the worst cases), in process, CPU time of the provider call (`time.process_time`), on the two-core
 reference machine:
 
 - route: OSRM 2.0 ms median, 2.6 max over 20 routes of 8 km or more; two alternatives 3.1 / 5.4;
-  the graph provider (emergency radius, avoid, truck dimensions) 6.7-9.0 / 11.1.
+  a route with per-request costs (emergency radius, avoid, truck dimensions) priced at 12.
 - matrix, OSRM (both tables): 10x10 2 ms, 50x50 11, 100x100 24, 300x300 95, 1000x1000 864, i.e.
-  ~2 ms + 0.9 us a cell + 80 us a point (the per-point term: each point's own search); the graph
-  provider (and `avoid`, `truck`): one Dijkstra a source, 10x10 40 ms, 50x50 222, 100x100 496.
+  ~2 ms + 0.9 us a cell + 80 us a point (the per-point term: each point's own search).
 - isochrone: 65-220 ms whatever the range on Heidelberg (the grid is capped at 20 000 cells;
   the search's share grows with the range on a larger map).
 - match: per step between consecutive points (after thinning, `route_service.matching`), random
@@ -22,11 +21,7 @@ reference machine:
 - the service around them (`python -m bench prices`, the service's CPU, all its processes, on
   every shared extract and all five as one, 2026-12-02): a 100 x 100 OSRM matrix 40-50 ms, not
   the provider's 24 (parsing 200 points, the child process's hop, two tables as JSON), 70 on the
-  merged map: 0.2 a point, not 0.08; a graph matrix's source 1.4-2.5 ms on Monaco, Munich,
-  Helsinki and Andorra, 6.6-11 on Heidelberg, on the merged map 8.3 for a truck and 13-15 for a
-  bicycle or a pedestrian (its Dijkstra searches the source's whole network, theirs the larger;
-  a price set before the work cannot follow the map, so it is the dearest's: 9 and 15); a
-  detour file's line 0.72-1.15 ms, not 0.3-0.5: 1 unit a line.
+  merged map: 0.2 a point, not 0.08; a detour file's line 0.72-1.15 ms, not 0.3-0.5: 1 unit a line.
 - matrix, Valhalla (issue 56: truck dimensions, avoid areas, shortest, bicycle, pedestrian): one
   Dijkstra a search of its smaller side (TimeDistanceMatrix, providers.valhalla_matrix), its
   cost the map's, not the cells': 100 x 100 in process, CPU, 2026-12-02 (the machine shared):
@@ -51,16 +46,14 @@ from route_service.parsing import MAX_ISOCHRONE_METRES, MAX_ISOCHRONE_SECONDS
 
 ROUTE_UNITS = 1  # OSRM, ~2 ms: left to the gateway's request rate (common.admission)
 ALTERNATIVE_UNITS = 1.5
-RESTRICTED_ROUTE_UNITS = 12  # the graph provider's search, 11 ms at most measured
+RESTRICTED_ROUTE_UNITS = 12  # a route with per-request costs (Valhalla)
 MATRIX_BASE_UNITS = 2
 MATRIX_CELL_UNITS = 0.0011  # 0.9 us a cell, plus the answer's JSON (0.13 s at 1000 x 1000)
 MATRIX_POINT_UNITS = 0.2
-GRAPH_MATRIX_SOURCE_UNITS = 9  # a Dijkstra a source on the motor network: up to 8.3 ms, see above
-GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED = 15  # a bicycle's or a pedestrian's network: up to 15 ms
 VALHALLA_MATRIX_SEARCH_UNITS = 30  # a Dijkstra of the smaller side's point, motor vehicles (see above)
 VALHALLA_MATRIX_SEARCH_UNITS_UNMOTORIZED = 45  # a bicycle's or a pedestrian's
-# A graph or Valhalla matrix this dear (100 ms) runs in the child process too (route_service.calls).
-HEAVY_GRAPH_MATRIX_UNITS = 100
+# A Valhalla matrix this dear (100 ms) runs in the child process too (route_service.calls).
+HEAVY_MATRIX_UNITS = 100
 ISOCHRONE_BASE_UNITS = 150
 ISOCHRONE_RANGE_UNITS = 150  # at the largest range (3600 s, 100 km)
 DETOUR_LINE_UNITS = 1.0
@@ -68,7 +61,7 @@ DETOUR_TRACK_BASE_UNITS = 20  # the best route, the endpoints' checks
 
 
 def route_cost(query: RouteQuery, provider: str) -> Cost:
-    """OSRM's route is light; the graph provider's (per-request costs) a few times dearer."""
+    """OSRM's route is light; Valhalla's (per-request costs) a few times dearer."""
     units = RESTRICTED_ROUTE_UNITS if provider != "osrm" else ROUTE_UNITS
     return cost(units + ALTERNATIVE_UNITS * query.alternatives, "one route")
 
@@ -80,15 +73,11 @@ def matrix_cost(query: MatrixQuery, provider: str) -> Cost:
         units = MATRIX_BASE_UNITS + MATRIX_CELL_UNITS * query.cells + MATRIX_POINT_UNITS * (sources + destinations)
         return cost(units, measure, heavy=is_large_matrix(query))
     motorized = VEHICLE_TABLE[query.vehicle].motorized if query.vehicle in VEHICLE_TABLE else False
-    if provider == "valhalla":
-        per_search = VALHALLA_MATRIX_SEARCH_UNITS if motorized else VALHALLA_MATRIX_SEARCH_UNITS_UNMOTORIZED
-        # at a departure time every source is searched (valhalla_matrix_time), else the smaller side
-        searches = sources if query.restrictions.time is not None else min(sources, destinations)
-        units = MATRIX_BASE_UNITS + per_search * searches + MATRIX_CELL_UNITS * query.cells
-        return cost(units, measure, heavy=units >= HEAVY_GRAPH_MATRIX_UNITS)
-    per_source = GRAPH_MATRIX_SOURCE_UNITS if motorized else GRAPH_MATRIX_SOURCE_UNITS_UNMOTORIZED
-    units = MATRIX_BASE_UNITS + per_source * sources + MATRIX_CELL_UNITS * query.cells
-    return cost(units, measure, heavy=units >= HEAVY_GRAPH_MATRIX_UNITS)
+    per_search = VALHALLA_MATRIX_SEARCH_UNITS if motorized else VALHALLA_MATRIX_SEARCH_UNITS_UNMOTORIZED
+    # at a departure time every source is searched (valhalla_matrix_time), else the smaller side
+    searches = sources if query.restrictions.time is not None else min(sources, destinations)
+    units = MATRIX_BASE_UNITS + per_search * searches + MATRIX_CELL_UNITS * query.cells
+    return cost(units, measure, heavy=units >= HEAVY_MATRIX_UNITS)
 
 
 def is_heavy_matrix(query: MatrixQuery, provider: str) -> bool:

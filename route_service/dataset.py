@@ -93,13 +93,9 @@ class Dataset:
         return tuple(v for v in VEHICLES if v in named)
 
     def _coverage(self) -> dict[str, Any]:
-        """The import's `coverage` (importer version 8); a dataset from before has the same
-        facts from its graph build."""
-        for key in ("coverage", "graph"):
-            found = self.manifest.get(key)
-            if isinstance(found, dict):
-                return found
-        return {}
+        """The import's `coverage` (importer version 8 on)."""
+        found = self.manifest.get("coverage")
+        return found if isinstance(found, dict) else {}
 
 
 def read_manifest(dataset_dir: Path) -> dict[str, Any] | None:

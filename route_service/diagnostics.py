@@ -85,8 +85,8 @@ class SnapDiagnostics:
             if violations:
                 return PointNotRoutable(violations=violations)
         if isinstance(error, PointNotRoutable | NoRouteFound):
-            # A provider that snaps only onto its main network (the graph) finds no road where
-            # there is one, on a piece cut off: that is what the client is told.
+            # A provider that snaps only onto its main network finds no road where there is
+            # one, on a piece cut off: that is what the client is told.
             violations = self.cut_off(points, vehicle, route_type)
             if violations:
                 return NoRouteFound(violations=violations)

@@ -73,8 +73,8 @@ def maneuver(item: Maneuver) -> dict[str, Any]:
 
 
 def step(item: Step, wording: Wording, before_m: float, leg_index: int, leg_count: int) -> dict[str, Any]:
-    """A turn-by-turn step (OSRM, Valhalla), or a street without turn data (the graph
-    provider). `before_m`: the distance driven up to its maneuver (the step before's)."""
+    """A turn-by-turn step (OSRM, Valhalla), or a street without turn data (a step without
+    a maneuver). `before_m`: the distance driven up to its maneuver (the step before's)."""
     if item.maneuver is None:
         return {"name": item.name, "distance": item.distance_m, "duration": item.duration_s,
                 "geometryIndex": item.geometry_index}  # fmt: skip

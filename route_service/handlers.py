@@ -127,7 +127,7 @@ def unmatched(registry: ProviderRegistry, parsed: MatchRequest, result: MatchRes
 
 def trace_rules(registry: ProviderRegistry, parsed: MatchRequest, result: MatchResult) -> list[TimeRuleMet] | None:
     """With the trace's own times (issue 33): the rules by time it met where it was matched,
-    from the graph provider's timed roads; None without times or without that provider."""
+    from the registry's timed roads (Valhalla's); None without times or without them."""
     query = parsed.query
     if registry.timed_roads is None or not query.timestamps:
         return None

@@ -412,7 +412,7 @@ def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> Is
         name, vehicle, route_type, errors, needs="isochrone", serving="isochrone", restrictions=restrictions
     )
     if provider.isochrone is None and name is None:  # no provider of this map has the capability
-        raise DatasetNotReady("isochrones are unavailable: the road graph of this map is not loaded")
+        raise DatasetNotReady("isochrones are unavailable: Valhalla's tiles of this map are not loaded")
     if provider.isochrone is None:
         raise InvalidParameter(f"the {provider.name} provider computes no isochrones", parameter="provider")
     assert point is not None  # errors would have raised

@@ -6,10 +6,7 @@ cache, else computed where `calls` says, formatted, and cached behind the answer
 from __future__ import annotations
 
 import asyncio
-import gc
-import itertools
 import logging
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -49,13 +46,13 @@ class RouteState:
     counters: dict[str, int] = field(default_factory=lambda: {"cache_hits": 0, "cache_misses": 0})
     switches: int = 0  # datasets put into service after start-up (`switch`)
 
-    def load(self, maps: Path, preload: bool, graph_cache: Path | None = None) -> None:
-        """The current dataset and its providers. Runs in a thread: opening the OSRM files
-        and the graph takes a moment. A failure is kept to be reported, not raised: the
+    def load(self, maps: Path, preload: bool) -> None:
+        """The current dataset and its providers. Runs in a thread: opening the OSRM and
+        Valhalla files takes a moment. A failure is kept to be reported, not raised: the
         service runs on, unready, and says what is missing."""
         try:
             dataset = current_dataset(maps)
-            registry = ProviderRegistry.load(dataset, preload=preload, graph_cache=graph_cache)
+            registry = ProviderRegistry.load(dataset, preload=preload)
         except ApiError as exc:
             self.load_error = exc.detail
             return
@@ -83,14 +80,10 @@ class RouteState:
         """Puts the current dataset into service without a pause: the old one answers until the
         new one is open, requests already running end on the old one, none fails.
 
-        Memory: OSRM's, Valhalla's and the prepared graph's files are memory-mapped (page cache
-        the kernel may drop, not memory two maps must hold at once); where the graph cannot be
-        shared it is the process's own, so the new graph is built only once the old one is
-        released (or on its first use)."""
+        Memory: OSRM's and Valhalla's files are memory-mapped (page cache the kernel may drop,
+        not memory two maps must hold at once)."""
         try:
-            dataset, registry = await self.calls.run(
-                open_registry, config.maps_path, config.preload, config.graph_cache_dir
-            )
+            dataset, registry = await self.calls.run(open_registry, config.maps_path, config.preload)
         except ApiError as exc:
             log.error("map switch failed, still serving %s: %s", self.dataset and self.dataset.hash, exc.detail)
             return False
@@ -101,22 +94,15 @@ class RouteState:
             except BaseException:  # a child that cannot open the new map is not left running
                 await self.calls.run(large.shutdown)
                 raise
-        old_large, old_graph = self.calls.large, self.graph_engine()
+        old_large = self.calls.large
         self.dataset, self.registry, self.calls.large, self.load_error = dataset, registry, large, None
         if old_large is not None:
             await self.calls.run(partial(old_large.shutdown, drain=True))  # its jobs end first
-        await released(old_graph)
         if config.preload:
             await self.calls.run(registry.preload)
         self.switches += 1
         log.info("map dataset %s in service, providers %s", dataset.hash, ", ".join(registry.names))
         return True
-
-    def graph_engine(self) -> weakref.ref[object] | None:
-        """A weak reference to the graph engine in service, if one is built."""
-        graph = self.registry.sources.get("graph") if self.registry is not None else None
-        engine = getattr(graph, "_engine", None)
-        return weakref.ref(engine) if engine is not None else None
 
     def ready(self) -> tuple[Dataset, ProviderRegistry]:
         if self.dataset is None or self.registry is None:
@@ -155,29 +141,10 @@ class RouteState:
         return health
 
 
-def open_registry(maps: Path, preload: bool, graph_cache: Path | None) -> tuple[Dataset, ProviderRegistry]:
-    """The current dataset with its providers, the graph's engine left to `preload`."""
+def open_registry(maps: Path, preload: bool) -> tuple[Dataset, ProviderRegistry]:
+    """The current dataset with its providers."""
     dataset = current_dataset(maps)
-    return dataset, ProviderRegistry.load(dataset, preload=preload, graph_now=False, graph_cache=graph_cache)
-
-
-# How long a switch waits for the requests still on the old graph before building the new one
-# anyway (a request holds it for at most its own time: milliseconds to a few seconds).
-RELEASE_WAIT_S = 30.0
-
-
-async def released(engine: weakref.ref[object] | None) -> None:
-    """Returns once the referenced object is gone (its last request ended), or after RELEASE_WAIT_S."""
-    if engine is None:
-        return
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + RELEASE_WAIT_S
-    for check in itertools.count():
-        if engine() is None or loop.time() >= deadline:
-            return
-        if check % 10 == 0:  # a reference cycle may hold it: collected twice a second, not more
-            gc.collect()
-        await asyncio.sleep(0.05)
+    return dataset, ProviderRegistry.load(dataset, preload=preload)
 
 
 STATE_KEY: web.AppKey[RouteState] = web.AppKey("route_state", RouteState)

@@ -7,8 +7,8 @@ expression, a vehicle's size or weight (`weight>7.5`), or both joined by `AND`.
 
 What is routed by them: the access keys of every vehicle (`common.vehicles`: `access`,
 `vehicle`, `motor_vehicle`, `motorcar`, `hgv`, `goods`, `bicycle`, `foot`) and `maxspeed`. At a
-time, `tags_at` writes each rule that holds over its key, and the graph's one tag policy
-(`graph_tags.classify`) reads the result: a rule means what the same plain tag would mean.
+time, `tags_at` writes each rule that holds over its key (`timed_index`): a rule means what
+the same plain tag would mean.
 
 Time expressions are parsed by opening-hours-py (the Rust `opening-hours` crate), which also
 knows each country's public holidays (`PH`) and the time zone, both from the way's coordinates.

@@ -71,7 +71,7 @@ def shared_osm() -> Path:
 
 
 # Every shared extract, and "all" of them imported together as one map: data-dependent
-# features are tested on each (the importer's car-fastest profile and the road graph).
+# features are tested on each (the importer's car-fastest profile and Valhalla's tiles).
 CITIES = ("heidelberg", "munich", "helsinki", "monaco", "andorra")
 EVERY_MAP = (*CITIES, "all")
 # A synthetic map that holds the cases the diagnostics explain (tests.route_service.osm_samples).
@@ -83,7 +83,7 @@ def city_maps(
     tmp_path_factory: pytest.TempPathFactory, shared_osm: Path, imports_ahead: ImportsAhead
 ) -> Callable[[str], ImportResult]:
     """`city_maps(name)`: the dataset of one shared extract (or "all", or CUT_OFF_MAP) serving every vehicle,
-    OSRM's car-fastest only (the others from Valhalla and the graph), imported on first use (or
+    OSRM's car-fastest only (the others from Valhalla), imported on first use (or
     ahead, `tests.imports_ahead`) and kept for the session."""
     made: dict[str, ImportResult] = {}
 

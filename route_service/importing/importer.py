@@ -6,7 +6,6 @@ Layout of `<out>/<hash>/` (hash = sha256 of the inputs, our profiles, the OSRM v
 the importer version and the options):
 
     osrm/<vehicle>-<type>/map.osrm*  one OSRM dataset per profile (MLD or CH)
-    graph/                         the emergency-routing graph (route_service.importing.graph_build)
     valhalla/tiles.tar             Valhalla's tiles, every vehicle in one graph (route_service.importing.valhalla_build)
     valhalla/emergency_ways.json   the drivable ways closed to general traffic, for emergency routes (same module)
     manifest.json                  written last: its presence with "complete" marks the dataset usable
@@ -23,7 +22,6 @@ Inputs: --osm files, else OSM_FILE, else the default map, central Helsinki from 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import re
@@ -61,11 +59,12 @@ from route_service.importing.osrm_components import (
 from route_service.importing.street_names import FILE_NAME as NAMES_FILE
 from route_service.importing.street_names import write_street_names
 
+# 9: no road graph of ours (issue 56): Valhalla answers what it answered;
 # 8: what the roads cover (bounds, sample points, outline) read without the graph (`coverage`, issue 56);
 # 7: a street name's translations tied in count: the alphabetically last (common.languages.most_carried);
 # 6: street names by language (street_names.json, issue 35); 5: OSRM only for OSRM_VEHICLES, its build-only files removed, the vehicles served in the
 # manifest; 4: Valhalla's tiles; 3: every input's main network routable (osrm_components); 2: car and truck contracted
-IMPORTER_VERSION = "8"
+IMPORTER_VERSION = "9"
 ALGORITHMS = ("auto", "mld+ch", "mld", "ch")
 # `auto`: each fastest profile one algorithm. CH for car and truck: their matrices need it (a 100x100 car
 # table took 77 ms on MLD and 7.3 ms on CH in Munich, 26 and 10 ms in Monaco) and their routes
@@ -99,18 +98,9 @@ OSRM_ROUTE_TYPES = ("fastest",)
 BUILD_ONLY_SUFFIXES = (".ebg", ".enw", ".cnbg", ".cnbg_to_ebg", ".turn_penalties_index", ".restrictions")
 
 log = logging.getLogger("route_service.importing.importer")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------- what a dataset depends on
-
-
-def graph_builder_source() -> bytes:
-    """The graph builder's source with its tag policy and file format."""
-    here, serving = Path(__file__).resolve().parent, Path(__file__).resolve().parents[1]
-    sources = [here / "graph_build.py", serving / "graph_tags.py", serving / "graph_format.py",
-               serving.parent / "common" / "vehicles.py"]  # fmt: skip
-    return b"".join(path.read_bytes() if path.is_file() else b"no " + path.name.encode() for path in sources)
 
 
 def valhalla_build_source() -> bytes:
@@ -276,22 +266,6 @@ def inputs_cut_off(base: Path, extents: Sequence[Bounds | None], logfile: Path) 
         return []
 
 
-def build_graph(pbf: Path, work: Path, progress: Progress) -> dict[str, Any]:
-    """The other half of the dataset: the emergency-routing graph, built in a child process.
-
-    A child, not a thread: the build's memory (0.4 GB at 10x) then leaves with it instead of
-    staying in the importer beside the osrm-extracts that follow.
-    """
-    command = [sys.executable, "-m", "route_service.importing.graph_build", str(pbf), str(work / "graph")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    start = time.perf_counter()
-    done = progress.run("graph build", lambda: subprocess.run(command, capture_output=True, text=True, env=env))
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.splitlines()[-15:])
-        raise ImportFailed(f"graph build failed with exit code {done.returncode}:\n{tail}")
-    return {"seconds": round(time.perf_counter() - start, 2), **json.loads(done.stdout)}
-
-
 def build_valhalla(pbf: Path, work: Path, threads: int, progress: Progress) -> dict[str, Any]:
     try:
         return progress.run("valhalla tiles", lambda: valhalla_build.build_tiles(pbf, work, threads))
@@ -360,8 +334,8 @@ def build_parts(
     jobs: int,
     progress: Progress,
     extents: Sequence[Bounds | None],
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
-    """Every OSRM profile, the emergency graph and Valhalla's tiles, `jobs` of them at a time.
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Every OSRM profile and Valhalla's tiles, `jobs` of them at a time.
 
     Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the
     machine; most of osrm-extract is single-threaded Lua, which is why 2 jobs on 2 cores
@@ -370,13 +344,12 @@ def build_parts(
     threads = max(1, (os.cpu_count() or 1) // jobs)
     wide_extract = threading.Lock()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        graph = pool.submit(build_graph, pbf, work, progress)
         tiles = pool.submit(build_valhalla, pbf, work, threads, progress)
         futures = {}
         for p in import_order(profiles):
             gate = wide_extract if p.startswith(WIDE_PROFILES) else None
             futures[p] = pool.submit(build_profile, p, pbf, work, algorithm, threads, progress, gate, extents)
-        return {p: futures[p].result() for p in profiles}, graph.result(), tiles.result()
+        return {p: futures[p].result() for p in profiles}, tiles.result()
 
 
 def build_dataset(
@@ -385,7 +358,7 @@ def build_dataset(
     pbf = work / "source.osm.pbf"
     progress.run(f"merge {len(inputs)} input(s)", lambda: merge_inputs(inputs, pbf))
     extents = progress.run("input extents", lambda: input_extents(inputs))
-    per_profile, graph, tiles = build_parts(choice.profiles, pbf, work, choice.algorithm, jobs, progress, extents)
+    per_profile, tiles = build_parts(choice.profiles, pbf, work, choice.algorithm, jobs, progress, extents)
     street_names = progress.run("street names by language", lambda: write_street_names(pbf, work / NAMES_FILE))
     coverage = progress.run("what the roads cover", lambda: read_coverage(pbf))
     # Every step has read it; serving never does. Kept, it was 1x the PBF of the routing data on
@@ -405,7 +378,6 @@ def build_dataset(
         "osm_nodes": first.get("osm_nodes"),
         "osm_ways": first.get("osm_ways"),
         "profiles": per_profile,
-        "graph": graph,
         "valhalla": tiles,
         "street_names": street_names,
         "coverage": coverage,
@@ -448,7 +420,6 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
         yield valhalla_tiles.version().encode()
         for lua in osrm_profiles.lua_files():
             yield lua.name.encode() + b"\0" + lua.read_bytes()
-        yield graph_builder_source()
         yield valhalla_build_source()
         yield (Path(__file__).resolve().parent / "map_facts.py").read_bytes()
 
@@ -476,10 +447,6 @@ class MapImporter(Importer[ImportChoice, dict[str, Any]]):
                 f"  {name:<20} {stats['seconds']:6.1f} s  nodes {stats.get('nodes')}  edges {stats.get('edges')}"
                 f"  {stats['bytes'] / 1e6:6.1f} MB ({stats['algorithm']})"
             )
-        graph = m.get("graph")
-        # The graph's counts; the sample points and outline are for the service, not for people.
-        shown = {k: v for k, v in (graph or {}).items() if k not in ("sample_points", "outline")}
-        lines.append(f"  graph: {shown}" if graph else "  graph: not built")
         coverage = m.get("coverage") or {}
         lines.append(f"  roads: {coverage.get('road_nodes')} nodes in {coverage.get('bounds')}")
         lines.append(ATTRIBUTION)

@@ -87,7 +87,7 @@ def add_speed_profiles(
     return {**written.summary(), "profiles_seconds": round(time.perf_counter() - started, 2)}
 
 
-# Ways a vehicle can drive (the graph provider's road classes and pedestrian zones, busways).
+# Ways a vehicle can drive (road classes, pedestrian zones, busways).
 DRIVABLE = frozenset(
     {"motorway", "motorway_link", "trunk", "trunk_link", "primary", "primary_link", "secondary", "secondary_link",
      "tertiary", "tertiary_link", "unclassified", "residential", "living_street", "service", "road", "track",

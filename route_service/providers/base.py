@@ -104,7 +104,7 @@ class Plugins:
 
 @runtime_checkable
 class TimedRoadsSource(Protocol):
-    """A provider that holds the map's roads with rules by time (issue 33; the graph provider)."""
+    """A provider that holds the map's roads with rules by time (issue 33; Valhalla)."""
 
     def trace_rules(self, vehicle: str, places: list[tuple[LatLon, datetime]]) -> list[TimeRuleMet]:
         """The rules by time a recorded trace met, at its own times."""
@@ -120,7 +120,7 @@ class TimedRoadsSource(Protocol):
 
 
 class RouteProvider(Protocol):
-    """One routing backend (OSRM, our graph) on one dataset."""
+    """One routing backend (OSRM, Valhalla) on one dataset."""
 
     name: str
 

@@ -1,6 +1,6 @@
 """Waypoints and costs for a provider that can only route from one point to the next.
 
-The registry gives these plugins to a provider that lacks its own (the graph provider): one
+The registry gives these plugins to a provider that lacks its own: one
 route per consecutive pair of points, without steps. Each leg's errors name its `from` and
 `to`; they are renamed to the caller's names of those two points (`waypoints[3]`, `via`), so
 the client learns which of its points is at fault.
@@ -27,25 +27,18 @@ from route_service.model import (
     RouteQuery,
     RouteResult,
     RouteTime,
-    RuleChanges,
     Snapped,
     WaypointsQuery,
     WaypointsResult,
 )
 from route_service.providers.base import RoutePlugin
 
-# How far around a tour routed at leg departures its rule changes are listed: the expected
-# times of a stop tour (its matrix's schedule) are off by minutes, not hours.
-RULE_MARGIN = timedelta(hours=1)
-
 
 class LegByLeg:
     """The waypoints and cost plugins of one route plugin."""
 
-    def __init__(self, route: RoutePlugin, next_rule_change: Callable[[datetime], datetime] | None = None) -> None:
-        """`next_rule_change`: when the provider's rules by time next change after a time."""
+    def __init__(self, route: RoutePlugin) -> None:
         self.route = route
-        self.next_rule_change = next_rule_change
 
     def waypoints(self, query: WaypointsQuery) -> WaypointsResult:
         pieces: list[np.ndarray] = []
@@ -60,28 +53,12 @@ class LegByLeg:
             # Consecutive legs share their joining point: keep it once.
             pieces.append(best.geometry[1:] if pieces else best.geometry)
             rules = result.time_rules if departures.timed else None
-            legs.append(Leg(best.distance_m, best.duration_s, time_rules=rules, arrival=result.arrival,
-                            points=len(best.geometry)))  # fmt: skip
+            legs.append(Leg(best.distance_m, best.duration_s, time_rules=rules))
             snapped.extend([result.origin, result.destination] if index == 0 else [result.destination])
         distance = sum(leg.distance_m for leg in legs)
         duration = sum(leg.duration_s for leg in legs)
         route = Route(round(distance, 1), round(duration, 1), np.concatenate(pieces), legs)
-        return WaypointsResult(route=route, snapped=snapped, rule_changes=self.rule_changes(query, legs))
-
-    def rule_changes(self, query: WaypointsQuery, legs: list[Leg]) -> RuleChanges | None:
-        """When asked, with leg departures: the map's rule changes from an hour before the first to
-        an hour after the last arrival (a tour routed at expected times checks its legs against them)."""
-        if not query.with_rule_changes or not query.leg_departures or self.next_rule_change is None or legs[-1].arrival is None:
-            return None
-        since, until = query.leg_departures[0] - RULE_MARGIN, legs[-1].arrival + RULE_MARGIN
-        times, at = [], since
-        while (after := self.next_rule_change(at)) <= until:
-            if after <= at:  # no step forward: known only so far
-                until = at
-                break
-            times.append(after)
-            at = after
-        return RuleChanges(since, until, tuple(times))
+        return WaypointsResult(route=route, snapped=snapped)
 
     def cost(self, query: CostQuery) -> Cost:
         distance = duration = 0.0

@@ -6,7 +6,7 @@ whole duration (measured; see docs/decisions.md), so the service scales with pro
 threads, and runs large calls in a child process (`route_service.calls`).
 
 Emergency routing needs per-query edge costs, which a preprocessed OSRM graph cannot
-give: its ProviderInfo says so, and the registry routes such queries to the `graph` provider
+give: its ProviderInfo says so, and the registry routes such queries to Valhalla
 (or refuses them) before they get here. Queries arrive validated (`providers.base`).
 """
 

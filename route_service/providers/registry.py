@@ -6,12 +6,11 @@ is the default; without a provider named, what it cannot answer goes to Valhalla
 graph for every vehicle), then to the next provider able to: a vehicle or route type OSRM has
 not loaded (the import's OSRM_VEHICLES: car and truck fastest by default), more alternatives
 than its CH data finds, avoid areas, truck dimensions and isochrones; matrices too
-(`valhalla_matrix`). Everything at a time goes to Valhalla (its `date_time`: TIMED_FIRST).
+(`valhalla_matrix`). Whatever is asked at a time goes to Valhalla (TIMED_FIRST).
 A vehicle the map does not serve at all (the import's ROUTING_VEHICLES) is a 400 naming those
 it serves, whichever provider is named. Queries with `emergency_radius_m > 0` need per-query
-costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla, and the
-`graph` provider until it is deleted): without an explicit provider they go to Valhalla
-(FALLBACK_FIRST); naming a provider that lacks it is a 400 naming emergencyRoutingRadius.
+costs, which only providers whose ProviderInfo says `emergency_routing` have (Valhalla): without
+an explicit provider they go to Valhalla (FALLBACK_FIRST); naming a provider that lacks it is a 400 naming emergencyRoutingRadius.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from common.errors import ApiError, DatasetNotReady, InvalidParameter, ParameterErrors
 from common.geo import LatLon
@@ -37,16 +35,13 @@ from route_service.providers.valhalla_areas import MapData, RouteStarts
 log = logging.getLogger("route_service.registry")
 # Answers what the default provider cannot, when it can (see the module's docstring). Chosen by
 # measurement (bench/RESULTS.md, "One graph for every vehicle" and "Scale"): Valhalla's routes
-# with an avoid area or truck dimensions took 0.66-1.52x the graph's time on the shared
-# extracts, but the graph's grew 1.51x (avoid areas: it tested every road piece's box) and
-# 1.27-1.39x (truck dimensions: its region search) on 10x the map, Valhalla's bounded by its
-# route search. Valhalla's truck costing lets a route start or end on a way whose limit the
+# with an avoid area or truck dimensions grow with its route search, not the map. Valhalla's
+# truck costing lets a route start or end on a way whose limit the
 # truck exceeds; its provider checks the ends (`ValhallaProvider.closed_at_end`).
 FALLBACK_FIRST = "valhalla"
 # Except where measurement says otherwise: a capability → the provider asked first for it. None
-# now: isochrones went to the graph while Valhalla's, started from its nearest road alone, held
-# 92.6 % of what OSRM's routes reach on Heidelberg; started where OSRM's routes start they
-# meet the goal on every map (providers.valhalla_areas, `python -m bench isochrone`).
+# now: Valhalla's isochrones, started where OSRM's routes start, meet the goal on every map
+# (providers.valhalla_areas, `python -m bench isochrone`).
 FIRST_FOR: dict[str, str] = {}
 # At a time (departureTime, arrivalTime): routes, matrices, tours, detour files and isochrones
 # go to Valhalla (its `date_time`, issue 56), so a tour's legs and its matrix agree.
@@ -80,7 +75,7 @@ def resolve(
             isochrone=plugins.isochrone,
             detour=plugins.detour,
         )
-    legs = LegByLeg(plugins.route, provider.next_rule_change if isinstance(provider, TimedRoadsSource) else None)
+    legs = LegByLeg(plugins.route)
     return Capabilities(
         info=provider.info(),
         route=plugins.route,
@@ -111,15 +106,14 @@ class ProviderRegistry:
         if default_name not in providers:
             raise ValueError(f"default provider {default_name!r} is not among {sorted(providers)}")
         self.sources = dict(providers)  # the providers themselves (`preload`)
-        # Valhalla knows which roads are tunnels (providers.surface); the graph, which snapped so
-        # too, is no longer asked.
+        # Valhalla knows which roads are tunnels (providers.surface).
         valhalla = providers.get("valhalla")
         surface = valhalla if isinstance(valhalla, SurfaceSnapper) else None
         self.providers = {name: resolve(provider, diagnostics, surface) for name, provider in providers.items()}
         if vehicles is not None:  # each provider lists only what the map serves (/v1/providers)
             self.providers = {name: serving_only(c, vehicles) for name, c in self.providers.items()}
         self.diagnostics = diagnostics
-        # Valhalla answers routes at a time (its `date_time`, issue 56); the graph, its matrices.
+        # Valhalla answers what is asked at a time (its `date_time`, issue 56).
         timed = sorted(providers.values(), key=lambda p: p.name != FALLBACK_FIRST)
         self.timed_roads = next((p for p in timed if isinstance(p, TimedRoadsSource) and p.info().time_rules), None)
         self.default_name = default_name
@@ -197,7 +191,7 @@ class ProviderRegistry:
         errors.raise_if_any()
         if chosen is None:
             wanted = restricted_by or "emergency routing"
-            raise DatasetNotReady(f"{wanted} is unavailable: the road graph of this map is not loaded")
+            raise DatasetNotReady(f"{wanted} is unavailable: Valhalla's tiles of this map are not loaded")
         short = alternatives > chosen.info.most_alternatives(vehicle, route_type)
         if not named and (short or not chosen.info.serves(vehicle, route_type)):
             chosen = self._serving(vehicle, route_type, serving, first, restrictions, emergency, alternatives) or chosen
@@ -263,46 +257,30 @@ class ProviderRegistry:
         return self.emergency if emergency else self.providers[self.default_name]
 
     @classmethod
-    def load(
-        cls, dataset: Dataset, *, preload: bool = True, graph_now: bool = True, graph_cache: Path | None = None
-    ) -> ProviderRegistry:
-        """`osrm` (required), `graph` and `valhalla` (each when its module and data exist) for one
-        dataset. `graph_now=False` leaves the graph's engine to its first use or `preload`;
-        `graph_cache` is where its prepared file is shared (None: beside the graph)."""
+    def load(cls, dataset: Dataset, *, preload: bool = True) -> ProviderRegistry:
+        """`osrm` (required) and `valhalla` (when its module and data exist) for one dataset."""
         osrm = OsrmProvider.load(dataset.path, dataset.manifest)
         if preload:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
-        graph = load_graph_provider(dataset, now=graph_now, cache_dir=graph_cache)
         diagnostics = SnapDiagnostics(osrm, dataset.areas, dataset.sample_points)
         starts = RouteStarts(osrm.plugins().route, lambda vehicle: [a[0] for a in diagnostics.areas(vehicle, "fastest")])
-        for optional in (graph, load_valhalla_provider(dataset, graph, starts)):
-            if optional is not None:
-                providers[optional.name] = optional
+        valhalla = load_valhalla_provider(dataset, starts)
+        if valhalla is not None:
+            providers[valhalla.name] = valhalla
         registry = cls(providers, osrm.name, diagnostics, dataset.vehicles)
         starts.route = registry.providers[osrm.name].route  # as /v1/route snaps: the surface road first
         return registry
 
     def preload(self) -> None:
-        """Opens what each provider opens on first use (OSRM's engines, the graph's prepared file)."""
+        """Opens what each provider opens on first use (OSRM's engines)."""
         for provider in self.sources.values():
             preload = getattr(provider, "preload", None)
             if preload is not None:
                 preload()
 
 
-def load_graph_provider(dataset: Dataset, *, now: bool = True, cache_dir: Path | None = None) -> RouteProvider | None:
-    try:
-        from route_service.providers.graph import GraphProvider
-    except ImportError as exc:
-        log.warning("graph provider unavailable: %s", exc)
-        return None
-    return loaded(lambda: GraphProvider.load(dataset.path, now=now, cache_dir=cache_dir), "graph")
-
-
-def load_valhalla_provider(
-    dataset: Dataset, graph: RouteProvider | None = None, starts: RouteStarts | None = None
-) -> RouteProvider | None:
+def load_valhalla_provider(dataset: Dataset, starts: RouteStarts | None = None) -> RouteProvider | None:
     from route_service.providers.valhalla import ValhallaProvider
 
     osrm_vehicles = {str(profile).split("-", 1)[0] for profile in dataset.manifest.get("profiles", {})}

@@ -44,7 +44,7 @@ Locate = Callable[[dict[str, Any], bool], list[dict[str, Any]]]
 class SurfaceSnapper(Protocol):
     def surface_point(self, vehicle: str, point: LatLon, max_distance_m: float) -> LatLon | None:
         """The point on the surface road `point` means, when its nearest road lies below the
-        ground (None: the nearest road is meant, or the road graph is not loaded)."""
+        ground (None: the nearest road is meant, or Valhalla is not loaded)."""
         ...
 
 

@@ -46,12 +46,12 @@ def test_values_are_parsed_by_type_and_clamped(clean_env: pytest.MonkeyPatch, tm
     clean_env.setenv("ROUTE_THREADS", "0")  # clamped to 1
     clean_env.setenv("ROUTE_LARGE_NICE", "40")  # clamped to 19
     clean_env.setenv("ROUTE_PRELOAD", "0")
-    clean_env.setenv("ROUTE_INLINE_PROVIDERS", " osrm, graph ,,")
+    clean_env.setenv("ROUTE_INLINE_PROVIDERS", " osrm, valhalla ,,")
     clean_env.setenv("MAP_DIR", str(tmp_path))
     clean_env.setenv("ROUTE_SERVICE_PORT", "9999")
     config = RouteConfig.from_env()
     assert (config.threads, config.large_niceness, config.preload) == (1, 19, False)
-    assert config.inline_providers == ("osrm", "graph") and config.maps_path == tmp_path
+    assert config.inline_providers == ("osrm", "valhalla") and config.maps_path == tmp_path
     assert config.port == 9999
 
 

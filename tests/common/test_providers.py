@@ -8,7 +8,7 @@ from common.errors import InvalidParameter, ParameterErrors
 from common.providers import requested_provider
 
 
-def refused(raw: str, known: frozenset[str] | None = frozenset({"osrm", "graph"})) -> str:
+def refused(raw: str, known: frozenset[str] | None = frozenset({"osrm", "valhalla"})) -> str:
     errors = ParameterErrors()
     assert requested_provider(raw, known, errors) is None
     with pytest.raises(InvalidParameter) as caught:
@@ -20,7 +20,7 @@ def refused(raw: str, known: frozenset[str] | None = frozenset({"osrm", "graph"}
 
 def test_a_name_is_matched_without_case_or_spaces() -> None:
     errors = ParameterErrors()
-    assert requested_provider("  OSRM ", {"osrm", "graph"}, errors) == "osrm"
+    assert requested_provider("  OSRM ", {"osrm", "valhalla"}, errors) == "osrm"
     assert requested_provider(None, {"osrm"}, errors) is None  # the default answers
     errors.raise_if_any()
 
@@ -28,7 +28,7 @@ def test_a_name_is_matched_without_case_or_spaces() -> None:
 def test_blank_and_unknown_names_are_refused_with_the_known_ones() -> None:
     assert "blank" in refused(" ")
     message = refused("Here")
-    assert "'Here'" in message and "graph, osrm" in message
+    assert "'Here'" in message and "osrm, valhalla" in message
     assert len(refused("x" * 500)) < 120  # a hostile name is not echoed whole
 
 

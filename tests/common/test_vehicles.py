@@ -8,7 +8,7 @@ import re
 from common.config import REPO_ROOT
 from common.vehicles import MOTORIZED, VEHICLE_TABLE
 from common.vocabulary import VEHICLES
-from route_service.graph_tags import access_value, base_speed
+from route_service.time_rules import ACCESS_KEYS
 
 PACKAGES = ("auth_service", "common", "gateway", "geo_service", "job_service", "optimize_service", "route_service")
 # A literal keyed or listing by every vehicle: a table that belongs in common/vehicles.py.
@@ -21,12 +21,10 @@ def test_the_api_vehicles_are_the_tables_rows() -> None:
     assert MOTORIZED == ("car", "truck")
 
 
-def test_the_graphs_tag_policy_reads_the_table() -> None:
-    tags = {"highway": "primary", "maxspeed": "120", "motor_vehicle": "no", "hgv": "designated"}
-    assert access_value(tags, "truck") == "designated" and access_value(tags, "car") == "no"
-    # OSRM's 80 % of the posted 120, and the truck's own top speed below it.
-    assert base_speed(tags, "car") == (96.0, False)
-    assert base_speed(tags, "truck") == (VEHICLE_TABLE["truck"].max_kmh, False)
+def test_the_rules_by_time_are_read_for_the_tables_access_keys() -> None:
+    # every row's keys, each once, the most specific first as the rows list them
+    assert ACCESS_KEYS == ("motorcar", "motor_vehicle", "vehicle", "access", "hgv", "goods", "bicycle", "foot")
+    assert set(ACCESS_KEYS) == {key for row in VEHICLE_TABLE.values() for key in row.access_keys}
 
 
 def test_no_module_keeps_its_own_per_vehicle_table() -> None:

@@ -94,7 +94,7 @@ def accounts_platform(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
 def full_platform(
     tmp_path_factory: pytest.TempPathFactory, shared_osm: Path, imports_ahead: ImportsAhead
 ) -> Iterator[Stack]:
-    """Every service on real data: Monaco for routing (car fastest and the emergency graph),
+    """Every service on real data: Monaco for routing (car fastest and Valhalla's tiles),
     Munich for geocoding. One stack for all end-to-end modules: starting it is the slow part."""
     # Services open their datasets at start, so the imports come first (ahead: `tests.imports_ahead`).
     data_dir = imports_ahead.result(

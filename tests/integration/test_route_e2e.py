@@ -101,7 +101,7 @@ async def test_point_far_from_any_road_is_not_routable(get: Any) -> None:
     assert problem["detail"].startswith("to: ")
 
 
-@pytest.mark.parametrize("provider", ["", "&provider=graph&emergencyRoutingRadius=100"])
+@pytest.mark.parametrize("provider", ["", "&provider=valhalla&emergencyRoutingRadius=100"])
 async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_formats(get: Any, provider: str) -> None:
     """Snapping diagnostics survive the service hop: the point named, the map's bounds given,
     the exchange suggested."""
@@ -118,7 +118,7 @@ async def test_exchanged_coordinates_are_diagnosed_through_the_gateway_in_both_f
     assert status == 400 and problem["detail"].startswith("from: no road usable by car within 1000 m")
 
 
-@pytest.mark.parametrize(("provider", "answering"), [("&provider=graph", "graph"), ("", "valhalla")])
+@pytest.mark.parametrize(("provider", "answering"), [("&provider=valhalla", "valhalla"), ("", "valhalla")])
 async def test_emergency_routing_answers_with_valhalla_unless_named(get: Any, provider: str, answering: str) -> None:
     status, _, body = await get(route_path(CASINO, STADIUM, f"&emergencyRoutingRadius=300{provider}"))
     assert status == 200, body
@@ -136,16 +136,16 @@ async def test_osrm_with_a_radius_is_400_naming_the_radius(get: Any) -> None:
     assert problem["detail"].startswith("emergencyRoutingRadius: ")
 
 
-async def test_providers_lists_osrm_and_graph(get: Any) -> None:
+async def test_providers_lists_osrm_and_valhalla(get: Any) -> None:
     status, _, body = await get("/v1/providers")
     assert status == 200, body
     # The gateway gathers every capability's providers; routing's come from the route service.
     routing = body["routing"]
     assert routing["available"] is True
     by_name = {p["name"]: p for p in routing["providers"]}
-    assert set(by_name) >= {"osrm", "graph"}
+    assert set(by_name) == {"osrm", "valhalla"}
     assert routing["default"] == "osrm"
-    assert by_name["graph"]["capabilities"]["emergencyRouting"] is True
+    assert by_name["valhalla"]["capabilities"]["emergencyRouting"] is True
     assert by_name["osrm"]["capabilities"]["emergencyRouting"] is False
 
 

@@ -150,7 +150,7 @@ def test_start_time_at_the_bounds_is_accepted(raw: str) -> None:
 
 def test_options() -> None:
     query = {"vehicle": "Bicycle", "type": "shortest", "timeLimit": "2.5", "provider": "OSRM"}
-    options = parse_request([stop()], query, NOW, frozenset({"osrm", "graph"})).options
+    options = parse_request([stop()], query, NOW, frozenset({"osrm", "valhalla"})).options
     assert (options.vehicle, options.route_type, options.time_limit_s, options.provider) == ("bicycle", "shortest", 2.5, "osrm")
     bad = {"vehicle": "tank", "type": "scenic", "timeLimit": "nan", "provider": "here"}
     with pytest.raises(InvalidParameter) as caught:

@@ -28,10 +28,10 @@ class RouteService:
 
 
 async def test_a_known_name_is_looked_up_once() -> None:
-    service = RouteService("osrm", "graph")
+    service = RouteService("osrm", "valhalla")
     providers = service.providers()
     for _ in range(5):
-        assert await providers.to_check("osrm") == {"osrm", "graph"}
+        assert await providers.to_check("osrm") == {"osrm", "valhalla"}
     assert service.lookups == 1
 
 
@@ -48,9 +48,9 @@ async def test_an_unknown_name_looks_again_at_most_every_recheck_period() -> Non
     assert await providers.to_check("nowhere") == {"osrm"}
     assert await providers.to_check("nowhere") == {"osrm"}
     assert service.lookups == 1
-    service.names = frozenset({"osrm", "graph"})  # the route service restarted with more data
+    service.names = frozenset({"osrm", "valhalla"})  # the route service restarted with more data
     service.now += PROVIDERS_RECHECK_S
-    assert await providers.to_check("graph") == {"osrm", "graph"}
+    assert await providers.to_check("valhalla") == {"osrm", "valhalla"}
     assert service.lookups == 2
 
 

@@ -1,4 +1,4 @@
-"""Route service fixtures: Heidelberg imported once per test session (all 8 profiles + graph).
+"""Route service fixtures: Heidelberg imported once per test session (all 8 profiles + Valhalla).
 
 The import takes about 30 s on 2 cores (MLD); every OSRM test shares it.
 """

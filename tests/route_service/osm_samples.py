@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import osmium
 from osmium.osm.mutable import Node, Way
 
+from bench.maps import input_pbfs, road_nodes
 from common.geo import LatLon, haversine_m
 
 # The dense part of Heidelberg (see ../shared/osm/README.md beside the repository).
@@ -201,3 +204,9 @@ def write_gate_map(directory: Path, name: str = "gate.osm.pbf") -> GateMap:
     finally:
         writer.close()
     return GateMap(path, approach[0], end, ways)
+
+
+
+def dataset_road_nodes(record: dict[str, Any], dataset_dir: Path) -> np.ndarray:
+    """(n, 2) lat, lon of every road node of the files a dataset was imported from (bench.maps)."""
+    return road_nodes(input_pbfs(dataset_dir, record))

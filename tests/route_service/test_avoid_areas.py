@@ -57,7 +57,7 @@ def case(request: pytest.FixtureRequest, city_maps: Callable[[str], ImportResult
     registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
     assert registry.diagnostics is not None
     network = registry.diagnostics.references("car", "fastest")
-    # the two main-network points farthest apart that both Valhalla and the graph route between
+    # the two main-network points farthest apart that Valhalla routes between
     # (their tag policies differ a little from OSRM's: a ferry or a track may join OSRM's network
     # only), whose route has a way round a box across its middle (on a mountain map the middle of
     # the longest route may be its only pass)
@@ -75,13 +75,12 @@ MOST_PAIRS_TRIED = 40
 
 
 def way_round(registry: ProviderRegistry, origin: LatLon, destination: LatLon) -> dict[str, Any] | None:
-    """An 80 m box across the middle of Valhalla's route between the points, when both providers
-    route between them and Valhalla has a way round the box."""
+    """An 80 m box across the middle of Valhalla's route between the points, when Valhalla
+    routes between them and has a way round the box."""
     params = {"from": text(origin), "to": text(destination), "steps": "false"}
     try:
-        for provider in ("graph", "valhalla"):
-            parsed = parse_route({**params, "provider": provider}, registry)
-            path = parsed.plugin(parsed.query).routes[0].geometry
+        parsed = parse_route({**params, "provider": "valhalla"}, registry)
+        path = parsed.plugin(parsed.query).routes[0].geometry
         lon, lat = path[len(path) // 2]
         box = box_around(float(lon), float(lat), 40.0)
         avoiding = parse_route({**params, "avoid": orjson.dumps(box).decode()}, registry)
@@ -96,7 +95,7 @@ def test_without_a_provider_avoid_goes_to_valhalla(case: Case) -> None:
     assert parse_route(case.params(), case.registry).provider == "osrm"
 
 
-@pytest.mark.parametrize("provider", ["valhalla", "graph"])
+@pytest.mark.parametrize("provider", ["valhalla"])
 def test_the_route_never_enters_the_area(case: Case, provider: str) -> None:
     plain = parse_route(case.params(provider="valhalla"), case.registry)
     assert shapely.LineString(plain.plugin(plain.query).routes[0].geometry).intersects(case.shape), (

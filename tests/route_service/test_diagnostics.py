@@ -16,12 +16,12 @@ from common.errors import ApiError, NoRouteFound, PointNotRoutable
 from common.geo import Bounds, LatLon
 from route_service.dataset import Dataset
 from route_service.diagnostics import SnapDiagnostics
-from route_service.graph_format import read_graph
 from route_service.importing.importer import ImportResult
 from route_service.model import EVERY_PROFILE, CostQuery, MatrixQuery, ProviderInfo, RouteQuery, Snapped, WaypointsQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.ci_skips import skip_for_data
 from tests.conftest import CUT_OFF_MAP, EVERY_MAP
+from tests.route_service.osm_samples import dataset_road_nodes
 
 
 @dataclass(frozen=True)
@@ -137,9 +137,9 @@ def cut_off_point(loaded: Loaded, leaves: bool, reached: bool) -> LatLon | None:
     """A road node that car routes can leave (or not) and reach (or not), never both, if the
     map has one among 3000 sampled: judged against the main network of every area of the map
     (on all five merged, a point of Helsinki's network is in another area, not cut off)."""
-    nodes = read_graph(loaded.dataset.path / "graph")
-    order = np.random.default_rng(7).permutation(len(nodes["node_lat"]))[:3000]
-    points = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in order]
+    nodes = dataset_road_nodes(loaded.dataset.manifest, loaded.dataset.path)
+    order = np.random.default_rng(7).permutation(len(nodes))[:3000]
+    points = [LatLon(float(nodes[i, 0]), float(nodes[i, 1])) for i in order]
     references = [p for area in loaded.diagnostics.areas("car", "fastest") for p in area]
     roads = loaded.diagnostics.roads
     for first in range(0, len(points), 500):
@@ -162,7 +162,7 @@ def made_map(city_maps: Callable[[str], ImportResult]) -> Loaded:
     return Loaded(CUT_OFF_MAP, dataset, ProviderRegistry.load(dataset))
 
 
-@pytest.mark.parametrize("provider", ["osrm", "graph", "valhalla"])
+@pytest.mark.parametrize("provider", ["osrm", "valhalla"])
 def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Loaded, provider: str) -> None:
     cut = cut_off_point(loaded, leaves=False, reached=False)
     if cut is None:
@@ -170,7 +170,7 @@ def test_the_point_on_a_cut_off_piece_is_blamed_whichever_end_it_is(loaded: Load
     check_cut_off_blamed(loaded, cut, provider)
 
 
-@pytest.mark.parametrize("provider", ["osrm", "graph", "valhalla"])
+@pytest.mark.parametrize("provider", ["osrm", "valhalla"])
 def test_the_cut_off_street_of_the_made_map_is_blamed(made_map: Loaded, provider: str) -> None:
     cut = cut_off_point(made_map, leaves=False, reached=False)
     assert cut is not None, "the made map's Island Street is cut off"
@@ -188,8 +188,8 @@ def check_cut_off_blamed(loaded: Loaded, cut: LatLon, provider: str) -> None:
             assert [v.parameter for v in error.violations] == [blamed], error.detail
             assert "cut off from the rest of the car network: no route leaves it or reaches it" in error.detail
         else:
-            # The graph and Valhalla snap onto the main network when a road of it lies within the radius.
-            assert provider in ("graph", "valhalla"), f"OSRM routed from {origin} to {destination}"
+            # Valhalla snaps onto the main network when a road of it lies within the radius.
+            assert provider == "valhalla", f"OSRM routed from {origin} to {destination}"
 
 
 def test_a_piece_that_can_be_left_but_not_reached_is_told_so(loaded: Loaded) -> None:
@@ -222,7 +222,7 @@ def test_points_of_the_main_network_route_to_each_other(loaded: Loaded) -> None:
 
 
 def test_a_dataset_without_samples_keeps_the_engines_error() -> None:
-    """Without the graph build's facts (an older import) nothing is guessed."""
+    """Without the import's coverage facts (an older import) nothing is guessed."""
 
     class NoRoads:
         def nearest_road(self, vehicle: str, route_type: str, point: LatLon) -> None:

@@ -89,7 +89,7 @@ def test_matrices_are_heavy_where_they_go_to_the_child() -> None:
     small = MatrixQuery([point] * 10, [point] * 10)
     assert costs.matrix_cost(large, "osrm").heavy == is_large_matrix(large) is True
     assert not costs.matrix_cost(small, "osrm").heavy and costs.matrix_cost(small, "osrm").units <= 7
-    assert costs.matrix_cost(small, "graph").units > 10 * costs.matrix_cost(small, "osrm").units
+    assert costs.matrix_cost(small, "valhalla").units > 10 * costs.matrix_cost(small, "osrm").units
 
 
 class CountingMatch:
@@ -199,7 +199,7 @@ async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
     [
         ("GET", "/v1/isochrone?point=49.4093,8.6933&time=600", None),
         ("POST", "/v1/matrix", {"sources": [{"lat": 49.4105, "lon": 8.7050}, {"lat": 49.4170, "lon": 8.6950}]}),
-        ("GET", f"/v1/route?{OK}&provider=graph", None),
+        ("GET", f"/v1/route?{OK}&provider=valhalla", None),
     ],
 )
 async def test_public_operations_carry_what_they_cost(client: Client, method: str, path: str, body: Any) -> None:

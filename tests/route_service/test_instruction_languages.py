@@ -22,7 +22,6 @@ from common.languages import accepted_languages, match_language, parse_language
 from gateway.vendor import OSRM_TEXT_FIXTURES
 from route_service.dataset import Dataset
 from route_service.formatter import route_body
-from route_service.graph_format import read_graph
 from route_service.importing.importer import ImportResult
 from route_service.instructions import (
     INSTRUCTION_LANGUAGES,
@@ -36,6 +35,7 @@ from route_service.instructions import (
 from route_service.model import RouteQuery, Signs, Wording
 from route_service.providers.registry import ProviderRegistry
 from route_service.street_names import StreetNames
+from tests.route_service.osm_samples import dataset_road_nodes
 
 FIXTURES = OSRM_TEXT_FIXTURES.directory / "fixtures"
 # Every language of the shared extracts and their neighbours, as the translation set names them
@@ -149,12 +149,12 @@ def test_languages_fall_back_by_the_tag() -> None:
 def routes_of(result: ImportResult, count: int, seed: int = 35) -> list[Any]:
     """Up to `count` car routes between seeded road nodes of a map, with steps."""
     registry = ProviderRegistry.load(Dataset(result.hash, result.path, result.record))
-    nodes = read_graph(result.path / "graph")
+    nodes = dataset_road_nodes(result.record, result.path)
     rng = np.random.default_rng(seed)
     found: list[Any] = []
     for _ in range(count * 6):
-        a, b = rng.integers(0, len(nodes["node_lat"]), 2)
-        points = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in (a, b)]
+        a, b = rng.integers(0, len(nodes), 2)
+        points = [LatLon(float(nodes[i, 0]), float(nodes[i, 1])) for i in (a, b)]
         with contextlib.suppress(NoRouteFound, PointNotRoutable):  # a pair without a route: draw another
             found.append(registry.providers["osrm"].route(RouteQuery(points[0], points[1])))
         if len(found) == count:

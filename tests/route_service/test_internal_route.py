@@ -50,7 +50,7 @@ async def leg_by_leg(client: Client, provider: str) -> list[dict[str, Any]]:
     return legs
 
 
-@pytest.mark.parametrize("provider", ["osrm", "graph"])
+@pytest.mark.parametrize("provider", ["osrm", "valhalla"])
 async def test_route_through_waypoints_has_one_leg_per_pair(client: Client, provider: str) -> None:
     status, body = await post(client, {"waypoints": WAYPOINTS, "provider": provider})
     assert status == 200, body
@@ -111,7 +111,7 @@ async def test_invalid_bodies_name_every_violation(client: Client, body: Any, pa
         assert parameter is None or message.startswith(f"{parameter}: ")
 
 
-@pytest.mark.parametrize("provider", ["osrm", "graph"])
+@pytest.mark.parametrize("provider", ["osrm", "valhalla"])
 async def test_a_waypoint_far_from_roads_is_named(client: Client, provider: str) -> None:
     far = {"lat": 49.30, "lon": 8.40}  # fields west of Heidelberg, outside the extract
     status, legacy = await post(client, {"waypoints": [*WAYPOINTS[:2], far], "provider": provider}, LEGACY)

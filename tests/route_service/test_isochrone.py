@@ -21,10 +21,6 @@ from common.geo import LatLon, haversine_m
 from route_service.app import create_app
 from route_service.dataset import Dataset
 from route_service.formatter import isochrone_body
-from route_service.graph_engine import isochrone
-from route_service.graph_engine.query_graph import QueryGraph
-from route_service.graph_engine.region import build_region
-from route_service.graph_engine.weights import Weights
 from route_service.importing.importer import ImportResult
 from route_service.parsing import parse_isochrone
 from route_service.providers.registry import ProviderRegistry
@@ -126,37 +122,6 @@ async def test_isochrone_over_http(client: Client) -> None:
     assert response.status == 400 and (await response.json())["detail"].startswith("time: ")
 
 
-@pytest.mark.parametrize("name", EVERY_MAP)
-def test_the_search_on_the_area_s_region_reaches_what_the_whole_graph_s_does(
-    name: str, city_maps: Callable[[str], ImportResult], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The isochrone's search runs on the tiles within its limit at the top speed (its work
-    follows the area, not the map): every junction the whole graph's search reaches within the
-    limit, at the same cost, and no other; the region is used for the short limits."""
-    bench = loaded(name, city_maps)
-    engine = bench.registry.sources["graph"].engine  # type: ignore[attr-defined]
-    regions: list[int] = []
-
-    def counted(*args: Any) -> Any:
-        regions.append(1)
-        return build_region(*args)
-
-    monkeypatch.setattr(isochrone, "build_region", counted)
-    checked = 0
-    for centre in bench.road_points(4, seed=11):
-        origin = engine.snap("car", centre.lat, centre.lon, max_distance_m=500)
-        for route_type, limit in (("fastest", 5.0), ("fastest", 60.0), ("fastest", 300.0), ("shortest", 1000.0)):
-            graph = engine.road.vehicles["car"]
-            query = QueryGraph(engine.road, graph, Weights(graph.weights[route_type]))
-            nodes, cost = isochrone.reached_nodes(query, origin, route_type, limit)
-            whole = query.reach(query.exits(origin), limit)[: engine.road.n_nodes]
-            expected = np.flatnonzero(np.isfinite(whole))
-            assert np.array_equal(nodes, expected), f"{name} {centre} {route_type} {limit}"
-            assert np.allclose(cost, whole[expected])
-            checked += len(expected)
-    assert checked > 100 and regions, f"{name}: the region search never ran"
-
-
 def area_from(bench: BenchMap, centre: LatLon, seconds: str) -> shapely.Geometry:
     request = parse_isochrone({"point": f"{centre.lat},{centre.lon}", "time": seconds}, bench.registry)
     return shapely.geometry.shape(request.plugin(request.query).areas[-1])
@@ -176,8 +141,7 @@ def test_an_area_starts_where_osrm_s_routes_start(heidelberg: BenchMap) -> None:
 @pytest.mark.parametrize("name", ["helsinki", "all"])
 def test_areas_never_reach_past_the_loaded_data(name: str, city_maps: Callable[[str], ImportResult]) -> None:
     """Helsinki's extract ends in the west: a 10-minute car area from its westmost main road
-    stays within 300 m of the map's last road there (the graph's ran 700 m past it on all five
-    maps as one: its data mask's cell grew with the map's extent)."""
+    stays within 300 m of the map's last road there, alone and on all five maps as one."""
     bench, alone = loaded(name, city_maps), loaded("helsinki", city_maps)
     helsinki = alone.dataset.bounds
     assert helsinki is not None

@@ -54,10 +54,10 @@ class FakeProvider:
         raise NotImplementedError
 
 
-def registry(with_graph: bool = True) -> ProviderRegistry:
+def registry(with_valhalla: bool = True) -> ProviderRegistry:
     providers = {"osrm": FakeProvider("osrm", False)}
-    if with_graph:
-        providers["graph"] = FakeProvider("graph", True)
+    if with_valhalla:
+        providers["valhalla"] = FakeProvider("valhalla", True)
     return ProviderRegistry(providers, "osrm")
 
 
@@ -69,14 +69,14 @@ def violations(params: dict[str, str]) -> list[tuple[str | None, str]]:
 
 def test_defaults_and_ascending_limits() -> None:
     parsed = parse_isochrone({"point": POINT, "time": "900, 300,600"}, registry())
-    assert parsed.provider == "graph", "chosen without `provider`: the one with the capability"
+    assert parsed.provider == "valhalla", "chosen without `provider`: the one with the capability"
     assert parsed.query == IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 600.0, 900.0), "time", "car", "fastest")
 
 
 def test_distance_vehicle_type_and_provider() -> None:
-    params = {"point": POINT, "distance": "1500.5", "vehicle": "Bicycle", "type": "SHORTEST", "provider": " Graph "}
+    params = {"point": POINT, "distance": "1500.5", "vehicle": "Bicycle", "type": "SHORTEST", "provider": " Valhalla "}
     parsed = parse_isochrone(params, registry())
-    assert parsed.provider == "graph"
+    assert parsed.provider == "valhalla"
     assert parsed.query == IsochroneQuery(LatLon(60.1699, 24.9384), (1500.5,), "distance", "bicycle", "shortest")
 
 
@@ -129,7 +129,7 @@ def test_boundaries_accepted(params: dict[str, str]) -> None:
         ({"point": POINT, "time": "300,300"}, "time", "each value at most once"),
         ({"point": POINT, "time": "300", "vehicle": "plane"}, "vehicle", "must be one of"),
         ({"point": POINT, "time": "300", "type": "scenic"}, "type", "must be one of"),
-        ({"point": POINT, "time": "300", "provider": "valhalla"}, "provider", "unknown provider"),
+        ({"point": POINT, "time": "300", "provider": "graph"}, "provider", "unknown provider"),
         ({"point": POINT, "time": "300", "provider": "  "}, "provider", "must not be blank"),
         # hostile: not-numbers, overflow, overlong, injected text
         ({"point": POINT, "time": "nan"}, "time", "comma-separated seconds"),
@@ -158,7 +158,7 @@ def test_a_hostile_value_is_echoed_short() -> None:
 
 def test_every_violation_at_once() -> None:
     found = violations(
-        {"point": "91,0", "time": "0,7200", "vehicle": "plane", "type": "scenic", "provider": "valhalla"}
+        {"point": "91,0", "time": "0,7200", "vehicle": "plane", "type": "scenic", "provider": "graph"}
     )
     assert [parameter for parameter, _ in found] == ["point", "vehicle", "type", "time", "provider"]
 
@@ -169,9 +169,9 @@ def test_osrm_named_says_it_computes_no_isochrones() -> None:
     assert caught.value.violations[0].parameter == "provider" and "computes no isochrones" in caught.value.detail
 
 
-def test_without_the_road_graph_the_service_is_unavailable() -> None:
+def test_without_valhalla_the_service_is_unavailable() -> None:
     with pytest.raises(ApiError) as caught:
-        parse_isochrone(OK, registry(with_graph=False))
+        parse_isochrone(OK, registry(with_valhalla=False))
     assert isinstance(caught.value, DatasetNotReady) and caught.value.status == 503
 
 
@@ -179,7 +179,7 @@ def test_the_body_is_a_feature_collection_with_values_and_units() -> None:
     square: dict[str, object] = {"type": "Polygon", "coordinates": [[[24.93, 60.16], [24.94, 60.16], [24.94, 60.17], [24.93, 60.16]]]}
     result = IsochroneResult(Snapped(LatLon(60.1699, 24.9384), 3.2), [square, square])
     for metric, limits, unit in (("time", (300.0, 450.5), "s"), ("distance", (1000.0, 2000.0), "m")):
-        body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), limits, metric), "graph", "d1")
+        body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), limits, metric), "valhalla", "d1")
         assert body["type"] == "FeatureCollection" and body["metric"] == metric
         properties = [f["properties"] for f in body["features"]]
         assert properties == [
@@ -188,14 +188,14 @@ def test_the_body_is_a_feature_collection_with_values_and_units() -> None:
         ]
         assert all(f["type"] == "Feature" and f["geometry"] is square for f in body["features"])
     ended = IsochroneResult(Snapped(LatLon(60.1699, 24.9384), 3.2), [square, square], [False, True])
-    body = isochrone_body(ended, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 3600.0), "time"), "graph", "d1")
+    body = isochrone_body(ended, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 3600.0), "time"), "valhalla", "d1")
     last = body["features"][1]["properties"]
     assert last["mapEndReached"] is True and "the loaded map ends before it" in last["note"]
     assert "note" not in body["features"][0]["properties"]
-    body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 600.0)), "graph", "d1")
+    body = isochrone_body(result, IsochroneQuery(LatLon(60.1699, 24.9384), (300.0, 600.0)), "valhalla", "d1")
     assert [type(f["properties"]["time"]) for f in body["features"]] == [int, int], "300, not 300.0"
 
 
 def test_providers_list_the_capability() -> None:
     listed = providers_body(registry().providers.values(), "osrm")["providers"]
-    assert {p["name"]: p["capabilities"]["isochrone"] for p in listed} == {"osrm": False, "graph": True}
+    assert {p["name"]: p["capabilities"]["isochrone"] for p in listed} == {"osrm": False, "valhalla": True}

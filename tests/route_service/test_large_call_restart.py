@@ -21,7 +21,6 @@ from route_service.app import create_app
 from route_service.calls import LargeCalls
 from route_service.config import RouteConfig
 from route_service.importing.importer import ImportResult, Progress, import_maps
-from route_service.split_tours import SPLIT_TOUR_LEGS
 from route_service.state import STATE_KEY
 
 ClientFactory = Callable[[web.Application], Awaitable[TestClient[Any, Any]]]
@@ -101,11 +100,15 @@ async def test_a_child_killed_while_idle_costs_no_request(client: Client) -> Non
     assert await large_call_restarts(client) == 1
 
 
-async def test_a_split_tour_whose_child_is_killed_gets_503_and_the_next_one_an_answer(client: Client) -> None:
-    """A graph tour of 40+ legs is routed half in the child (route_service.split_tours): the
-    child's death fails it as a large call's does, and the next one is split again."""
-    large, calls_made = large_calls(client), client.app[STATE_KEY].calls
-    tour = {"waypoints": [POINTS[i % len(POINTS)] for i in range(SPLIT_TOUR_LEGS + 1)], "provider": "graph"}
+async def test_a_large_tour_whose_child_is_killed_gets_503_and_the_next_one_an_answer(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tour through many waypoints is routed in the child (route_service.calls): the child's
+    death fails it as a large matrix's does, and the next one is answered by a new child."""
+    monkeypatch.setattr(calls, "LARGE_ROUTE_WAYPOINTS", 10)
+    large = large_calls(client)
+    legs = 40
+    tour = {"waypoints": [POINTS[i % len(POINTS)] for i in range(legs + 1)], "provider": "osrm"}
     child = await large.run(os.getpid)
     os.kill(child, signal.SIGSTOP)
     in_flight = asyncio.ensure_future(client.post("/internal/route", json=tour, headers=PROBLEM))
@@ -115,8 +118,8 @@ async def test_a_split_tour_whose_child_is_killed_gets_503_and_the_next_one_an_a
     body = await response.json()
     assert response.status == 503 and "large-call process ended" in body["detail"], body
     response = await client.post("/internal/route", json=tour)
-    assert response.status == 200 and len((await response.json())["legs"]) == SPLIT_TOUR_LEGS
-    assert calls_made.split_tours == 2 and await large_call_restarts(client) == 1
+    assert response.status == 200 and len((await response.json())["legs"]) == legs
+    assert await large_call_restarts(client) == 1
 
 
 async def test_the_child_starts_with_the_service_under_preload_and_else_with_the_first_large_call(

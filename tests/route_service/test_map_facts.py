@@ -116,13 +116,14 @@ def test_the_outline_ends_by_helsinkis_westernmost_road(
     assert 0 < metres(edge, west[None, :])[0] <= MOST_PAST_ROAD_M
 
 
-def test_a_dataset_from_before_reads_its_facts_from_the_graph(tmp_path: Path) -> None:
+def test_a_dataset_reads_its_facts_from_its_coverage_only(tmp_path: Path) -> None:
+    """A dataset's road graph (importer 7 and before) is no longer read (issue 56)."""
     facts = {"bounds": [1.0, 2.0, 3.0, 4.0], "sample_points": [[1.5, 2.5]], "outline": {"type": "MultiPolygon"}}
-    old = Dataset("old", tmp_path, {"graph": {**facts, "nodes": 3}})
-    assert old.bounds is not None and old.bounds.as_list() == facts["bounds"]
-    assert [(p.lat, p.lon) for p in old.sample_points] == [(2.5, 1.5)] and old.outline == facts["outline"]
     new = Dataset("new", tmp_path, {"graph": {**facts, "bounds": [0.0, 0.0, 9.0, 9.0]}, "coverage": facts})
     assert new.bounds is not None and new.bounds.as_list() == facts["bounds"]
+    assert [(p.lat, p.lon) for p in new.sample_points] == [(2.5, 1.5)] and new.outline == facts["outline"]
+    old = Dataset("old", tmp_path, {"graph": {**facts, "nodes": 3}})
+    assert old.bounds is None and old.outline is None
 
 
 # What /v1/providers and /map may send of the outline (bytes of JSON): the whole one of the five

@@ -75,7 +75,7 @@ async def test_only_the_tables_asked_for(client: Client) -> None:
         ("osrm", "car", "fastest"),
         ("osrm", "bicycle", "shortest"),
         ("osrm", "truck", "fastest"),
-        ("graph", "car", "fastest"),
+        ("valhalla", "car", "fastest"),
     ],
 )
 async def test_a_cell_is_the_route_for_the_same_pair(client: Client, provider: str, vehicle: str, kind: str) -> None:
@@ -90,6 +90,10 @@ async def test_a_cell_is_the_route_for_the_same_pair(client: Client, provider: s
             )
             response = await client.get(f"/v1/route?{query}")
             route = (await response.json())["routes"][0]
+            if provider == "valhalla":  # its exact search may find a cheaper way than the route's A*, never a dearer
+                assert 0.95 * route["duration"] <= body["durations"][i][j] <= route["duration"] + 0.2, (i, j)
+                assert body["distances"][i][j] == pytest.approx(route["distance"], rel=0.05), (i, j)
+                continue
             assert body["durations"][i][j] == pytest.approx(route["duration"], abs=0.2), (i, j)
             assert body["distances"][i][j] == pytest.approx(route["distance"], abs=1.0), (i, j)
 
@@ -189,13 +193,11 @@ async def test_too_many_cells_all_to_all(client: Client) -> None:
 
 
 def test_an_unreachable_cell_is_null() -> None:
-    """OSRM's NaN (no route) and the graph provider's None both become JSON null."""
+    """OSRM's and Valhalla's NaN (no route) becomes JSON null."""
     here = Snapped(LatLon(49.4, 8.7), 1.0)
     result = MatrixResult(np.array([[0.0, np.nan]]), np.array([[0.0, np.nan]]), [here], [here, here])
     table = orjson.loads(dump_json(matrix_body(result, "osrm", "x")))
     assert table["durations"] == [[0.0, None]] and table["distances"] == [[0.0, None]]
-    graph = MatrixResult([[0.0, None]], [[0.0, None]], [], [], annotations=("duration",))
-    assert orjson.loads(dump_json(matrix_body(graph, "graph", "x")))["durations"] == [[0.0, None]]
 
 
 async def test_100_by_100_timing(client: Client) -> None:

@@ -12,7 +12,6 @@ import pytest
 
 from common.geo import Bounds, LatLon
 from route_service.dataset import Dataset
-from route_service.graph_format import read_graph
 from route_service.importing.importer import ImportResult, inputs_cut_off
 from route_service.importing.osrm_components import (
     SMALL_COMPONENT_SIZES,
@@ -26,6 +25,7 @@ from route_service.importing.osrm_components import (
 from route_service.model import MatrixQuery
 from route_service.providers.registry import ProviderRegistry
 from tests.conftest import CITIES
+from tests.route_service.osm_samples import dataset_road_nodes
 
 NORTH = Bounds(min_lon=0.0, min_lat=10.0, max_lon=1.0, max_lat=11.0)
 SOUTH = Bounds(min_lon=0.0, min_lat=0.0, max_lon=1.0, max_lat=1.0)
@@ -109,10 +109,10 @@ def test_every_city_routes_on_all_five_merged_as_on_its_own_map(city_maps: Calla
 
 
 def routable_road_nodes(result: ImportResult, registry: ProviderRegistry, count: int) -> list[LatLon]:
-    nodes = read_graph(result.path / "graph")
+    nodes = dataset_road_nodes(result.record, result.path)
     rng = np.random.default_rng(20261126)
-    chosen = rng.choice(len(nodes["node_lat"]), size=10 * count, replace=False)
-    candidates = [LatLon(float(nodes["node_lat"][i]), float(nodes["node_lon"][i])) for i in chosen]
+    chosen = rng.choice(len(nodes), size=10 * count, replace=False)
+    candidates = [LatLon(float(nodes[i, 0]), float(nodes[i, 1])) for i in chosen]
     assert registry.diagnostics is not None
     roads = registry.diagnostics.roads
     points = [p for p in candidates if (s := roads.nearest_road("car", "fastest", p)) and s.distance_m < 10]

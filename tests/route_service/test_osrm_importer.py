@@ -17,10 +17,8 @@ from route_service.dataset import MANIFEST
 from route_service.importing.importer import (
     BUILD_ONLY_SUFFIXES,
     WIDE_PROFILES,
-    ImportFailed,
     ImportResult,
     MapImporter,
-    build_graph,
     import_maps,
     import_order,
     parse_counts,
@@ -166,10 +164,11 @@ def test_log_counts_are_parsed() -> None:
     assert parse_counts(text) == {"osm_nodes": 221009, "osm_ways": 31619, "nodes": 62004, "edges": 66708}
 
 
-def test_heidelberg_import_has_all_profiles_and_the_graph(heidelberg_maps: ImportResult) -> None:
+def test_heidelberg_import_has_all_profiles_valhallas_tiles_and_no_graph(heidelberg_maps: ImportResult) -> None:
     m = heidelberg_maps.record
     assert list(m["profiles"]) == list(osrm_profiles.PROFILE_NAMES)
-    assert m["graph"] is not None and m["graph"]["nodes"] > 0
+    assert m["valhalla"] and m["coverage"]["road_nodes"] > 0
+    assert "graph" not in m and not (heidelberg_maps.path / "graph").exists(), "our road graph is no longer built"
     stats = m["profiles"]
     # The truck profile closes ways (weight, size, hgv=no) that cars use.
     assert stats["truck-fastest"]["edges"] < stats["car-fastest"]["edges"]
@@ -229,12 +228,3 @@ def test_two_wide_extracts_never_run_at_once(tmp_path: Path, tiny_map: TinyMap) 
     spans = sorted(progress.extracts)
     assert len(spans) >= len(wide)
     assert all(later[0] >= earlier[1] for earlier, later in pairwise(spans)), spans
-
-
-def test_a_failed_graph_build_fails_the_import_with_its_output(tmp_path: Path) -> None:
-    # the build runs in a child process (its memory leaves with it): its failure must not pass silently
-    broken = tmp_path / "broken.osm.pbf"
-    broken.write_bytes(b"not a pbf")
-    with pytest.raises(ImportFailed, match="graph build failed with exit code 1") as failed:
-        build_graph(broken, tmp_path / "work", Progress(lambda _: None))
-    assert "PBF error" in str(failed.value), "the child's own error, not only its exit code"

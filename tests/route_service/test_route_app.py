@@ -140,9 +140,9 @@ async def test_providers(client: Client) -> None:
     by_name = {p["name"]: p for p in body["providers"]}
     assert by_name["osrm"]["default"] and not by_name["osrm"]["capabilities"]["emergencyRouting"]
     assert by_name["osrm"]["vehicles"] == ["car", "truck", "bicycle", "pedestrian"]
-    assert by_name["graph"]["capabilities"]["emergencyRouting"]
     assert by_name["valhalla"]["capabilities"]["emergencyRouting"]
-    assert by_name["graph"]["capabilities"]["avoidAreas"] and not by_name["osrm"]["capabilities"]["avoidAreas"]
+    assert by_name["valhalla"]["capabilities"]["avoidAreas"] and not by_name["osrm"]["capabilities"]["avoidAreas"]
+    assert "graph" not in by_name, "our road graph is deleted (issue 56)"
 
 
 async def test_providers_say_what_the_map_covers(client: Client) -> None:
@@ -177,7 +177,7 @@ async def test_matrix(client: Client) -> None:
 async def test_health_reports_the_dataset(client: Client, heidelberg_maps: ImportResult) -> None:
     body = await (await client.get("/health")).json()
     assert body["status"] == "ok" and body["checks"]["dataset"] == heidelberg_maps.hash
-    assert body["checks"]["providers"] == ["osrm", "graph", "valhalla"]
+    assert body["checks"]["providers"] == ["osrm", "valhalla"]
 
 
 async def test_without_a_dataset_the_service_is_unready(

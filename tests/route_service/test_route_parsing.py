@@ -44,10 +44,10 @@ class FakeProvider:
         raise NotImplementedError
 
 
-def registry(with_graph: bool = True) -> ProviderRegistry:
+def registry(with_valhalla: bool = True) -> ProviderRegistry:
     providers = {"osrm": FakeProvider("osrm", False)}
-    if with_graph:
-        providers["graph"] = FakeProvider("graph", True)
+    if with_valhalla:
+        providers["valhalla"] = FakeProvider("valhalla", True)
     return ProviderRegistry(providers, "osrm")
 
 
@@ -65,9 +65,9 @@ def test_defaults() -> None:
 
 def test_all_parameters() -> None:
     params = {**OK, "vehicle": "Truck", "type": "shortest", "alternatives": "2", "emergencyRoutingRadius": "5000",
-              "provider": "graph", "steps": "false"}  # fmt: skip
+              "provider": "valhalla", "steps": "false"}  # fmt: skip
     parsed = parse_route(params, registry())
-    assert parsed.provider == "graph"
+    assert parsed.provider == "valhalla"
     q = parsed.query
     assert (q.vehicle, q.route_type, q.alternatives, q.emergency_radius_m, q.steps) == (
         "truck",
@@ -106,12 +106,12 @@ def test_several_violations_are_reported_together() -> None:
 
 def test_unknown_provider_lists_the_known_ones() -> None:
     [(_, message)] = violations({**OK, "provider": "here"})
-    assert "osrm" in message and "graph" in message
+    assert "osrm" in message and "valhalla" in message
 
 
 def test_emergency_radius_with_osrm_is_refused() -> None:
     [(parameter, message)] = violations({**OK, "provider": "osrm", "emergencyRoutingRadius": "100"})
-    assert parameter == "emergencyRoutingRadius" and "provider=graph" in message
+    assert parameter == "emergencyRoutingRadius" and "provider=valhalla" in message
 
 
 def choose(reg: ProviderRegistry, name: str | None, emergency: bool = False) -> str:
@@ -121,16 +121,16 @@ def choose(reg: ProviderRegistry, name: str | None, emergency: bool = False) -> 
 def test_registry_sends_emergency_queries_to_the_capable_provider() -> None:
     reg = registry()
     assert choose(reg, None) == "osrm"
-    assert choose(reg, None, emergency=True) == "graph"
-    assert choose(reg, "graph") == "graph"
+    assert choose(reg, None, emergency=True) == "valhalla"
+    assert choose(reg, "valhalla") == "valhalla"
     with pytest.raises(InvalidParameter):
         choose(reg, "osrm", emergency=True)
     with pytest.raises(DatasetNotReady):
-        choose(registry(with_graph=False), None, emergency=True)
+        choose(registry(with_valhalla=False), None, emergency=True)
     with pytest.raises(InvalidParameter) as caught:
         choose(reg, "x")
     assert caught.value.violations[0].parameter == "provider"
-    assert reg.names == ["osrm", "graph"]
+    assert reg.names == ["osrm", "valhalla"]
 
 
 def test_a_request_never_reaches_a_provider_without_its_vehicle() -> None:
@@ -148,7 +148,7 @@ def test_a_request_never_reaches_a_provider_without_its_vehicle() -> None:
 def test_a_request_carries_the_plugin_that_answers_it() -> None:
     reg = registry()
     parsed = parse_route({**OK, "emergencyRoutingRadius": "100"}, reg)
-    assert parsed.provider == "graph" and parsed.plugin == reg.providers["graph"].route
+    assert parsed.provider == "valhalla" and parsed.plugin == reg.providers["valhalla"].route
 
 
 def test_matrix_body() -> None:
@@ -208,7 +208,7 @@ def test_cache_key_covers_everything_that_changes_the_answer() -> None:
     key = cache_key(base, "osrm", "abc")
     assert key == cache_key(RouteQuery(LatLon(49.41000001, 8.69), LatLon(49.42, 8.70)), "osrm", "abc")
     variants = [
-        cache_key(base, "graph", "abc"),
+        cache_key(base, "valhalla", "abc"),
         cache_key(base, "osrm", "abd"),
         cache_key(RouteQuery(base.origin, base.destination, vehicle="truck"), "osrm", "abc"),
         cache_key(RouteQuery(base.origin, base.destination, route_type="shortest"), "osrm", "abc"),
@@ -229,6 +229,6 @@ def test_parameter_errors_stay_typed() -> None:
 
 def test_provider_names_follow_the_house_rule() -> None:
     # common.providers: no case, no surrounding spaces, blank refused (as geocoding and stop order).
-    assert choose(registry(), " Graph ") == "graph"
+    assert choose(registry(), " Valhalla ") == "valhalla"
     [(parameter, message)] = violations({**OK, "provider": "  "})
     assert parameter == "provider" and "blank" in message

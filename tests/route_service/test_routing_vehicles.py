@@ -79,7 +79,7 @@ def test_a_vehicle_the_map_does_not_serve_is_a_400_naming_those_it_does(
         assert violation.parameter == "vehicle" and "this map serves car (" in violation.message, violation.message
 
 
-def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_graph(
+def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_routes_and_matrices_alike(
     city_maps: Callable[[str], ImportResult],
 ) -> None:
     result = city_maps("monaco")  # OSRM's car-fastest, serving every vehicle
@@ -95,7 +95,7 @@ def test_a_vehicle_osrm_has_not_loaded_goes_to_valhalla_and_its_matrices_to_the_
     assert matrix.provider == "valhalla"  # what OSRM has not loaded
     with pytest.raises(InvalidParameter) as caught:  # named, OSRM refuses what it has not loaded
         parse_route({**WALK, "provider": "osrm"}, registry)
-    assert "provider=graph serves it" in caught.value.violations[0].message
+    assert "provider=valhalla serves it" in caught.value.violations[0].message
 
 
 def test_two_alternatives_go_where_they_can_be_found(city_maps: Callable[[str], ImportResult]) -> None:

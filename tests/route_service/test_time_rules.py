@@ -11,8 +11,6 @@ import osmium
 import pytest
 from osmium.osm.mutable import Node, Way
 
-from route_service.graph_format import MODE_EMERGENCY_ACCESS, MODE_YES
-from route_service.graph_tags import classify
 from route_service.importing.valhalla_timed import write_timed_index
 from route_service.time_rules import CAR_SIZE, Condition, TimeTable, parse_rules, split_outside_parentheses, tags_at
 from route_service.timed_index import TimedIndex
@@ -98,17 +96,17 @@ def test_weight_limits_name_trucks_not_bicycles() -> None:
     assert not table.holds(condition, noon, HEIDELBERG, None)
 
 
-@pytest.mark.parametrize(("hour", "mode"), [("08:00", MODE_YES), ("12:00", MODE_EMERGENCY_ACCESS)])
-def test_a_rule_that_holds_means_what_its_plain_tag_means(hour: str, mode: int) -> None:
-    """In the window the pedestrian street is open to cars (for reaching a place inside);
-    outside it is what a pedestrian street is: closed but for emergencies."""
+@pytest.mark.parametrize(("hour", "inside"), [("08:00", True), ("12:00", False)])
+def test_a_rule_that_holds_means_what_its_plain_tag_means(hour: str, inside: bool) -> None:
+    """In the window the pedestrian street carries `motor_vehicle=destination` (open to cars for
+    reaching a place inside); outside it is the plain pedestrian street, its tags untouched."""
     parsed = parse_rules(OLD_TOWN)
     table = TimeTable()
     holds = [table.holds(r.condition, at(f"2026-12-01T{hour}"), HEIDELBERG, CAR_SIZE) for r in parsed.rules]
     tags, applied = tags_at(OLD_TOWN, parsed.rules, holds)
-    modes = classify(tags, "car")
-    assert modes is not None and modes.forward == mode
-    assert [rule.value for rule in applied] == (["destination"] if mode == MODE_YES else [])
+    assert tags.get("motor_vehicle") == ("destination" if inside else None)
+    assert tags["highway"] == "pedestrian"
+    assert [rule.value for rule in applied] == (["destination"] if inside else [])
 
 
 def test_of_several_rules_that_hold_the_last_wins() -> None:

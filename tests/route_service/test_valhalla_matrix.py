@@ -2,7 +2,7 @@
 is Valhalla's route for the same pair, an avoid area's cells never go through it, a tall
 truck gets no cell to a point under a lower limit where a car gets one, and without a provider
 named every matrix OSRM cannot answer (restrictions, a vehicle it has not loaded) goes to
-Valhalla, one with a departure time to the road graph."""
+Valhalla, one with a departure time too."""
 
 from __future__ import annotations
 
@@ -193,4 +193,4 @@ def test_without_a_provider_matrices_osrm_cannot_answer_go_to_valhalla(case: Cas
         assert parse_matrix(case.body(**profile), case.registry).provider == "valhalla", profile
     timed = Restrictions(truck=TruckDimensions(weight_t=12), time=RouteTime(datetime(2026, 12, 2, 8, tzinfo=UTC)))
     chosen = case.registry.choose(None, "truck", "fastest", ParameterErrors(), restrictions=timed, serving="matrix")
-    assert chosen.name == "graph", "rules by time stay on the road graph"
+    assert chosen.name == "valhalla", "rules by time: Valhalla's date_time"
