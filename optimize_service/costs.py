@@ -61,9 +61,9 @@ UNITS_PER_VALHALLA_CELL_UNMOTORIZED = 0.45  # Valhalla, a bicycle or a pedestria
 # a deployment that builds more pays Valhalla's price for them, an upper bound.
 OSRM_VEHICLES = frozenset({"car", "truck"})
 UNITS_PER_SOLVER_SECOND = 1000.0
-# What a job's cells are sized at: the road graph's price a cell when jobs were capped (issue 55).
-# Valhalla's is 3x that: a job at the cap with restricted matrices is refused by its price (413
-# cost too high) rather than by its cells.
+# What a job's cells are sized at: 0.1 units a cell (the dearest engine's price when jobs were
+# capped, issue 55). Valhalla's is 3x that: a job at the cap with restricted matrices is refused
+# by its price (413 cost too high) rather than by its cells.
 JOB_CELL_UNITS = 0.1
 
 
@@ -120,7 +120,7 @@ def check_cells(places: int, kinds: int, allowance: Allowance | None, what: str,
     if cells > allowance.matrix_cells:
         most = math.isqrt(allowance.matrix_cells // max(1, kinds))
         if allowance.job:
-            who, why, hint = "jobs", " (what its per-request cost pays for at the road graph's price a cell)", "split it"
+            who, why, hint = "jobs", " (what its per-request cost pays for at 0.1 units a cell)", "split it"
         else:
             who, why, hint = "synchronous requests", "", "send it with ?async=true (a job) for more"
         raise TooManyStops(

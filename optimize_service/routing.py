@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -86,17 +85,13 @@ class RouteClient:
         durations = np.array(answer["durations"], dtype=np.float64)
         return RoadMatrix(durations, read_road_windows(answer, options.start_time))
 
-    async def tour(self, stops: list[Stop], visiting_order: list[int], options: Options,
-                   expected: list[datetime] | None = None) -> TourRoute:  # fmt: skip
+    async def tour(self, stops: list[Stop], visiting_order: list[int], options: Options) -> TourRoute:
         """With startTime (issue 33) each leg leaves when the one before arrives, plus the
-        stop's service time, and its rules by time are those of that time. `expected`: when
-        the legs should leave (the matrix's schedule), so the route service can route them at once."""
+        stop's service time, and its rules by time are those of that time."""
         body: dict[str, Any] = {"waypoints": [point(stops[i]) for i in visiting_order], **profile(options)}
         if options.timed:
             body["departureTime"] = options.start_time.isoformat()
             body["serviceTimes"] = [stops[i].service_time_s for i in visiting_order]
-            if expected:
-                body["expectedDepartures"] = [at.isoformat() for at in expected]
         answer = await self.call("/internal/route", body, stops, visiting_order)
         return TourRoute(
             distance_m=float(answer["distance"]),

@@ -172,8 +172,7 @@ NO_SIGNS = Signs()
 
 @dataclass(slots=True)
 class Step:
-    """One stretch of a leg along one street. OSRM's steps carry a maneuver and a mode; the
-    graph provider's are streets without turn data."""
+    """One stretch of a leg along one street, with its maneuver and mode."""
 
     name: str
     distance_m: float
@@ -193,10 +192,6 @@ class Leg:
     summary: str = ""
     steps: list[Step] = field(default_factory=list)
     time_rules: list[TimeRuleMet] | None = None  # with a leg departure: the rules by time it met
-    # Not answered; for a tour routed in parts (route_service.split_tours): with a leg departure,
-    # when it arrives, and the points of its own line.
-    arrival: datetime | None = None
-    points: int = 0
 
 
 @dataclass
@@ -233,8 +228,8 @@ class RouteResult:
 
 
 MATRIX_ANNOTATIONS = ("duration", "distance")
-# Rows of cells: a float64 array with NaN where no route exists (OSRM: 8 bytes a cell, written
-# to JSON by orjson without a Python float each), or lists with None (the graph provider).
+# Rows of cells: a float64 array with NaN where no route exists (8 bytes a cell, written to JSON
+# by orjson without a Python float each), or lists with None (tests' fakes).
 Matrix = np.ndarray | list[list[float | None]]
 
 
@@ -418,40 +413,12 @@ class WaypointsQuery:
     # time and each next one on arrival plus its waypoint's (`service_s`, seconds; a stop tour).
     leg_departures: tuple[datetime, ...] = ()
     service_s: tuple[float, ...] = ()
-    # A chained tour's departures as the caller expects them (its matrix's schedule): only to
-    # route the tour in parts at once (route_service.split_tours); the answer is the chained one.
-    expected_departures: tuple[datetime, ...] = ()
-    # A part of such a tour, routed at those times: its answer lists the rule changes around it
-    # (`WaypointsResult.rule_changes`; ~7-14 ms for a 10-hour span on Heidelberg, so only then).
-    with_rule_changes: bool = False
 
 
 @dataclass
 class WaypointsResult:
     route: Route  # legs: one per consecutive pair of waypoints, without steps
     snapped: list[Snapped]
-    # With leg departures: when the rules by time change around the tour (split tours); None: unknown.
-    rule_changes: RuleChanges | None = None
-
-
-@dataclass(frozen=True)
-class RuleChanges:
-    """Every time between `since` and `until` at which a rule by time on the map changes."""
-
-    since: datetime
-    until: datetime
-    times: tuple[datetime, ...]
-
-    def steady(self, start: datetime, end: datetime) -> bool:
-        """Whether every rule holds alike from `start` to `end` (known to)."""
-        return self.since <= start and end <= self.until and not any(start < t <= end for t in self.times)
-
-    def __or__(self, other: RuleChanges) -> RuleChanges:
-        """Both spans' changes, over the span known whole (from the later start if they leave a gap)."""
-        first, second = sorted((self, other), key=lambda c: c.since)
-        since = first.since if second.since <= first.until else second.since
-        times = tuple(sorted({t for t in (*first.times, *second.times) if t >= since}))
-        return RuleChanges(since, max(first.until, second.until), times)
 
 
 # ---------------------------------------------------------------- isochrones

@@ -348,12 +348,9 @@ def parse_waypoints(body: Any, registry: ProviderRegistry) -> WaypointsRequest:
     restrictions = Restrictions(avoid=parse_avoid(body, named, errors), truck=parse_truck_object(body, vehicle, errors),
                                 time=time)  # fmt: skip
     service = parse_service_times(body.get("serviceTimes"), len(waypoints), errors)
-    expected = parse_leg_departures(body.get("expectedDepartures"), len(waypoints) - 1, errors, "expectedDepartures")
-    if expected and (start is None or departures):
-        errors.add("expectedDepartures", "only with departureTime and without legDepartures (a chained tour)")
     chosen_for = registry.moot_time(name, restrictions, waypoints)
     provider = registry.choose(name, vehicle, route_type, errors, restrictions=chosen_for, serving="waypoints")
-    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service, expected)
+    query = WaypointsQuery(waypoints, vehicle, route_type, restrictions, departures, service)
     return WaypointsRequest(query, provider.name, provider.waypoints)
 
 
@@ -368,8 +365,7 @@ def parse_service_times(raw: Any, waypoints: int, errors: ParameterErrors) -> tu
 
 
 def parse_leg_departures(raw: Any, legs: int, errors: ParameterErrors, name: str = "legDepartures") -> tuple[datetime, ...]:
-    """The optimizer's `legDepartures` (issue 33): when each leg leaves, one per leg; or its
-    `expectedDepartures`, when it expects a chained tour's legs to leave."""
+    """The optimizer's `legDepartures` (issue 33): when each leg leaves, one per leg."""
     if raw is None:
         return ()
     if not isinstance(raw, list) or len(raw) != legs or not all(isinstance(item, str) for item in raw):

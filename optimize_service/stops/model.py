@@ -48,7 +48,7 @@ class Options:
     route_type: str = "fastest"
     provider: str | None = None  # None: the route service's default
     time_limit_s: float | None = None  # None: chosen from the number of stops
-    avoid: AvoidArea | None = None  # roads inside it are not used (the route service: graph matrices, Valhalla routes)
+    avoid: AvoidArea | None = None  # roads inside it are not used (the route service: Valhalla's matrices and routes)
     # True: a stop no road joins with the others fails the request (400 naming every one);
     # False (the default): the tour visits the stops the start shares a road network with, and
     # the others are answered as unassigned (optimize_service.stops.reachability).

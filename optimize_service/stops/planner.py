@@ -18,7 +18,7 @@ from optimize_service.routing import RoadMatrix, RouteClient
 from optimize_service.scheduler import SolverRunner
 from optimize_service.stops.model import Leg, OptimizeRequest, Options, Plan, Stop, TourEnds, TourRoute
 from optimize_service.stops.reachability import stops_to_visit
-from optimize_service.stops.schedule import expected_departures, schedule, visit_times
+from optimize_service.stops.schedule import schedule, visit_times
 from optimize_service.stops.solver import Tour, TourProblem, default_time_limit
 
 
@@ -90,8 +90,7 @@ async def timed_tour(routes: RouteClient, stops: list[Stop], visiting_order: lis
             here = [stops[order[0]].coordinate.lon, stops[order[0]].coordinate.lat]
             return TourRoute(distance_m=0.0, duration_s=0.0, geometry=[here, here], legs=[]), order
         try:
-            expected = expected_departures(stops, order, matrix.durations_s, options.start_time)
-            route = await routes.tour(stops, order, options, expected)
+            route = await routes.tour(stops, order, options)
         except UpstreamError as exc:
             index = blamed_stop(exc, ends)
             if index is None:

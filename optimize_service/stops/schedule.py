@@ -8,9 +8,6 @@ time's UTC offset, so a tour starting at 22:00+05:30 arrives at 00:40+05:30 the 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from itertools import pairwise
-
-import numpy as np
 
 from common.errors import InvalidParameter
 from optimize_service.stops.model import Leg, Stop, Visit
@@ -50,11 +47,3 @@ def visit_times(stops: list[Stop], visiting_order: list[int], legs: list[Leg], s
         service = 0.0 if final_return else stops[stop_index].service_time_s
         visits.append(Visit(stop_index, arrival, arrival + timedelta(seconds=service), leg))
     return visits
-
-
-def expected_departures(stops: list[Stop], visiting_order: list[int], durations_s: np.ndarray,
-                        start_time: datetime) -> list[datetime]:  # fmt: skip
-    """When each leg should leave by the matrix's durations (unknown ones as none): the road
-    tour's guide for routing its legs at once (route_service.split_tours)."""
-    legs = [Leg(0.0, float(np.nan_to_num(durations_s[a, b]))) for a, b in pairwise(visiting_order)]
-    return [visit.departure for visit in visit_times(stops, visiting_order, legs, start_time)[:-1]]

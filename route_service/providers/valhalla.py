@@ -239,9 +239,9 @@ class ValhallaProvider:
 
     def closed_at_end(self, point: LatLon, parameter: str, truck: TruckDimensions) -> list[dict[str, float]]:
         """Valhalla's truck costing does not hold a way's limits against the edges a route starts
-        or ends on; the graph provider does, and so must a truck sent to an address behind a
-        weight-limited bridge. A point whose every nearest road has a limit below the truck's
-        (and not for destination traffic only) is refused like the graph refuses it; at a
+        or ends on; a truck sent to an address behind a weight-limited bridge must be refused.
+        A point whose every nearest road has a limit below the truck's (and not for
+        destination traffic only) is refused; at a
         junction of such a road and others, the route is kept off it (`exclude_locations`: a
         point in its middle, which Valhalla snaps to that road)."""
         request = {"locations": [location(point, "truck")], "costing": "truck", "verbose": True}

@@ -152,7 +152,7 @@ def rules_met(index: TimedIndex, query: RouteQuery, driven: list[tuple[int, str,
 
 def closed_end(index: TimedIndex, query: RouteQuery, call: Call, costing: dict[str, Any]) -> NoRouteFound | None:
     """Where Valhalla found no route at a time: an end whose nearest roads are all timed ways
-    closed to the vehicle then, named with its rules and when it next opens (as the graph did)."""
+    closed to the vehicle then, named with its rules and when it next opens."""
     when = query.restrictions.time
     if when is None:
         return None

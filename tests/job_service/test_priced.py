@@ -72,7 +72,7 @@ async def test_a_fleet_job_over_the_tiers_cells_is_refused_at_submission(
     assert status == 413 and problem["type"] == "/problems/optimize/too-many-stops", problem
     assert " need 10 " in problem["detail"] and "road matrixes" in problem["detail"], problem
     assert "the demo tier's jobs may have 50000 cells" in problem["detail"], problem
-    # Within the cells, the trucks' matrices are priced at the road graph's price: the cap holds.
+    # Within the cells, the trucks' matrices are priced at Valhalla's price: the cap holds.
     status, problem, _ = await submit(client, "/v1/optimize/routes?async=true", truck_fleet(10, 55),
                                       who=who("fleet-1", "demo"))  # fmt: skip
     assert status == 413 and problem["type"] == "/problems/general/cost-too-high", problem

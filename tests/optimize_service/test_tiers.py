@@ -92,7 +92,7 @@ async def test_the_optimizers_matrix_counts_against_the_tiers_cells(client: Clie
 
 async def test_a_jobs_replay_is_bounded_by_its_cost_not_by_the_cells(client: Client) -> None:
     """A job's replay may be larger than the synchronous cells (the campaign's rule: larger
-    ones as jobs), up to what the tier's per-request cost pays at the road graph's price a
+    ones as jobs), up to what the tier's per-request cost pays at 0.1 units a
     cell (issue 55: jobs had no cell cap); its price is still charged."""
     optimizer = client.app[STATE_KEY].optimizer
     job = optimizer.allowance(Caller("acct-job", "demo", job=True))
