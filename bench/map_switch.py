@@ -184,6 +184,7 @@ def section(copies: tuple[int, int], phases: list[Phase], load: Load, switch_s: 
                         f"USS {ratios[2]:.2f}x (goal <= {GOAL_RATIO}x: {'met' if ratios[1] <= GOAL_RATIO else 'MISSED'} on PSS)")  # fmt: skip
     failed = sum(n for status, n in load.statuses.items() if status != 200)
     return "\n".join([
+        "## A new map into service under load (issue 56, item 6)", "",
         f"Maps: A = {copies[0]} copies of Heidelberg, B = {copies[1]} copies; the switch took {switch_s:.1f} s "
         f"(B made current -> both services on B). Requests under load: {sum(load.statuses.values())}, "
         f"failed {failed}{(' (' + '; '.join(load.failures[:3]) + ')') if failed else ''}.", "", *rows, "",
