@@ -22,7 +22,7 @@ admission charges them nothing (common.admission).
 The price (`common.admission.cost`, in work units of ~1 ms of one core) is the solver's seconds
 on every core it runs on, plus the road matrix:
 
-- solver: `scheduler.estimate_s` (the time limit plus the set-up measured at 0.72 s for 1000
+- solver: `stops.solver.estimate_s` (the time limit plus the set-up measured at 0.72 s for 1000
   stops) on each process of the lane that searches at once (two on a two-core machine: the
   portfolio), x 1000;
 - matrix, by the engine the route service computes it on (route_service.providers.registry):
@@ -50,7 +50,6 @@ from common.admission import Caller, Cost, CostBudgets, cost
 from common.errors import TooManyStops
 from common.tiers import TierLimits
 from common.vehicles import VEHICLE_TABLE
-from optimize_service.stops.exact import EXACT_MAX_STOPS
 
 # Work units of a road matrix, by engine (see above).
 UNITS_PER_CELL = 0.002  # OSRM
@@ -144,9 +143,9 @@ def price(solver_s: float, cores: int, cells: int, matrix_units: float, measure:
                 heavy=True)  # fmt: skip
 
 
-def cost_of_stops(stops: int, solver_s: float, parallel: int, vehicle: str = "car", restricted: bool = False) -> Cost:
-    """A stop order: an exact solve runs once, a search on each of the lane's `parallel` processes."""
-    cores = 1 if stops <= EXACT_MAX_STOPS else parallel
+def cost_of_stops(stops: int, solver_s: float, cores: int, vehicle: str = "car", restricted: bool = False) -> Cost:
+    """A stop order whose solve keeps `cores` processes busy (an exact solve one, a search each of
+    the lane's parallel ones)."""
     if stops <= 1:
         return price(solver_s, cores, 0, 0.0, f"{stops} stops")
     return price(solver_s, cores, stops * stops, matrix_units(vehicle, restricted, stops), f"{stops} stops")

@@ -28,11 +28,12 @@ from optimize_service.fleet.model import FleetPlan, FleetRequest
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
 from optimize_service.routing import RouteClient
-from optimize_service.scheduler import Scheduler, estimate_s
+from optimize_service.scheduler import Scheduler
+from optimize_service.stops.exact import EXACT_MAX_STOPS
 from optimize_service.stops.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
 from optimize_service.stops.parsing import parse_request
 from optimize_service.stops.planner import plan_tour
-from optimize_service.stops.solver import default_time_limit
+from optimize_service.stops.solver import default_time_limit, estimate_s
 
 
 @dataclass
@@ -65,14 +66,16 @@ class Optimizer:
         """The request's cost; OptimizerBusy (503) first when its lane has no room, so a busy
         optimizer costs the caller nothing."""
         stops, limit = len(request.stops), request.options.time_limit_s
-        lane = self.scheduler.lane_for(stops, limit)
+        estimate, exact = estimate_s(stops, limit), stops <= EXACT_MAX_STOPS
+        lane = self.scheduler.lane_for_work(estimate, small=exact)
         if stops > 1:
-            self.scheduler.check_room(lane, estimate_s(stops, limit))
+            self.scheduler.check_room(lane, estimate)
         options = request.options
         restricted = (options.avoid is not None or options.route_type != "fastest" or options.timed
                       or options.provider not in (None, "osrm"))  # fmt: skip
-        solver_s = estimate_s(stops, limit) if stops > 1 else 0.0
-        return cost_of_stops(stops, solver_s, lane.parallel, options.vehicle, restricted)
+        solver_s = estimate if stops > 1 else 0.0
+        # an exact tour is solved once, a search on each of the lane's parallel processes
+        return cost_of_stops(stops, solver_s, 1 if exact else lane.parallel, options.vehicle, restricted)
 
     async def plan(self, request: OptimizeRequest, account: str = "") -> Plan:
         """Raises OptimizerBusy (503) or the route service's errors, naming the stops they concern."""

@@ -5,8 +5,8 @@ Measured before (Heidelberg, two cores, one pool of two processes for every requ
 alone. Now:
 
 - **Small lane**: exact problems (Held-Karp, up to 12 stops) and short searches, those whose
-  estimated solver time (`estimate_s`) is at most `OPTIMIZE_SMALL_SECONDS` (1 s: up to ~120
-  stops at the default time limit). Processes of their own at normal priority, so a small
+  estimated solver time (a stop order's `stops.solver.estimate_s`, fleet routing's time limit)
+  is at most `OPTIMIZE_SMALL_SECONDS` (1 s: up to ~120 stops at the default time limit). Processes of their own at normal priority, so a small
   problem never waits behind a large one and gets the CPU first.
 - **Large lane**: everything else, including a small set with a long `timeLimit` (it asked for
   long work). Its processes are niced (`OPTIMIZE_LARGE_NICE`): on two cores a large search
@@ -31,34 +31,16 @@ import itertools
 import math
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from common.errors import OptimizerBusy
 from common.pools import RestartingPool
-from optimize_service.stops.exact import EXACT_MAX_STOPS
-from optimize_service.stops.solver import Tour, TourProblem, default_time_limit, needs_search, searches, shortest, solve
 
 SMALL, LARGE = "small", "large"
-SolverRunner = Callable[[TourProblem], Awaitable[Tour]]
 T = TypeVar("T")
-
-# An exact problem's solver time (Held-Karp: 30-80 ms at 12 stops).
-EXACT_ESTIMATE_S = 0.1
-# A search takes its time limit plus a set-up growing with the matrix: PyVRP measured 0.72 s
-# beyond the limit at 1000 stops, 0.06 s at 300, nothing visible at 20 (Heidelberg matrices).
-SETUP_S_PER_STOP_SQUARED = 0.75e-6
-
-
-def estimate_s(stops: int, time_limit_s: float | None) -> float:
-    """Seconds a lane's processes are busy with one problem of this size."""
-    if stops <= EXACT_MAX_STOPS:
-        return EXACT_ESTIMATE_S
-    limit = time_limit_s if time_limit_s is not None else default_time_limit(stops)
-    return limit + SETUP_S_PER_STOP_SQUARED * stops * stops
-
 
 def parallel_searches(processes: int) -> int:
     """Two searches per request when the lane has two processes (the solver's portfolio has two;
@@ -200,13 +182,8 @@ class Lane:
     def release(self, job: Job) -> None:
         self.jobs.remove(job)
 
-    async def solve(self, job: Job, problem: TourProblem) -> Tour:
-        async with self._turn.hold(job.account):
-            job.started = self.clock()
-            return await self.run(problem)
-
     async def call(self, job: Job, work: Callable[..., T], *args: Any) -> T:
-        """Any other work (fleet routing) in this lane's processes, once its turn comes."""
+        """One work in this lane's processes, once its turn comes."""
         async with self._turn.hold(job.account):
             job.started = self.clock()
             return await self.pool.run(work, *args)
@@ -214,22 +191,11 @@ class Lane:
     async def call_each(
         self, job: Job, calls: list[tuple[Callable[..., T], tuple[Any, ...]]]
     ) -> list[T | BaseException]:
-        """Several works at once, one per process (fleet routing's portfolio), once its turn
-        comes; every one to its end, a failure returned in its place."""
+        """Several works at once, one per process (a portfolio of searches), once its turn comes;
+        every one to its end, a failure returned in its place."""
         async with self._turn.hold(job.account):
             job.started = self.clock()
             return await asyncio.gather(*(self.pool.run(work, *args) for work, args in calls), return_exceptions=True)
-
-    async def run(self, problem: TourProblem) -> Tour:
-        if not needs_search(problem) or self.parallel < 2:
-            return await self.pool.run(solve, problem)
-        chosen = searches(len(problem.durations_s))[: self.parallel]
-        # Every search to its end, even when one fails: the lane's processes are busy until then.
-        tours = await asyncio.gather(*(self.pool.run(solve, problem, s) for s in chosen), return_exceptions=True)
-        for tour in tours:
-            if isinstance(tour, BaseException):
-                raise tour
-        return shortest([t for t in tours if isinstance(t, Tour)])
 
     def health(self) -> dict[str, Any]:
         return {
@@ -248,12 +214,10 @@ class Scheduler:
     large: Lane
     small_max_s: float  # OPTIMIZE_SMALL_SECONDS
 
-    def lane_for(self, stops: int, time_limit_s: float | None) -> Lane:
-        small = stops <= EXACT_MAX_STOPS or estimate_s(stops, time_limit_s) <= self.small_max_s
-        return self.small if small else self.large
-
-    def lane_for_work(self, estimate: float) -> Lane:
-        return self.small if estimate <= self.small_max_s else self.large
+    def lane_for_work(self, estimate: float, small: bool = False) -> Lane:
+        """`small`: the small lane whatever the estimate (an exact tour, whose time limit does
+        not apply)."""
+        return self.small if small or estimate <= self.small_max_s else self.large
 
     @staticmethod
     def check_room(lane: Lane, estimate: float) -> None:
@@ -262,26 +226,14 @@ class Scheduler:
         lane.release(lane.admit(estimate))
 
     @asynccontextmanager
-    async def admit(self, stops: int, time_limit_s: float | None, account: str = "") -> AsyncIterator[SolverRunner]:
-        """A place in the problem's lane (or OptimizerBusy) for the time of the block; inside,
-        the runner solves in that lane once its turn comes (round-robin between accounts)."""
-        lane = self.lane_for(stops, time_limit_s)
-        job = lane.admit(estimate_s(stops, time_limit_s), account)
-
-        async def run_solver(problem: TourProblem) -> Tour:
-            return await lane.solve(job, problem)
-
-        try:
-            yield run_solver
-        finally:
-            lane.release(job)
-
-    @asynccontextmanager
-    async def admit_work(self, estimate: float, account: str = "") -> AsyncIterator[tuple[Lane, Job]]:
-        """A place for other work of `estimate` solver seconds (fleet routing): the small lane up
-        to `small_max_s`, else the large one; OptimizerBusy when it is full. Run it with
-        `lane.call(job, ...)`; the lane's processes count as one (the work may use threads)."""
-        lane = self.lane_for_work(estimate)
+    async def admit_work(
+        self, estimate: float, account: str = "", small: bool = False
+    ) -> AsyncIterator[tuple[Lane, Job]]:
+        """A place for the time of the block for work of `estimate` solver seconds (a stop order,
+        fleet routing): the small lane up to `small_max_s` (or when `small`), else the large one;
+        OptimizerBusy when it is full. Inside, run it with `lane.call(job, ...)` or
+        `lane.call_each(job, ...)` once its turn comes (round-robin between accounts)."""
+        lane = self.lane_for_work(estimate, small)
         job = lane.admit(estimate, account)
         try:
             yield lane, job

@@ -5,45 +5,48 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from itertools import pairwise
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from common.errors import UpstreamError
 from optimize_service.road_windows import RoadWindow
-from optimize_service.routing import RoadMatrix, RouteClient
-from optimize_service.scheduler import SolverRunner
+from optimize_service.routing import RouteClient
+from optimize_service.scheduler import Job, Lane, Scheduler
+from optimize_service.stops.exact import EXACT_MAX_STOPS
 from optimize_service.stops.model import Leg, OptimizeRequest, Options, Plan, Stop, TourEnds, TourRoute
 from optimize_service.stops.reachability import stops_to_visit
+from optimize_service.stops.routing import RoadMatrix, road_matrix, road_tour
 from optimize_service.stops.schedule import schedule, visit_times
-from optimize_service.stops.solver import Tour, TourProblem, default_time_limit
+from optimize_service.stops.solver import (
+    Tour,
+    TourProblem,
+    default_time_limit,
+    estimate_s,
+    needs_search,
+    searches,
+    shortest,
+    solve,
+)
 
 
-class Solvers(Protocol):
-    """A place for a problem of this size with the solvers (`scheduler.Scheduler`)."""
-
-    def admit(
-        self, stops: int, time_limit_s: float | None, account: str = ""
-    ) -> AbstractAsyncContextManager[SolverRunner]: ...
-
-
-async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solvers, account: str = "") -> Plan:
+async def plan_tour(request: OptimizeRequest, routes: RouteClient, scheduler: Scheduler, account: str = "") -> Plan:
     """`account`: who asked, so the solvers take turns between accounts ("": nobody's behalf)."""
     stops, ends, options = request.stops, request.ends, request.options
     if len(stops) == 1:
         return single_stop_plan(request)
     # The solver's place first: a busy optimizer refuses at once, before any routing.
-    async with solvers.admit(len(stops), options.time_limit_s, account) as run_solver:
+    estimate, exact = estimate_s(len(stops), options.time_limit_s), len(stops) <= EXACT_MAX_STOPS
+    async with scheduler.admit_work(estimate, account, small=exact) as (lane, job):
         asked = time.perf_counter()
-        matrix = await routes.matrix(stops, options)
+        matrix = await road_matrix(routes, stops, options)
         visited = stops_to_visit(matrix.durations_s, stops, ends, options.strict)
         limit_s = search_seconds(len(visited), options, time.perf_counter() - asked)
         closed = closed_at_departure(matrix, stops, visited, options)
         for _ in range(MAX_TIMED_ROUNDS):
-            tour = await run_solver(tour_problem(matrix.durations_s, visited, ends, limit_s))
+            tour = await solve_in(lane, job, tour_problem(matrix.durations_s, visited, ends, limit_s))
             visiting_order = in_order(visited, tour, ends)
             late = closed_on_arrival(matrix, stops, visiting_order, options, ends)
             if not late:
@@ -54,10 +57,24 @@ async def plan_tour(request: OptimizeRequest, routes: RouteClient, solvers: Solv
         route, visiting_order = await timed_tour(routes, stops, visiting_order, options, matrix, ends, closed)
         visited = [stop for stop in visited if stop in visiting_order]
     else:
-        route = await routes.tour(stops, visiting_order, options)
+        route = await road_tour(routes, stops, visiting_order, options)
     visits = schedule(stops, visiting_order, route.legs, options.start_time)
     unassigned = sorted(set(range(len(stops))) - set(visited))
     return Plan(request, visits, route, solver_summary(tour), unassigned, closed)
+
+
+async def solve_in(lane: Lane, job: Job, problem: TourProblem) -> Tour:
+    """The best single search, or with two processes or more the portfolio's searches at once
+    (`solver.searches`), the shortest tour; an exact tour is solved once."""
+    if not needs_search(problem) or lane.parallel < 2:
+        return await lane.call(job, solve, problem)
+    chosen = searches(len(problem.durations_s))[: lane.parallel]
+    # Every search to its end, even when one fails: the lane's processes are busy until then.
+    tours = await lane.call_each(job, [(solve, (problem, search)) for search in chosen])
+    for tour in tours:
+        if isinstance(tour, BaseException):
+            raise tour
+    return shortest([t for t in tours if isinstance(t, Tour)])
 
 
 # A tour at a time routes its legs on our graph after the search, about as long as its matrix
@@ -90,7 +107,7 @@ async def timed_tour(routes: RouteClient, stops: list[Stop], visiting_order: lis
             here = [stops[order[0]].coordinate.lon, stops[order[0]].coordinate.lat]
             return TourRoute(distance_m=0.0, duration_s=0.0, geometry=[here, here], legs=[]), order
         try:
-            route = await routes.tour(stops, order, options)
+            route = await road_tour(routes, stops, order, options)
         except UpstreamError as exc:
             index = blamed_stop(exc, ends)
             if index is None:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 from aiohttp.test_utils import TestClient
 
-from optimize_service.scheduler import estimate_s
 from optimize_service.state import STATE_KEY
+from optimize_service.stops.solver import estimate_s
 from tests.optimize_service.test_app import LEGACY, PROBLEM, URL, stops
 
 Client = TestClient[Any, Any]

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from common.pools import RestartingPool
-from optimize_service import scheduler
 from optimize_service.scheduler import Lane, parallel_searches
+from optimize_service.stops import planner
 from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.planner import solve_in
 from optimize_service.stops.solver import Search, Tour, TourProblem, searches
 
 
@@ -35,29 +36,33 @@ def lane(pool: ThreadPoolExecutor, processes: int) -> Lane:
     return Lane("large", RestartingPool("large", lambda: pool), processes, queue_size=None, queue_seconds=60)
 
 
+async def run(lane: Lane, problem: TourProblem) -> Tour:
+    return await solve_in(lane, lane.admit(1.0), problem)
+
+
 @pytest.mark.parametrize("stops", [50, 500])
 async def test_two_searches_run_and_the_shorter_tour_wins(monkeypatch: pytest.MonkeyPatch, stops: int) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
+    monkeypatch.setattr(planner, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        tour = await lane(pool, 2).run(problem(stops))
+        tour = await run(lane(pool, 2), problem(stops))
     assert sorted(map(repr, calls)) == sorted(map(repr, searches(stops)))
     assert tour.method == "search 1" and tour.duration_s == 99.0
 
 
 async def test_one_worker_runs_the_best_single_search(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
+    monkeypatch.setattr(planner, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        tour = await lane(pool, 1).run(problem(50))
+        tour = await run(lane(pool, 1), problem(50))
     assert calls == [None] and tour.method == "search 0"
 
 
 async def test_an_exact_tour_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Search | None] = []
-    monkeypatch.setattr(scheduler, "solve", fake_solve(calls))
+    monkeypatch.setattr(planner, "solve", fake_solve(calls))
     with ThreadPoolExecutor(max_workers=2) as pool:
-        await lane(pool, 2).run(problem(EXACT_MAX_STOPS))
+        await run(lane(pool, 2), problem(EXACT_MAX_STOPS))
     assert calls == [None]
 
 

@@ -11,9 +11,10 @@ import pytest
 
 from common.errors import OptimizerBusy
 from common.pools import RestartingPool
-from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
+from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
 from optimize_service.stops.exact import EXACT_MAX_STOPS
-from optimize_service.stops.solver import TourProblem, default_time_limit
+from optimize_service.stops.planner import solve_in
+from optimize_service.stops.solver import TourProblem, default_time_limit, estimate_s
 
 
 class Clock:
@@ -50,7 +51,8 @@ def pool() -> Iterator[ThreadPoolExecutor]:
     ],
 )
 def test_the_lane_follows_the_estimated_solver_time(pool: ThreadPoolExecutor, stops: int, time_limit: float | None, lane: str) -> None:
-    assert lanes(pool, Clock()).lane_for(stops, time_limit).name == lane
+    chosen = lanes(pool, Clock()).lane_for_work(estimate_s(stops, time_limit), small=stops <= EXACT_MAX_STOPS)
+    assert chosen.name == lane
 
 
 def test_estimates_follow_the_time_limit_and_the_measured_setup() -> None:
@@ -102,11 +104,11 @@ def test_an_idle_lane_takes_any_request(pool: ThreadPoolExecutor) -> None:
 
 async def test_small_requests_are_admitted_while_the_large_lane_is_full(pool: ThreadPoolExecutor) -> None:
     scheduler = lanes(pool, Clock(), queue_size=0)
-    async with scheduler.admit(1000, None):
+    async with scheduler.admit_work(estimate_s(1000, None)):
         with pytest.raises(OptimizerBusy):
-            async with scheduler.admit(500, None):
+            async with scheduler.admit_work(estimate_s(500, None)):
                 pass
-        async with scheduler.admit(20, None):
+        async with scheduler.admit_work(estimate_s(20, None)):
             assert len(scheduler.small.jobs) == 1
     assert not scheduler.large.jobs and not scheduler.small.jobs  # both released
 
@@ -114,9 +116,9 @@ async def test_small_requests_are_admitted_while_the_large_lane_is_full(pool: Th
 async def test_a_place_is_released_when_the_request_fails(pool: ThreadPoolExecutor) -> None:
     scheduler = lanes(pool, Clock(), queue_size=0)
     with pytest.raises(RuntimeError):
-        async with scheduler.admit(1000, None):
+        async with scheduler.admit_work(estimate_s(1000, None)):
             raise RuntimeError("the route service failed")
-    async with scheduler.admit(1000, None):
+    async with scheduler.admit_work(estimate_s(1000, None)):
         pass
 
 
@@ -128,8 +130,8 @@ async def test_a_lane_solves_one_request_at_a_time_in_arrival_order(pool: Thread
     begun_when_done: list[list[bool]] = []  # at each solve's end: which admitted requests had begun
 
     async def one() -> None:
-        async with scheduler.admit(20, 2.0) as run_solver:  # a long search: the large lane
-            tour = await run_solver(TourProblem(durations, 0, None, 0.3))
+        async with scheduler.admit_work(estimate_s(20, 2.0)) as (lane, job):  # a long search: the large lane
+            tour = await solve_in(lane, job, TourProblem(durations, 0, None, 0.3))
             begun_when_done.append([job.started is not None for job in scheduler.large.jobs])
             assert sorted(tour.order) == list(range(20)) and tour.time_limit_s == 0.3
 

@@ -32,8 +32,9 @@ from optimize_service.costs import (
     cost_of_stops,
     matrix_units,
 )
-from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler, estimate_s
+from optimize_service.scheduler import LARGE, SMALL, Lane, Scheduler
 from optimize_service.state import STATE_KEY
+from optimize_service.stops.solver import estimate_s
 from tests.optimize_service.conftest import ClientFactory, optimize_client
 from tests.optimize_service.test_app import PROBLEM, URL, Client, stops
 from tests.optimize_service.test_fleet_app import URL as FLEET_URL
@@ -106,7 +107,7 @@ async def test_a_jobs_replay_is_bounded_by_its_cost_not_by_the_cells(client: Cli
 async def test_the_answer_says_what_the_request_cost(client: Client) -> None:
     status, headers, body = await post(client, URL, stops(14), who("standard", "payer"))
     assert status == 200, body
-    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for(14, None)
+    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for_work(estimate_s(14, None))
     expected = cost_of_stops(14, estimate_s(14, None), lane.parallel)
     assert int(headers["RateLimit-Cost"]) == expected.units and expected.units >= 500  # a 0.5 s search
     assert int(headers["RateLimit-Cost-Remaining"]) <= 60_000 - expected.units
@@ -118,7 +119,7 @@ async def test_a_tour_at_a_time_pays_valhallas_matrix(client: Client) -> None:
     url = f"{URL}?startTime=2026-12-01T10:00:00%2B01:00"
     status, headers, body = await post(client, url, stops(14), who("standard", "timed"))
     assert status == 200, body
-    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for(14, None)
+    lane = client.app[STATE_KEY].optimizer.scheduler.lane_for_work(estimate_s(14, None))
     expected = cost_of_stops(14, estimate_s(14, None), lane.parallel, restricted=True)
     assert int(headers["RateLimit-Cost"]) == expected.units > cost_of_stops(14, estimate_s(14, None), lane.parallel).units
 
