@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from common.admission import Caller, Cost, CostBudgets, cost
 from common.errors import TooManyStops
+from common.params import short
 from common.tiers import TierLimits
 from common.vehicles import VEHICLE_TABLE
 
@@ -128,6 +130,14 @@ def check_cells(places: int, kinds: int, allowance: Allowance | None, what: str,
             f"{why}: at most {most} places{'' if kinds == 1 else f' with {kinds} vehicle kinds'}; {hint}",
             parameter=parameter,
         )
+
+
+def tier_cap_message(least: float, allowance: Allowance, raw: Any) -> str:
+    """The range of `timeLimit` as the caller's tier narrows it (OPTIMIZE_TIME_LIMITS)."""
+    return (
+        f"must be a number of seconds between {least} and {allowance.max_time_limit_s:g}, the most the "
+        f"{allowance.tier} tier allows, got {short(raw)}"
+    )
 
 
 def capped_default(default_s: float, allowance: Allowance | None) -> float | None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
 from optimize_service.fleet.model import FleetPlan, RoutePlan, Step, Unassigned
-from optimize_service.stops.formatter import iso
+from optimize_service.formats import iso
 
 
 def at(plan: FleetPlan, seconds: int) -> str:

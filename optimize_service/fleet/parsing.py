@@ -18,9 +18,10 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
+from common.params import short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
-from optimize_service.costs import Allowance
+from optimize_service.costs import Allowance, tier_cap_message
 from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DEPOTS,
@@ -52,7 +53,7 @@ from optimize_service.fleet.model import (
     breaks_over,
     working_shift,
 )
-from optimize_service.stops.parsing import is_number, parse_coordinate, parse_start_time, short, tier_cap_message
+from optimize_service.formats import is_number, parse_coordinate, parse_start_time
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
 BALANCES = ("duration",)

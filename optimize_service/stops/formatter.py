@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any
 
 from common.osm_inputs import ATTRIBUTION
+from optimize_service.formats import iso
 from optimize_service.road_windows import CLOSED_AT_TIME
 from optimize_service.stops.model import Plan, Visit
 from optimize_service.stops.reachability import UNREACHABLE, unassigned_message
-
-
-def iso(moment: datetime) -> str:
-    """Rounded to the second (road durations are estimates), keeping the start time's offset."""
-    rounded = (moment + timedelta(microseconds=500_000)).replace(microsecond=0)
-    return rounded.isoformat(timespec="seconds")
 
 
 def visit_body(plan: Plan, visit: Visit, position: int) -> dict[str, Any]:

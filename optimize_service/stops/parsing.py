@@ -8,18 +8,17 @@ tier's cap), then the region's diameter (413) — all before any routing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
-from common.geo import LatLon
-from common.params import number_or_nan, parse_bool, parse_choice, parse_instant, short
+from common.params import number_or_nan, parse_bool, parse_choice, short
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
-from optimize_service.costs import Allowance, check_cells
+from optimize_service.costs import Allowance, check_cells, tier_cap_message
+from optimize_service.formats import is_number, parse_coordinate, parse_start_time
 from optimize_service.geo import farthest_pair
 from optimize_service.stops.model import (
     MAX_DIAMETER_M,
@@ -93,33 +92,6 @@ def parse_stop(item: Any, where: str, errors: ParameterErrors) -> Stop | None:
     return Stop(str(name), coordinate, start, destination, service)
 
 
-def parse_coordinate(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
-    if not isinstance(value, dict):
-        errors.add(where, "is required: an object {lat, lon} in decimal degrees")
-        return None
-    lat = parse_degrees(value.get("lat"), f"{where}.lat", 90.0, errors)
-    lon = parse_degrees(value.get("lon"), f"{where}.lon", 180.0, errors)
-    return LatLon(lat, lon) if lat is not None and lon is not None else None
-
-
-def is_number(value: Any) -> bool:
-    # JSON true/false arrive as bool, which Python counts as int: they are not numbers here.
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def parse_degrees(value: Any, where: str, limit: float, errors: ParameterErrors) -> float | None:
-    if value is None:
-        errors.add(where, f"is required: a number between -{limit:g} and {limit:g}")
-        return None
-    if not is_number(value) or not math.isfinite(value):
-        errors.add(where, f"must be a number between -{limit:g} and {limit:g}, got {short(value)}")
-        return None
-    if not -limit <= value <= limit:
-        errors.add(where, f"must be between -{limit:g} and {limit:g}, got {value}")
-        return None
-    return float(value)
-
-
 def parse_flag(item: dict[str, Any], key: str, where: str, errors: ParameterErrors) -> bool:
     value = item.get(key, False)
     if not isinstance(value, bool):
@@ -183,12 +155,6 @@ def parse_options(
     )
 
 
-def parse_start_time(raw: str | None, now: datetime, errors: ParameterErrors) -> datetime:
-    if raw is None:
-        return now
-    return parse_instant(raw, "startTime", errors) or now
-
-
 def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:
     # `known` is None when the route service could not list its providers: it checks itself then.
     return requested_provider(raw, known, errors)
@@ -205,11 +171,3 @@ def parse_time_limit(raw: str | None, errors: ParameterErrors, allowance: Allowa
         errors.add("timeLimit", tier_cap_message(MIN_TIME_LIMIT_S, allowance, raw))
         return None
     return value
-
-
-def tier_cap_message(least: float, allowance: Allowance, raw: Any) -> str:
-    """The range as the caller's tier narrows it (OPTIMIZE_TIME_LIMITS)."""
-    return (
-        f"must be a number of seconds between {least} and {allowance.max_time_limit_s:g}, the most the "
-        f"{allowance.tier} tier allows, got {short(raw)}"
-    )

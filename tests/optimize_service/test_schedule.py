@@ -8,7 +8,7 @@ import pytest
 
 from common.errors import InvalidParameter
 from common.geo import LatLon
-from optimize_service.stops.formatter import iso
+from optimize_service.formats import iso
 from optimize_service.stops.model import Leg, Stop
 from optimize_service.stops.schedule import schedule
 
