@@ -66,6 +66,22 @@ def test_nothing_that_serves_imports_an_importer() -> None:
     assert leaks == [], leaks
 
 
+def test_the_optimize_services_shared_modules_stand_below_both_products() -> None:
+    """optimize_service's shared modules (costs, routing, scheduler, ...) import neither product,
+    `stops` or `fleet`, and neither product imports the other (issue 57): only the service's top
+    joins them."""
+    top = {f"optimize_service.{name}" for name in ("__main__", "app", "handlers", "optimizer", "state")}
+
+    def product(name: str) -> str | None:
+        return next((p for p in ("optimize_service.stops", "optimize_service.fleet") if name.startswith(p)), None)
+
+    graph = import_graph()
+    upward = sorted((source, target) for source, target in graph.edges
+                    if source.startswith("optimize_service") and source not in top
+                    and product(target) not in (None, product(source)))  # fmt: skip
+    assert upward == [], upward
+
+
 def test_every_importer_is_built_on_the_template() -> None:
     from common.importing import Importer
     from geo_service.importing.importer import IndexImporter
