@@ -158,8 +158,8 @@ SETUP_S_PER_STOP_SQUARED = 0.75e-6
 
 
 def estimate_s(stops: int, time_limit_s: float | None) -> float:
-    """Seconds a lane's processes are busy with one problem of this size (its lane: the
-    scheduler's)."""
+    """Seconds a lane's processes are busy with one problem of this size: what the scheduler
+    admits it by, and what its price counts."""
     if stops <= EXACT_MAX_STOPS:
         return EXACT_ESTIMATE_S
     limit = time_limit_s if time_limit_s is not None else default_time_limit(stops)
