@@ -337,9 +337,8 @@ def build_parts(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every OSRM profile and Valhalla's tiles, `jobs` of them at a time.
 
-    Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the
-    machine; most of osrm-extract is single-threaded Lua, which is why 2 jobs on 2 cores
-    beat 1 job with 2 threads (measured in docs/decisions.md).
+    Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the machine
+    (`default_jobs`: one at a time).
     """
     threads = max(1, (os.cpu_count() or 1) // jobs)
     wide_extract = threading.Lock()
@@ -387,7 +386,10 @@ def build_dataset(
 
 
 def default_jobs() -> int:
-    return max(1, min(2, os.cpu_count() or 1))
+    """One step at a time: on 2 cores two steps side by side took as long as one after the
+    other (10x Heidelberg: osrm-extract 54 s beside another step, 25 s alone; the import 275 s
+    with 2 jobs, 176 s with 1), and held two tools' peaks at once."""
+    return 1
 
 
 class MapImporter(Importer[ImportChoice, dict[str, Any]]):

@@ -12,6 +12,7 @@ at most MOST_CELLS.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,13 @@ LEAST_PER_AREA = 4
 # anywhere) past the last road. The graph's cell grew with the map's box: 0.005° doubled until
 # 20 000 cells, 0.01° (1.1 km) on the five extracts as one, 700 m past Helsinki's west edge.
 CELL_DEG = 0.0005
-# Past this many cells (32 MB of keys; the five extracts as one have 121 472) the cells double
-# in size until they fit: a continent stays in memory, its outline coarser.
-MOST_CELLS = 4_000_000
+# Past this many cells the cells double in size until they fit, so the outline's work is bounded
+# whatever the map's size (its union is superlinear: on 10x Heidelberg 91 190 cells took 0.5 s,
+# 289 775 5.5 s, 745 607 32 s). The five extracts as one have 121 472 and keep 0.0005°; a
+# country gets coarser cells (Germany ~0.008°, 900 m).
+MOST_CELLS = 300_000
 MERGE_EVERY = 500_000  # cell keys gathered before they are merged into the set
+BATCH_POINTS = 200_000  # road nodes gathered before they are reckoned (3.2 MB of coordinates)
 # Holes in the outline smaller than this are filled: a park or a block without a road is still
 # inside the map's data; a lake or a forest of a square kilometre stays out, as it did.
 SMALLEST_HOLE_M2 = 1_000_000.0
@@ -63,11 +67,12 @@ CUT_NEAR_EDGE_DEG = 0.004
 ROW_BITS = 21  # a cell key: column << ROW_BITS | row (360° / 0.0005° = 720 000 columns < 2**20)
 
 
-class CoverageReader(osmium.SimpleHandler):
-    """The roads' bounds, sample and cells, way by way (node locations from osmium's index)."""
+class CoverageReader:
+    """The roads' bounds, sample and cells, read way by way (node locations from osmium's index)
+    and reckoned BATCH_POINTS at a time: numpy per batch, not per way (per way, 10x Heidelberg
+    took 40 s)."""
 
     def __init__(self, seed: int = 0) -> None:
-        super().__init__()
         self.rng = np.random.default_rng(seed)  # seeded: the same map, the same sample
         self.nodes_seen = 0
         self.blocks: dict[tuple[int, int], Reservoir] = {}
@@ -78,38 +83,60 @@ class CoverageReader(osmium.SimpleHandler):
         self.pending: list[np.ndarray] = []
         self.pending_count = 0
         self.through_ends: dict[int, tuple[float, float]] = {}  # node id → (lon, lat)
+        self.batch: list[float] = []  # lon, lat, lon, lat, … of the batch's ways, one after the other
+        self.lengths: list[int] = []  # the batch's ways' node counts
+
+    def read(self, pbf: Path) -> None:
+        for way in road_ways(pbf):
+            self.way(way)
+        self.reckon()
 
     def way(self, way: Any) -> None:
-        if not is_road(way.tags):
-            return
-        points = np.array([(n.lon, n.lat) for n in way.nodes if n.location.valid()])
-        if len(points) < 2:
+        located = [node for node in way.nodes if node.location.valid()]
+        if len(located) < 2:
             return  # a way cut at the extract's edge down to one node is no road
-        self.low, self.high = np.minimum(self.low, points.min(axis=0)), np.maximum(self.high, points.max(axis=0))
-        # Inner nodes only: a way's ends are mostly junctions, where OSRM's route and its table may
-        # snap onto different edges (a Helsinki reference on Eteläranta was reached by the table,
-        # not by the route).
-        self.draw(points[1:-1])
-        self.nodes_seen += len(points)
+        for node in located:
+            self.batch += (node.lon, node.lat)
+        self.lengths.append(len(located))
         if way.tags.get("highway") in THROUGH_HIGHWAYS:
             # its first and last nodes on the map (an extract cut by a box ends a way at its last
             # node inside: Helsinki's)
-            located = [node for node in way.nodes if node.location.valid()]
             for node in (located[0], located[-1]):
                 self.through_ends[node.ref] = (node.lon, node.lat)
-        keys = np.unique(cell_keys(densified(points, self.cell_deg / 4), self.cell_deg))
+        if len(self.batch) >= 2 * BATCH_POINTS:
+            self.reckon()
+
+    def reckon(self) -> None:
+        """The batch's ways into the bounds, the sample and the cells."""
+        if not self.lengths:
+            return
+        points = np.array(self.batch).reshape(-1, 2)
+        lengths = np.array(self.lengths)
+        self.batch, self.lengths = [], []
+        self.low, self.high = np.minimum(self.low, points.min(axis=0)), np.maximum(self.high, points.max(axis=0))
+        self.nodes_seen += len(points)
+        starts = np.cumsum(lengths) - lengths
+        # Inner nodes only: a way's ends are mostly junctions, where OSRM's route and its table may
+        # snap onto different edges (a Helsinki reference on Eteläranta was reached by the table,
+        # not by the route).
+        inner = np.ones(len(points), dtype=bool)
+        inner[starts] = inner[starts + lengths - 1] = False
+        self.draw(points[inner])
+        joins = np.zeros(len(points) - 1, dtype=bool)  # segment i ends a way and starts the next: none
+        joins[starts[1:] - 1] = True
+        keys = np.unique(cell_keys(densified(points, self.cell_deg / 4, joins), self.cell_deg))
         self.pending.append(keys)
         self.pending_count += len(keys)
         if self.pending_count >= MERGE_EVERY:
             self.merge()
 
     def draw(self, points: np.ndarray) -> None:
-        """Each point into its 1° block's reservoir."""
+        """Each point into its 1° block's reservoir, in the file's order."""
         blocks = np.floor(points).astype(np.int64)
-        for block in np.unique(blocks, axis=0):
+        found, which = np.unique(blocks, axis=0, return_inverse=True)
+        for index, block in enumerate(found):
             key = (int(block[0]), int(block[1]))
-            inside = points[(blocks == block).all(axis=1)]
-            self.blocks.setdefault(key, Reservoir()).draw(inside, self.rng)
+            self.blocks.setdefault(key, Reservoir()).draw(points[which.ravel() == index], self.rng)
 
     def merge(self) -> None:
         self.cells = np.unique(np.concatenate([self.cells, *self.pending]))
@@ -199,11 +226,23 @@ def is_road(tags: Any) -> bool:
     return tags.get("highway") in ROAD_HIGHWAYS and tags.get("area") != "yes"
 
 
-def densified(points: np.ndarray, step: float) -> np.ndarray:
+def road_ways(pbf: Path) -> Iterator[Any]:
+    """The file's roads with their nodes' locations; osmium's filter in C++ hands Python only the
+    ways tagged highway."""
+    ways = osmium.FileProcessor(str(pbf), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+    for way in ways.with_filter(osmium.filter.KeyFilter("highway")):
+        if isinstance(way, osmium.osm.Way) and is_road(way.tags):
+            yield way
+
+
+def densified(points: np.ndarray, step: float, joins: np.ndarray | None = None) -> np.ndarray:
     """The polyline's points with more between them, no two farther apart than `step` degrees
     in either axis: every cell a segment crosses holds one of them (but for corners it cuts
-    by less than `step`)."""
+    by less than `step`). `joins` marks segments that are none (one way's end to the next's
+    start): nothing is put on them."""
     deltas = np.diff(points, axis=0)
+    if joins is not None:
+        deltas[joins] = 0.0
     counts = np.maximum(1, np.ceil(np.abs(deltas).max(axis=1) / step).astype(np.int64))
     starts = np.repeat(points[:-1], counts, axis=0)
     firsts = np.repeat(np.cumsum(counts) - counts, counts)
@@ -232,7 +271,8 @@ def outline(cells: np.ndarray, cell_deg: float) -> dict[str, Any]:
     # as much without uncovering a road.
     margin = cell_deg * OUTLINE_MARGIN
     boxes = shapely.box(west - margin, south - margin, east + margin, south + cell_deg + margin)
-    shape = shapely.union_all(boxes).simplify(margin)
+    # Part by part: the whole at once took 76 s on 10x Heidelberg, its 38 parts 5.8 s.
+    shape = shapely.union_all(shapely.simplify(shapely.get_parts(shapely.union_all(boxes)), margin))
     # Small holes filled, then joined again: a part inside a filled hole becomes one with it.
     filled = [shapely.Polygon(p.exterior, [h for h in p.interiors if hole_m2(h) >= SMALLEST_HOLE_M2])
               for p in getattr(shape, "geoms", [shape])]  # fmt: skip
@@ -252,32 +292,19 @@ def hole_m2(ring: Any) -> float:
     return float(area.area * METRES_PER_DEGREE**2 * math.cos(math.radians(area.centroid.y)))
 
 
-class EndDegrees(osmium.SimpleHandler):
-    """How many times the roads pass each through road's end (1: a dead end)."""
-
-    def __init__(self, ends: dict[int, tuple[float, float]]) -> None:
-        super().__init__()
-        self.degree = dict.fromkeys(ends, 0)
-
-    def way(self, way: Any) -> None:
-        if not is_road(way.tags):
-            return
-        located = [node.ref for node in way.nodes if node.location.valid()]
-        if len(located) < 2:
-            return  # a way the extract cut down to one node joins nothing (CoverageReader.way)
-        for ref in located:
-            if ref in self.degree:
-                self.degree[ref] += 1
-
-
 def cut_points(pbf: Path, ends: dict[int, tuple[float, float]], outline_json: dict[str, Any] | None) -> list[list[float]]:
     """[lon, lat] of the through roads' dead ends near the outline's outer edge (a second pass:
     its memory is one count a through road's end)."""
     if not ends or outline_json is None:
         return []
-    degrees = EndDegrees(ends)
-    degrees.apply_file(str(pbf), locations=True)
-    dead = np.array([ends[ref] for ref, count in degrees.degree.items() if count == 1]).reshape(-1, 2)
+    degree = dict.fromkeys(ends, 0)  # how many times the roads pass each end (1: a dead end)
+    for way in road_ways(pbf):
+        located = [node.ref for node in way.nodes if node.location.valid()]
+        if len(located) >= 2:  # a way the extract cut down to one node joins nothing (CoverageReader.way)
+            for ref in located:
+                if ref in degree:
+                    degree[ref] += 1
+    dead = np.array([ends[ref] for ref, count in degree.items() if count == 1]).reshape(-1, 2)
     edge = shapely.union_all([shapely.LinearRing(polygon[0]) for polygon in outline_json["coordinates"]])
     near = shapely.dwithin(edge, shapely.points(dead), CUT_NEAR_EDGE_DEG) if len(dead) else np.zeros(0, dtype=bool)
     return [[round(float(lon), 6), round(float(lat), 6)] for lon, lat in dead[near]]
@@ -286,7 +313,7 @@ def cut_points(pbf: Path, ends: dict[int, tuple[float, float]], outline_json: di
 def read_coverage(pbf: Path) -> dict[str, Any]:
     """The map's coverage (bounds, sample points, outline, where it cuts roads) from its OSM file."""
     reader = CoverageReader()
-    reader.apply_file(str(pbf), locations=True)
+    reader.read(pbf)
     coverage = reader.coverage()
     coverage["cut_points"] = cut_points(pbf, reader.through_ends, coverage["outline"])
     return coverage

@@ -121,24 +121,17 @@ def write_timezones(cells: set[tuple[int, int]], target: Path) -> int:
 
 def write_timed_index(pbf: Path, folder: Path) -> np.ndarray:
     """The map's roads with rules by time (route_service.timed_index), in `folder`; their nodes' positions."""
-    ways: dict[int, tuple[list[int], dict[str, str]]] = {}
-    road_ways = osmium.FileProcessor(str(pbf), osmium.osm.WAY).with_filter(osmium.filter.KeyFilter(*CONDITIONAL_KEYS))
-    for way in road_ways:
+    # One pass with osmium's location index (16 bytes a node): an IdFilter of the ways' nodes
+    # took 2.9 GB on 10x Heidelberg, whose ids reach 3.4e11.
+    ways: dict[int, tuple[list[tuple[float, float]], dict[str, str]]] = {}
+    objects = osmium.FileProcessor(str(pbf), osmium.osm.NODE | osmium.osm.WAY).with_locations()
+    for way in objects.with_filter(osmium.filter.KeyFilter(*CONDITIONAL_KEYS)):
         tags = dict(way.tags)
         if isinstance(way, osmium.osm.Way) and "highway" in tags:
             kept = {k: v for k, v in tags.items() if k in CONDITIONAL_KEYS or k in KEPT_TAGS}
-            ways[way.id] = ([n.ref for n in way.nodes], kept)
-    wanted = sorted({ref for refs, _ in ways.values() for ref in refs})
-    where: dict[int, tuple[float, float]] = {}
-    if wanted:
-        nodes = osmium.FileProcessor(str(pbf), osmium.osm.NODE).with_filter(osmium.filter.IdFilter(wanted))
-        where = {
-            n.id: (n.location.lat, n.location.lon)
-            for n in nodes
-            if isinstance(n, osmium.osm.Node) and n.location.valid()
-        }
+            ways[way.id] = ([(n.lat, n.lon) for n in way.nodes if n.location.valid()], kept)
     ids = sorted(ways)
-    coords = [[where[ref] for ref in ways[w][0] if ref in where] for w in ids]
+    coords = [ways[w][0] for w in ids]
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / IDS, np.array(ids, dtype=np.int64))
     np.save(folder / POINTERS, np.concatenate(([0], np.cumsum([len(c) for c in coords]))).astype(np.int64))
