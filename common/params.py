@@ -145,6 +145,35 @@ def short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def is_number(value: Any) -> bool:
+    # JSON true/false arrive as bool, which Python counts as int: they are not numbers here.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def parse_degrees(value: Any, name: str, limit: float, errors: ParameterErrors) -> float | None:
+    """A latitude (`limit` 90) or longitude (180) sent as a JSON number: finite and in range."""
+    if value is None:
+        errors.add(name, f"is required: a number between -{limit:g} and {limit:g}")
+        return None
+    if not is_number(value) or not math.isfinite(value):
+        errors.add(name, f"must be a number between -{limit:g} and {limit:g}, got {short(value)}")
+        return None
+    if not -limit <= value <= limit:
+        errors.add(name, f"must be between -{limit:g} and {limit:g}, got {value:g}")
+        return None
+    return float(value)
+
+
+def parse_point_object(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
+    """`{"lat": …, "lon": …}` in decimal degrees, each number named by its field (`stops[3].lat`)."""
+    if not isinstance(value, dict):
+        errors.add(where, "is required: an object {lat, lon} in decimal degrees")
+        return None
+    lat = parse_degrees(value.get("lat"), f"{where}.lat", 90.0, errors)
+    lon = parse_degrees(value.get("lon"), f"{where}.lon", 180.0, errors)
+    return LatLon(lat, lon) if lat is not None and lon is not None else None
+
+
 def parse_instant(raw: str, name: str, errors: ParameterErrors) -> datetime | None:
     """An ISO 8601 date-time with a UTC offset (`startTime`, `departureTime` …); None, with the
     violation added, when it is not one."""

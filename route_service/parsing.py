@@ -20,6 +20,7 @@ from common.params import (
     number_or_nan,
     parse_bool,
     parse_choice,
+    parse_degrees,
     parse_instant,
     parse_int,
     parse_latlon,
@@ -168,18 +169,6 @@ def parse_avoid(
 # ---------------------------------------------------------------- matrix
 
 
-def parse_coordinate(value: Any, name: str, low: float, high: float, errors: ParameterErrors) -> float | None:
-    """One of a point's numbers: JSON numbers only (not booleans or strings), finite, in range."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        errors.add(name, f"must be a number between {low:g} and {high:g}, got {json_kind(value)}")
-        return None
-    number = float(value)
-    if not (math.isfinite(number) and low <= number <= high):
-        errors.add(name, f"must be between {low:g} and {high:g}, got {str(value)[:40]}")
-        return None
-    return number
-
-
 def parse_point(value: Any, name: str, errors: ParameterErrors) -> LatLon | None:
     """`{"lat": .., "lon": ..}` (or a "<lat>,<lon>" string); a wrong number is named by its
     field (`sources[3].lat`), so the caller sees which one of thousands to fix."""
@@ -192,8 +181,8 @@ def parse_point(value: Any, name: str, errors: ParameterErrors) -> LatLon | None
     if not isinstance(value, dict) or not {"lat", "lon"} <= value.keys():
         errors.add(name, "must be an object {lat, lon}")
         return None
-    lat = parse_coordinate(value["lat"], f"{name}.lat", -90, 90, errors)
-    lon = parse_coordinate(value["lon"], f"{name}.lon", -180, 180, errors)
+    lat = parse_degrees(value["lat"], f"{name}.lat", 90, errors)
+    lon = parse_degrees(value["lon"], f"{name}.lon", 180, errors)
     return None if lat is None or lon is None else LatLon(lat, lon)
 
 

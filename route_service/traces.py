@@ -20,7 +20,7 @@ from defusedxml import DefusedXmlException
 
 from common.errors import MalformedBody, ParameterErrors, TraceTooLong
 from common.geo import LatLon
-from common.params import number_or_nan
+from common.params import number_or_nan, parse_degrees
 
 MAX_TRACE_POINTS = 10_000
 MIN_TRACE_POINTS = 2
@@ -95,8 +95,8 @@ def trace_point(index: int, item: Any, points: list[LatLon], times: list[int | N
     if not isinstance(item, dict) or not {"lat", "lon"} <= item.keys():
         errors.add(where, "must be an object {lat, lon, time?}")
         return
-    lat = coordinate(item["lat"], f"{where}.lat", 90, errors)
-    lon = coordinate(item["lon"], f"{where}.lon", 180, errors)
+    lat = parse_degrees(item["lat"], f"{where}.lat", 90, errors)
+    lon = parse_degrees(item["lon"], f"{where}.lon", 180, errors)
     if lat is not None and lon is not None:
         points.append(LatLon(lat, lon))
     given = item.get("time")
@@ -113,16 +113,6 @@ def gps_accuracy(value: Any, errors: ParameterErrors) -> float:
         errors.add("gpsAccuracy", f"must be a number of metres from {low:g} to {high:g}")
         return DEFAULT_GPS_ACCURACY_M
     return number
-
-
-def coordinate(value: Any, name: str, limit: float, errors: ParameterErrors) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        errors.add(name, f"must be a number between {-limit:g} and {limit:g}")
-        return None
-    if not -limit <= value <= limit:
-        errors.add(name, f"must be between {-limit:g} and {limit:g}, got {value:g}")
-        return None
-    return float(value)
 
 
 def timestamp(value: Any, name: str, errors: ParameterErrors) -> int | None:
@@ -209,4 +199,4 @@ def gpx_number(text: str | None, name: str, limit: float, errors: ParameterError
         value = float(text) if text is not None and len(text) <= 30 else math.nan
     except ValueError:
         value = math.nan
-    return coordinate(value if math.isfinite(value) else None, name, limit, errors)
+    return parse_degrees(value if math.isfinite(value) else None, name, limit, errors)

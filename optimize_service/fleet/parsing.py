@@ -18,7 +18,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
-from common.params import short
+from common.params import is_number, parse_point_object, short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance, tier_cap_message
@@ -53,7 +53,7 @@ from optimize_service.fleet.model import (
     breaks_over,
     working_shift,
 )
-from optimize_service.formats import is_number, parse_coordinate, parse_start_time
+from optimize_service.formats import parse_start_time
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
 BALANCES = ("duration",)
@@ -199,8 +199,8 @@ def parse_vehicle(item: Any, where: str, ctx: Context) -> FleetVehicle | None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     kind = parse_kind(item.get("kind"), f"{where}.kind", ctx.errors)
-    start = parse_coordinate(item.get("start"), f"{where}.start", ctx.errors)
-    end = parse_coordinate(item["end"], f"{where}.end", ctx.errors) if item.get("end") is not None else None
+    start = parse_point_object(item.get("start"), f"{where}.start", ctx.errors)
+    end = parse_point_object(item["end"], f"{where}.end", ctx.errors) if item.get("end") is not None else None
     capacity = parse_amount(item.get("capacity"), f"{where}.capacity", ctx, default=UNLIMITED_CAPACITY)
     shift = parse_window(item.get("shift"), f"{where}.shift", ctx) if item.get("shift") is not None else whole_horizon()
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
@@ -234,7 +234,7 @@ def parse_current(value: Any, where: str, ctx: Context) -> Current | None:
     before = open_object(value, where, CURRENT_FIELDS, "must be an object {location, time?, load?, committed?}", ctx.errors)
     if before is None:
         return None
-    location = parse_coordinate(value.get("location"), f"{where}.location", ctx.errors)
+    location = parse_point_object(value.get("location"), f"{where}.location", ctx.errors)
     time_s = parse_moment(value.get("time"), f"{where}.time", ctx, default=0)
     load = parse_amount(value.get("load"), f"{where}.load", ctx, default=0)
     committed = value.get("committed", [])
@@ -307,7 +307,7 @@ def parse_depots(value: Any, ctx: Context) -> tuple[FleetDepot, ...]:
         if before is None:
             continue
         ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
-        location = parse_coordinate(item.get("location"), f"{where}.location", ctx.errors)
+        location = parse_point_object(item.get("location"), f"{where}.location", ctx.errors)
         if ident in ctx.depot_ids:
             ctx.errors.add(f"{where}.id", f"{short(ident)} is used by an earlier depot")
         elif len(ctx.errors.violations) == before and location is not None:
@@ -463,7 +463,7 @@ def parse_shipment_end(item: Any, where: str, ctx: Context) -> Place | None:
 
 
 def parse_place(item: dict[str, Any], where: str, ctx: Context) -> Place | None:
-    location = parse_coordinate(item.get("location"), f"{where}.location", ctx.errors)
+    location = parse_point_object(item.get("location"), f"{where}.location", ctx.errors)
     service = parse_int(item.get("serviceTime"), f"{where}.serviceTime", 0, MAX_SERVICE_TIME_S, ctx.errors, default=0)
     windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=False)
     if location is None or service is None:

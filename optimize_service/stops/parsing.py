@@ -14,11 +14,11 @@ from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
-from common.params import number_or_nan, parse_bool, parse_choice, short
+from common.params import is_number, number_or_nan, parse_bool, parse_choice, parse_point_object, short
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.costs import Allowance, check_cells, tier_cap_message
-from optimize_service.formats import is_number, parse_coordinate, parse_start_time
+from optimize_service.formats import parse_start_time
 from optimize_service.geo import farthest_pair
 from optimize_service.stops.model import (
     MAX_DIAMETER_M,
@@ -83,7 +83,7 @@ def parse_stop(item: Any, where: str, errors: ParameterErrors) -> Stop | None:
     name = item.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.add(f"{where}.name", "is required: a non-blank string")
-    coordinate = parse_coordinate(item.get("coordinate"), f"{where}.coordinate", errors)
+    coordinate = parse_point_object(item.get("coordinate"), f"{where}.coordinate", errors)
     start = parse_flag(item, "start", where, errors)
     destination = parse_flag(item, "destination", where, errors)
     service = parse_seconds(item.get("serviceTime"), f"{where}.serviceTime", errors, default=0.0)
