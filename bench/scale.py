@@ -278,10 +278,10 @@ def import_factor(factor: int) -> Imported:
         shutil.rmtree(base, ignore_errors=True)
         base.mkdir(parents=True)
         print(f"   importing {factor}x ...", flush=True)
-        routing = measured_run([sys.executable, "-m", "route_service.importing.importer", "--osm", str(pbf),
+        routing = measured_run([sys.executable, "-m", "route_service.importing", "--osm", str(pbf),
                                 "--out", str(base / "maps")], base / "route-import.log")  # fmt: skip
         print(f"   routing import {factor}x: {routing}", flush=True)
-        geo = measured_run([sys.executable, "-m", "geo_service.importing.importer", "--osm", str(pbf),
+        geo = measured_run([sys.executable, "-m", "geo_service.importing", "--osm", str(pbf),
                             "--out", str(base / "geo")], base / "geo-import.log")  # fmt: skip
         print(f"   geo import {factor}x: {geo}", flush=True)
         record.write_text(json.dumps({"routing": routing.__dict__, "geo": geo.__dict__,
@@ -298,7 +298,7 @@ def import_factor(factor: int) -> Imported:
 def reimport_geo(base: Path, pbf: Path, factor: int) -> None:
     """The geocoder's import again, its measurement replacing the recorded one."""
     shutil.rmtree(base / "geo", ignore_errors=True)
-    geo = measured_run([sys.executable, "-m", "geo_service.importing.importer", "--osm", str(pbf), "--out", str(base / "geo")],
+    geo = measured_run([sys.executable, "-m", "geo_service.importing", "--osm", str(pbf), "--out", str(base / "geo")],
                        base / "geo-import.log")  # fmt: skip
     print(f"   geo import {factor}x: {geo}", flush=True)
     record = base / "import.json"
