@@ -579,7 +579,7 @@ def profile_table(imports: list[Imported]) -> list[str]:
         cells = [f"{i.manifest['profiles'][name]['seconds']:.1f} s, {human_bytes(i.manifest['profiles'][name]['bytes'])}"
                  for i in imports]  # fmt: skip
         lines.append(f"| {name} ({imports[0].manifest['profiles'][name]['algorithm']}) | " + " | ".join(cells) + " |")
-    lines.append("| whole (wall, 2 steps at a time) | " + " | ".join(f"{i.manifest['seconds']:.1f} s"
+    lines.append("| whole (wall, one step at a time) | " + " | ".join(f"{i.manifest['seconds']:.1f} s"
                                                                      for i in imports) + " |")  # fmt: skip
     return lines
 
@@ -680,7 +680,7 @@ def section(imports: list[Imported], served: list[Served], pairs_rejected: int) 
         f"Maps: {chosen} Heidelberg (`bench.synthetic_map`: copies side by side, fresh ids). 30x is left out by "
         "default (`BENCH_SCALE_FACTORS=1,10,30` adds it): its import alone takes about half an hour on this "
         "2-core machine. Importers run as subprocesses with their defaults (issue 30: OSRM for car and truck "
-        "fastest on CH, Valhalla's tiles; 2 steps at a time); peak RSS is that of the largest single process (wait4) and the largest sum over the importer's "
+        "fastest on CH, Valhalla's tiles; one step at a time); peak RSS is that of the largest single process (wait4) and the largest sum over the importer's "
         "process tree (sampled every 0.2 s). Then Redis, the four services and the gateway as real processes "
         "(`launcher.stack.Stack`, default workers), `MAP_DIR`/`GEO_INDEX_DIR` on the imported datasets. "
         "Start-up: the process started → `/health` 200 (services start one after the other and share the 2 "
