@@ -68,9 +68,8 @@ from route_service.providers.base import (
     WaypointsRequest,
 )
 from route_service.providers.osrm_provider import OsrmProvider
-from route_service.providers.registry import load_valhalla_provider, resolve
+from route_service.providers.registry import load_valhalla_provider, resolve, route_starts
 from route_service.providers.surface import SurfaceSnapper
-from route_service.providers.valhalla_areas import RouteStarts
 
 T = TypeVar("T")
 
@@ -186,9 +185,7 @@ def _capabilities(provider: str) -> Capabilities:
 def _child_valhalla(dataset: Dataset) -> RouteProvider | None:
     """Valhalla as the worker's registry loads it (its isochrones' starts and the map's cuts)."""
     assert _child_diagnostics is not None
-    diagnostics, osrm = _child_diagnostics, _plugins()[1]
-    starts = RouteStarts(osrm.route, lambda vehicle: [area[0] for area in diagnostics.areas(vehicle, "fastest")])
-    return load_valhalla_provider(dataset, starts)
+    return load_valhalla_provider(dataset, route_starts(_plugins()[0], _child_diagnostics, ChildSurface()))
 
 
 OPTIONAL_PROVIDERS: dict[str, Callable[[Dataset], RouteProvider | None]] = {"valhalla": _child_valhalla}

@@ -264,15 +264,12 @@ class ProviderRegistry:
             osrm.preload()
         providers: dict[str, RouteProvider] = {osrm.name: osrm}
         diagnostics = SnapDiagnostics(osrm, dataset.areas, dataset.sample_points)
-        starts = RouteStarts(osrm.plugins().route, lambda vehicle: [a[0] for a in diagnostics.areas(vehicle, "fastest")])
+        starts = route_starts(osrm, diagnostics)
         valhalla = load_valhalla_provider(dataset, starts)
         if valhalla is not None:
             providers[valhalla.name] = valhalla
         if isinstance(valhalla, SurfaceSnapper):
-            # As /v1/route snaps (the surface road first), but a failed try is not diagnosed: 11 ms
-            # a try against 0.2 ms on 30x Heidelberg, where a point's nearest main networks may all
-            # lie in other copies (the isochrone's p50 was 1.77x 1x's, bench scale 2026-12-03).
-            starts.route = surface_first(osrm.plugins().route, valhalla)
+            starts.route = surface_first(starts.route, valhalla)
         return cls(providers, osrm.name, diagnostics, dataset.vehicles)
 
     def preload(self) -> None:
@@ -281,6 +278,18 @@ class ProviderRegistry:
             preload = getattr(provider, "preload", None)
             if preload is not None:
                 preload()
+
+
+def route_starts(osrm: OsrmProvider, diagnostics: SnapDiagnostics, surface: SurfaceSnapper | None = None) -> RouteStarts:
+    """Where OSRM's routes from a point start (valhalla_areas.RouteStarts): as /v1/route snaps,
+    the surface road first, but a failed try is not diagnosed: 11 ms a try against 0.2 ms on 30x
+    Heidelberg, where a point's nearest main networks may all lie in other copies (the
+    isochrone's p50 was 1.76x 1x's, bench scale 2026-12-03)."""
+    route = osrm.plugins().route
+    return RouteStarts(
+        route if surface is None else surface_first(route, surface),
+        lambda vehicle: [area[0] for area in diagnostics.areas(vehicle, "fastest")],
+    )
 
 
 def load_valhalla_provider(dataset: Dataset, starts: RouteStarts | None = None) -> RouteProvider | None:
