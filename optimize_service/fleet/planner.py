@@ -18,7 +18,7 @@ import numpy as np
 from common.errors import UpstreamError, Violation
 from common.geo import LatLon
 from optimize_service.fleet.balance import FIRST_SHARE, ROUNDS, bounded, keeps_the_tasks, longest_s, mean_s, next_bound
-from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, rules_search_s
+from optimize_service.fleet.model import MAX_HORIZON_S, FleetPlan, FleetRequest, RoutePlan, Step, search_after_matrix_s
 from optimize_service.fleet.problem import NO_ROAD_M, NO_ROAD_S, FleetProblem, FleetSolution, Locations
 from optimize_service.fleet.reasons import check_groups_servable, explain
 from optimize_service.fleet.replan import committed_days, rest_of_day, with_committed
@@ -116,11 +116,11 @@ async def plan_fleet(request: FleetRequest, routes: RouteClient, scheduler: Sche
 
 
 def with_search_time(request: FleetRequest, matrix_s: float) -> FleetRequest:
-    """A rules request without `timeLimit` searches for what its matrix leaves of its answer's
-    time (`rules_search_s`); others as asked or by default."""
-    if request.time_limit_s is not None or not request.pyvrp_rules:
+    """A request without `timeLimit` searches for what its matrix leaves of its answer's time
+    (`search_after_matrix_s`); one with it as asked."""
+    if request.time_limit_s is not None:
         return request
-    return replace(request, time_limit_s=round(rules_search_s(request.default_time_limit_s, matrix_s), 3))
+    return replace(request, time_limit_s=round(search_after_matrix_s(request.default_time_limit_s, matrix_s), 3))
 
 
 def fleet_time_limit(request: FleetRequest) -> float:

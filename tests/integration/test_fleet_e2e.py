@@ -33,7 +33,8 @@ async def hundred_by_five(api: Caller, body: dict[str, Any]) -> dict[str, Any]:
     body.pop("timeLimit")  # the default for 100 stops
     status, answer = await api("POST", URL, body)
     assert status == 200, answer
-    assert answer["solver"]["timeLimit"] == default_time_limit(100)
+    # the default, less what a slow matrix took of the answer's time (fleet.model.search_after_matrix_s)
+    assert default_time_limit(100) / 2 <= answer["solver"]["timeLimit"] <= default_time_limit(100)
     check_feasible(body, answer, await roads_for(api, body))
     result: dict[str, Any] = answer
     return result
