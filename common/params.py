@@ -164,6 +164,20 @@ def parse_degrees(value: Any, name: str, limit: float, errors: ParameterErrors) 
     return float(value)
 
 
+def parse_degrees_text(params: Mapping[str, str], name: str, limit: float, errors: ParameterErrors) -> float:
+    """A latitude or longitude sent as query text (`lat=49.41`), ASCII digits only; 0.0 where it
+    is wrong (the violation is in `errors`)."""
+    raw = params.get(name)
+    if raw is None or not raw.strip():
+        errors.add(name, "is required, in decimal degrees")
+        return 0.0
+    value = parse_decimal(raw)
+    if value is None:
+        errors.add(name, f"must be a decimal number, got {raw[:40]!r}")
+        return 0.0
+    return parse_degrees(value, name, limit, errors) or 0.0
+
+
 def parse_point_object(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
     """`{"lat": …, "lon": …}` in decimal degrees, each number named by its field (`stops[3].lat`)."""
     if not isinstance(value, dict):

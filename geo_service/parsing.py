@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.errors import MissingAddress, ParameterErrors, UnsupportedMediaType
 from common.languages import NO_HEADERS, parse_language
-from common.params import parse_decimal, parse_int, parse_latlon_text
+from common.params import parse_degrees_text, parse_int, parse_latlon_text
 from common.providers import requested_provider
 from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES, LANGUAGES
 from geo_service.batch import MAX_JOB_LINES, MAX_SYNC_LINES, BatchLine, Form, LineKind
@@ -132,21 +131,6 @@ def parse_country(params: Mapping[str, str], errors: ParameterErrors) -> str | N
     return code
 
 
-def parse_coordinate(params: Mapping[str, str], name: str, bound: float, errors: ParameterErrors) -> float:
-    raw = params.get(name)
-    if raw is None or not raw.strip():
-        errors.add(name, "is required, in decimal degrees")
-        return 0.0
-    value = parse_decimal(raw)
-    if value is None:
-        errors.add(name, f"must be a decimal number, got {raw[:40]!r}")
-        return 0.0
-    if not math.isfinite(value) or not -bound <= value <= bound:
-        errors.add(name, f"must be between {-bound:g} and {bound:g}, got {raw[:40]!r}")
-        return 0.0
-    return value
-
-
 def parse_limit(params: Mapping[str, str], errors: ParameterErrors, default: int = DEFAULT_LIMIT) -> int:
     return parse_int(params, "limit", errors, default=default, minimum=1, maximum=MAX_LIMIT)
 
@@ -166,8 +150,8 @@ def geocode_request(params: Mapping[str, str], registry: ProviderRegistry,
 def reverse_request(params: Mapping[str, str], registry: ProviderRegistry,
                     headers: Mapping[str, str] = NO_HEADERS) -> ReverseRequest:
     errors = ParameterErrors()
-    lat = parse_coordinate(params, "lat", 90.0, errors)
-    lon = parse_coordinate(params, "lon", 180.0, errors)
+    lat = parse_degrees_text(params, "lat", 90.0, errors)
+    lon = parse_degrees_text(params, "lon", 180.0, errors)
     provider = parse_provider(params, registry, errors)
     limit = parse_limit(params, errors, default=REVERSE_DEFAULT_LIMIT)
     language = parse_names_language(params, headers, errors)

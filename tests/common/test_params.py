@@ -7,8 +7,7 @@ import math
 import pytest
 
 from common.errors import ParameterErrors
-from common.params import json_kind, number_or_nan, parse_decimal, parse_instant, parse_latlon_text
-from geo_service.parsing import parse_coordinate
+from common.params import json_kind, number_or_nan, parse_decimal, parse_degrees_text, parse_instant, parse_latlon_text
 from route_service.detour.csvfile import number
 
 # Arabic-Indic, Extended Arabic-Indic and Devanagari "10", which float() reads as 10.0.
@@ -32,7 +31,7 @@ def test_coordinates_with_underscores_or_other_scripts_digits_are_refused() -> N
     assert isinstance(parse_latlon_text("\u0664\u0669.\u0664,\u0668.\u0666\u0669"), str)
     assert parse_latlon_text("49.4,8.69") is not None and not isinstance(parse_latlon_text("49.4,8.69"), str)
     errors = ParameterErrors()
-    parse_coordinate({"lat": "\u0664\u0669"}, "lat", 90, errors)
+    parse_degrees_text({"lat": "\u0664\u0669"}, "lat", 90, errors)
     assert errors.violations and errors.violations[0].parameter == "lat"
 
 
