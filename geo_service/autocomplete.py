@@ -32,7 +32,8 @@ from geo_service.matcher import address_result
 from geo_service.model import AutocompleteQuery, GeocodeResult, ResultAddress
 from geo_service.normalize import ABBREVIATIONS, Normalizer, compact, fold, raw_tokens, unify_digraphs
 from geo_service.parser import parse_house_number
-from geo_service.store import AddressRow, IndexReader, NameRow
+from geo_service.records import Address
+from geo_service.store import IndexReader, NameRow
 
 MAX_WORDS = 10
 MAX_NAME_WORDS = 8  # words of a name compared; longer names are POI descriptions
@@ -395,7 +396,7 @@ class Autocompleter:
                 ranked.append((score * factor, tie, name_result(row, score * factor)))
         return first_distinct(ranked, limit)
 
-    def addresses(self, street_id: int, typed: Typed, limit: int) -> list[AddressRow]:
+    def addresses(self, street_id: int, typed: Typed, limit: int) -> list[Address]:
         assert typed.number is not None
         if typed.number_is_prefix:
             return self.reader.addresses_with_number_prefix(street_id, typed.number, limit)
@@ -440,7 +441,7 @@ def postcode_factor(typed: str, postcode: str | None, postcodes: str | None) -> 
     return 1.0 if typed in known else POSTCODE_MISMATCH
 
 
-def address_postcode_factor(address: AddressRow, typed: str | None) -> float:
+def address_postcode_factor(address: Address, typed: str | None) -> float:
     if typed is None:
         return 1.0
     return postcode_factor(typed, address.postcode, None)

@@ -32,7 +32,8 @@ from geo_service.model import GeocodeAnswer, GeocodeQuery, GeocodeResult, Note, 
 from geo_service.normalize import Normalizer, compact
 from geo_service.notes import EmptyAnswerNotes
 from geo_service.parser import HouseNumber, ParsedQuery, parse_query, parse_structured
-from geo_service.store import AddressRow, IndexReader, NameRow, PostcodeArea
+from geo_service.records import Address
+from geo_service.store import IndexReader, NameRow, PostcodeArea
 
 CANDIDATES = 60
 CANDIDATE_MEMO = 4096  # distinct (words, country): a few MB
@@ -662,8 +663,8 @@ class Matcher:
             found.setdefault(group, []).append((member, importance))
         return {c.row.id: found.get(c.row.group_id, [(c.row.id, c.row.importance)]) for c in streets}
 
-    def addresses_for(self, street_ids: list[int], number: HouseNumber) -> dict[int, list[AddressRow]]:
-        found: dict[int, list[AddressRow]] = {}
+    def addresses_for(self, street_ids: list[int], number: HouseNumber) -> dict[int, list[Address]]:
+        found: dict[int, list[Address]] = {}
         if street_ids:
             for address in self.reader.addresses_on(street_ids, number.base):
                 found.setdefault(address.street_id, []).append(address)
@@ -675,7 +676,7 @@ class Matcher:
         base: float,
         number: HouseNumber | None,
         members: list[Member],
-        addresses: dict[int, list[AddressRow]],
+        addresses: dict[int, list[Address]],
         postcode: str | None,
     ) -> list[tuple[GeocodeResult, float]]:
         """The street's addresses with the number, on each street of its group; the street itself
@@ -751,7 +752,7 @@ class Matcher:
     def reverse(self, query: ReverseQuery) -> GeocodeAnswer:
         """Nearest addresses first, searching ever larger boxes until enough are found. An address
         mapped twice (a node and its building, or two entrances) is answered once, at its nearest."""
-        rows: list[AddressRow] = []
+        rows: list[Address] = []
         for radius in REVERSE_RADII_M:
             d_lat = radius / METRES_PER_DEGREE
             d_lon = d_lat / max(0.01, math.cos(math.radians(query.lat)))
@@ -816,7 +817,7 @@ def number_not_found(parsed: ParsedQuery, best: GeocodeResult) -> tuple[Note, ..
     return (Note("HOUSE_NUMBER_NOT_FOUND", message),)
 
 
-def address_identity(row: AddressRow) -> tuple[str | None, ...]:
+def address_identity(row: Address) -> tuple[str | None, ...]:
     """What makes two address rows the same address for a reader of the answer."""
     return (row.street, row.house_number, row.postcode, row.city, row.country)
 
@@ -825,7 +826,7 @@ def same_number(tagged: str | None, number: HouseNumber) -> bool:
     return bool(tagged) and tagged.lower().replace(" ", "") == number.text  # type: ignore[union-attr]
 
 
-def address_postcode_factor(address: AddressRow, postcode: str | None) -> float:
+def address_postcode_factor(address: Address, postcode: str | None) -> float:
     if postcode is None:
         return 1.0
     if not address.postcode:
@@ -833,7 +834,7 @@ def address_postcode_factor(address: AddressRow, postcode: str | None) -> float:
     return 1.0 if address.postcode.lower() == postcode else POSTCODE_MISMATCH
 
 
-def address_result(row: AddressRow, score: float) -> GeocodeResult:
+def address_result(row: Address, score: float) -> GeocodeResult:
     address = ResultAddress(row.street, row.house_number, row.postcode, row.city, row.country)
     return GeocodeResult(row.lat, row.lon, address, "address", score, interpolated=row.interpolated)
 

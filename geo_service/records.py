@@ -22,7 +22,8 @@ POI_VALUES = {
 
 @dataclass
 class Address:
-    """A house number, filled in; `street_id` is its street's position among the names."""
+    """A house number, filled in; `street_id` is its street's position among the names, `id` its
+    row in the index (0 until it is written): what the importer writes and the store reads."""
 
     street: str
     house_number: str
@@ -35,6 +36,7 @@ class Address:
     lon: float
     interpolated: bool
     street_id: int = -1
+    id: int = 0
 
 
 @dataclass

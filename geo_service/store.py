@@ -34,6 +34,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from geo_service.records import Address
+
 INDEX_FILE = "index.sqlite3"
 PREFIX_END = "\U0010ffff"  # sorts after every character: [p, p + PREFIX_END) holds the texts starting with p
 ATTRIBUTION_KEY = "attribution"
@@ -56,22 +58,6 @@ class NameRow:
     street: str | None
     house_number: str | None
     group_id: int = 0  # 0: an index without groups (written before issue 16), or not read
-
-
-@dataclass(frozen=True)
-class AddressRow:
-    id: int
-    street_id: int
-    street: str
-    house_number: str
-    house_key: str
-    house_base: int
-    postcode: str | None
-    city: str | None
-    country: str | None
-    lat: float
-    lon: float
-    interpolated: bool
 
 
 @dataclass(frozen=True)
@@ -98,10 +84,10 @@ def name_row(row: tuple[Any, ...]) -> NameRow:
     return NameRow(*values)
 
 
-def address_row(row: tuple[Any, ...]) -> AddressRow:
-    values = list(row)
-    values[11] = bool(values[11])
-    return AddressRow(*values)
+def address_row(row: tuple[Any, ...]) -> Address:
+    """A row of ADDRESS_COLUMNS."""
+    row_id, street_id, street, number, key, base, postcode, city, country, lat, lon, interpolated = row
+    return Address(street, number, key, base, postcode, city, country, lat, lon, bool(interpolated), street_id, row_id)
 
 
 class IndexReader:
@@ -271,7 +257,7 @@ class IndexReader:
         sql = f"SELECT id, key, city, postcode, postcodes FROM names WHERE id IN ({marks})"  # noqa: S608 - "?" only
         return list(self.connection().execute(sql, ids))
 
-    def addresses_with_number_prefix(self, street_id: int, prefix: str, limit: int) -> list[AddressRow]:
+    def addresses_with_number_prefix(self, street_id: int, prefix: str, limit: int) -> list[Address]:
         """The street's addresses whose number starts with `prefix`, in number order (2, 2a, 20, 21, …);
         an address mapped several times (entrances, building and node) once."""
         rows = self.connection().execute(
@@ -281,7 +267,7 @@ class IndexReader:
         )
         return [address_row(r) for r in rows]
 
-    def addresses_on(self, street_ids: list[int], house_base: int) -> list[AddressRow]:
+    def addresses_on(self, street_ids: list[int], house_base: int) -> list[Address]:
         marks = ",".join("?" * len(street_ids))
         rows = self.connection().execute(
             f"SELECT {ADDRESS_COLUMNS} FROM addresses WHERE street_id IN ({marks}) AND house_base = ?",  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
@@ -291,7 +277,7 @@ class IndexReader:
 
     def addresses_near(
         self, lat: float, lon: float, d_lat: float, d_lon: float, limit: int, country: str | None = None
-    ) -> list[AddressRow]:
+    ) -> list[Address]:
         sql = (
             f"SELECT {', '.join('a.' + c.strip() for c in ADDRESS_COLUMNS.split(','))} FROM addresses_rtree r "  # noqa: S608 - only constant column lists and "?" placeholders are formatted in
             "JOIN addresses a ON a.id = r.id WHERE r.min_lat >= ? AND r.max_lat <= ? AND r.min_lon >= ? AND r.max_lon <= ?"
