@@ -65,10 +65,11 @@ SLOT_LEASE_SECONDS = 150
 HEAVY_KEY = "heavy:{account}"
 BUDGET_KEY = "cost:{account}"
 
-# GCRA over units: the key holds the theoretical arrival time (ms, Redis' clock so replicas
-# agree). A request of n units moves it by n intervals; `debt` (ARGV[4] = 1) charges even
-# when the budget is empty.
-_CHARGE = """
+# GCRA over units (the gateway's request rate too: one unit, no debt): the key holds the
+# theoretical arrival time (ms, Redis' clock so replicas agree). A request of n units moves it by
+# n intervals; `debt` (ARGV[4] = 1) charges even when the budget is empty. Answers {allowed, ms
+# to wait, units left, ms until the budget is whole}.
+GCRA_CHARGE = """
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local units = tonumber(ARGV[3])
@@ -81,10 +82,10 @@ local tolerance = interval * burst
 local new_tat = math.max(now, tat + interval * units)  -- units < 0: a refund, never past full
 local allow_at = new_tat - tolerance
 if now < allow_at and debt == 0 then
-  return {0, allow_at - now, math.floor((now + tolerance - tat) / interval)}
+  return {0, allow_at - now, math.floor((now + tolerance - tat) / interval), tat - now}
 end
 redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
-return {1, 0, math.floor(math.max(0, now + tolerance - new_tat) / interval)}
+return {1, 0, math.floor(math.max(0, now + tolerance - new_tat) / interval), new_tat - now}
 """
 
 # Read only, before a large body is read: {1, ms} while the budget (KEYS[1]) cannot pay one
@@ -256,7 +257,7 @@ class Admission:
         self.redis = redis
         self.budgets = budgets
         self.lease_seconds = lease_seconds
-        self._charge = redis.client.register_script(_CHARGE)
+        self._charge = redis.client.register_script(GCRA_CHARGE)
         self._take_slot = redis.client.register_script(TAKE_SLOT)
         self._large_body_refusal = redis.client.register_script(_LARGE_BODY_REFUSAL)
 
@@ -342,7 +343,7 @@ class Admission:
         result = await self.redis.call(run, no_answer, refuse_when_full=True)  # full: 503, never open
         if not result:
             return {"RateLimit-Cost": str(price.units)}  # Redis unreachable: fail open
-        allowed, retry_ms, remaining = (float(x) for x in result)
+        allowed, retry_ms, remaining = (float(x) for x in result[:3])
         headers = {
             "RateLimit-Cost": str(price.units),
             "RateLimit-Cost-Limit": str(budget.burst),

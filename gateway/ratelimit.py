@@ -7,27 +7,9 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from common.admission import GCRA_CHARGE
 from common.redis import ResilientRedis
 from gateway.config import RateLimit
-
-# GCRA: the key stores the theoretical arrival time (TAT, ms). Redis' clock is used so
-# that several gateway instances agree.
-_GCRA = """
-local interval = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local tolerance = interval * burst
-local new_tat = tat + interval
-local allow_at = new_tat - tolerance
-if now < allow_at then
-  return {0, allow_at - now, 0, tat - now}
-end
-redis.call('SET', KEYS[1], new_tat, 'PX', math.ceil(new_tat - now) + 1000)
-return {1, 0, math.floor((now + tolerance - new_tat) / interval), new_tat - now}
-"""
 
 
 @dataclass(frozen=True)
@@ -62,7 +44,7 @@ class RateLimiter:
     def __init__(self, redis: ResilientRedis, limits: dict[str, RateLimit]) -> None:
         self.redis = redis
         self.limits = limits
-        self._script = redis.client.register_script(_GCRA)
+        self._script = redis.client.register_script(GCRA_CHARGE)  # one unit a request, no debt
 
     def limit_for(self, tier: str) -> RateLimit:
         return self.limits.get(tier) or self.limits.get("standard") or RateLimit(0, 0)
@@ -76,7 +58,7 @@ class RateLimiter:
         interval_ms = 1000.0 / limit.rate
 
         async def run(_: Redis) -> list[int]:
-            return list(await self._script(keys=[f"ratelimit:{account}"], args=[interval_ms, limit.burst]))
+            return list(await self._script(keys=[f"ratelimit:{account}"], args=[interval_ms, limit.burst, 1, 0]))
 
         no_answer: list[int] = []
         result = await self.redis.call(run, no_answer, refuse_when_full=True)
