@@ -143,19 +143,24 @@ def run_osrm(tool: str, args: Sequence[str], logfile: Path) -> None:
         raise ImportFailed(f"osrm {tool} failed with exit code {code}:\n{tail}")
 
 
+# osrm-extract on one thread, always: with more it drops node-based edges, differently each run
+# (Project-OSRM/osrm-backend#7713, open). Reproduced here: of 11 pedestrian-shortest imports of
+# Heidelberg with `-t 2` under load, 3 answered routes 2-4.6x the fastest's length (wrong
+# geometry); with `-t 1`, 22 of 22 right, their cell metrics byte-identical (10 of them with
+# partition and customize on two threads). Its parallel part is the PBF's parsing, a few
+# seconds; the other steps (partition, customize, contract, Valhalla's tiles) use the step's threads.
+EXTRACT_THREADS = 1
+
+
 def osrm_steps(profile: str, pbf: Path, base: Path, algorithm: str, threads: int) -> list[tuple[str, list[str]]]:
-    threads_arg = ["-t", str(threads)]
-    extract = ["-p", str(osrm_profiles.profile_file(profile)), *threads_arg, "-o", str(base), str(pbf)]
+    one_thread = ["-t", str(EXTRACT_THREADS)]
+    extract = ["-p", str(osrm_profiles.profile_file(profile)), *one_thread, "-o", str(base), str(pbf)]
     steps = [("extract", extract)]
     narrow = profile.startswith(CONTRACTED_IN_MLD_CH)
     if algorithm in ("mld+ch", "mld") or (algorithm == "auto" and (not narrow or profile.endswith(KEEPS_MLD))):
-        # MLD's steps on one thread: with two (the default since one import step runs at a time)
-        # one CI run's pedestrian-shortest answered a route 4.4x the fastest's length (13.5 km
-        # against 3.0 km, tests/route_service/test_osrm_provider.py), as from a corrupted cell
-        # metric; with one, as in every CI run before. MLD is not in the default import.
-        steps += [("partition", ["-t", "1", str(base)]), ("customize", ["-t", "1", str(base)])]
+        steps += [("partition", ["-t", str(threads), str(base)]), ("customize", ["-t", str(threads), str(base)])]
     if algorithm == "ch" or (algorithm in ("mld+ch", "auto") and narrow):
-        steps.append(("contract", [*threads_arg, str(base)]))
+        steps.append(("contract", ["-t", str(threads), str(base)]))
     return steps
 
 
@@ -341,8 +346,8 @@ def build_parts(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Every OSRM profile and Valhalla's tiles, `jobs` of them at a time.
 
-    Each osrm tool gets cpu/jobs threads, so parallel steps do not oversubscribe the machine
-    (`default_jobs`: one at a time).
+    Each step gets cpu/jobs threads (osrm-extract one: EXTRACT_THREADS), so parallel steps do
+    not oversubscribe the machine.
     """
     threads = max(1, (os.cpu_count() or 1) // jobs)
     wide_extract = threading.Lock()
@@ -393,12 +398,8 @@ def build_dataset(
 
 
 def default_jobs() -> int:
-    """Two steps at a time on two cores, each tool on one thread. One step at a time with every
-    core per tool was as fast and held one peak (10x Heidelberg: osrm-extract 25 s alone, 54 s
-    beside another step; bench import_choice ran so), but with two threads its output differed run to
-    run and CI twice answered a pedestrian-shortest route 3-4.4x the fastest's length
-    (tests/route_service/test_osrm_provider.py): until that is understood, `--jobs 1` is the
-    operator's choice."""
+    """Two steps at a time on two or more cores: osrm-extract runs on one thread
+    (EXTRACT_THREADS), so a second step beside it uses the other core."""
     return max(1, min(2, os.cpu_count() or 1))
 
 
