@@ -82,7 +82,8 @@ OPTIONAL_EXAMPLES: dict[str, object] = {
     "weight": 40, "axleLoad": 11.5, "gpsAccuracy": 10, "async": "true", "timeLimit": 2, "strict": "true",
     "filename": "trips.csv", "avoid": '{"type":"Polygon","coordinates":[[[24.94,60.168],[24.946,60.168],[24.946,60.171],[24.94,60.171],[24.94,60.168]]]}',
     "startTime": "2026-11-23T08:00:00+02:00", "departureTime": "2026-12-01T08:00:00+01:00",
-    "arrivalTime": "2026-12-01T08:30:00+01:00", "language": "de", "units": "imperial",
+    "arrivalTime": "2026-12-01T08:30:00+01:00", "language": "de", "units": "imperial", "steps": "false",
+    "geometry": "false",
 }  # fmt: skip
 
 

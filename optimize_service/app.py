@@ -10,7 +10,8 @@ from aiohttp import web
 
 from common.service import HEALTH_CHECKS_KEY, base_app
 from optimize_service.config import OptimizeConfig
-from optimize_service.handlers import optimize_routes, optimize_stops
+from optimize_service.handlers import handler
+from optimize_service.optimizer import FLEET, STOPS
 from optimize_service.state import solver_health, state_context
 
 
@@ -19,6 +20,6 @@ def create_app(config: OptimizeConfig) -> web.Application:
     app = base_app(config)
     app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(solver_health(config))
-    app.router.add_post("/v1/optimize/stops", optimize_stops)
-    app.router.add_post("/v1/optimize/routes", optimize_routes)
+    app.router.add_post("/v1/optimize/stops", handler(STOPS))
+    app.router.add_post("/v1/optimize/routes", handler(FLEET))
     return app

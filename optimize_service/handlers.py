@@ -1,5 +1,5 @@
-"""HTTP handlers of the optimize service: parse → price → admit → solve → answer. Errors are
-raised, never formatted.
+"""HTTP handlers of the optimize service: one for both products (`optimizer.STOPS`,
+`optimizer.FLEET`): parse → price → admit → plan → answer. Errors are raised, never formatted.
 
 The price (optimize_service.costs) is charged to the caller's account before any routing or
 solving (common.admission): 413 when one request costs more than its tier allows, 429 when the
@@ -8,15 +8,18 @@ account's budget or its heavy slots are spent; the answer carries the `RateLimit
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from aiohttp import web
 
 from common.admission import Caller, caller_of
 from common.service import json_response, read_json
 from common.waiting import unless_gone
-from optimize_service.fleet.formatter import fleet_body
-from optimize_service.fleet.model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
+from optimize_service.optimizer import Product
 from optimize_service.state import STATE_KEY
-from optimize_service.stops.formatter import plan_body
+
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def account_of(caller: Caller | None) -> str:
@@ -24,19 +27,14 @@ def account_of(caller: Caller | None) -> str:
     return caller.account if caller is not None else ""
 
 
-async def optimize_stops(request: web.Request) -> web.Response:
-    state, caller = request.app[STATE_KEY], caller_of(request.headers)
-    optimizer = state.optimizer
-    parsed = await optimizer.parse(await read_json(request), request.query, optimizer.allowance(caller))
-    async with state.admission.admit(caller, optimizer.price(parsed)) as admitted:
-        plan = await unless_gone(request, optimizer.plan(parsed, account_of(caller)))
-    return json_response(plan_body(plan), headers=admitted.headers)
+def handler(product: Product[Any, Any]) -> Handler:
+    async def handle(request: web.Request) -> web.Response:
+        state, caller = request.app[STATE_KEY], caller_of(request.headers)
+        optimizer = state.optimizer
+        allowance = optimizer.allowance(caller, product.longest_s)
+        parsed = await product.parse(optimizer, await read_json(request), request.query, allowance)
+        async with state.admission.admit(caller, product.price(optimizer, parsed)) as admitted:
+            plan = await unless_gone(request, product.plan(optimizer, parsed, account_of(caller)))
+        return json_response(product.respond(plan), headers=admitted.headers)
 
-
-async def optimize_routes(request: web.Request) -> web.Response:
-    state, caller = request.app[STATE_KEY], caller_of(request.headers)
-    optimizer = state.optimizer
-    fleet = optimizer.parse_fleet(await read_json(request), optimizer.allowance(caller, FLEET_MAX_TIME_LIMIT_S))
-    async with state.admission.admit(caller, optimizer.price_fleet(fleet)) as admitted:
-        plan = await unless_gone(request, optimizer.plan_fleet(fleet, account_of(caller)))
-    return json_response(fleet_body(plan), headers=admitted.headers)
+    return handle

@@ -2,14 +2,15 @@
 
 It holds what outlives a request, built once at start-up from the configuration: the route
 service's client (with the provider names it has seen), the solver lanes and the tiers' bounds.
-Per request: the provider names when the request names one, the parsing that reports every
-violation at once within the caller's tier's bounds (optimize_service.costs), the price the
-handler charges before any work, then the plan (`planner.plan_tour`, `fleet.planner.plan_fleet`).
+Per request, as its product's record says (`STOPS`, `FLEET`; one handler runs both): the
+parsing that reports every violation at once within the caller's tier's bounds
+(optimize_service.costs), the price the handler charges before any work, the plan
+(`planner.plan_tour`, `fleet.planner.plan_fleet`) and its formatter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -24,12 +25,15 @@ from optimize_service.costs import (
     cost_of_fleet,
     cost_of_stops,
 )
+from optimize_service.fleet.formatter import fleet_body
+from optimize_service.fleet.model import MAX_TIME_LIMIT_S as FLEET_MAX_TIME_LIMIT_S
 from optimize_service.fleet.model import FleetPlan, FleetRequest
 from optimize_service.fleet.parsing import parse_fleet_request
 from optimize_service.fleet.planner import fleet_time_limit, locate, plan_fleet
 from optimize_service.routing import RouteClient
 from optimize_service.scheduler import Scheduler
 from optimize_service.stops.exact import EXACT_MAX_STOPS
+from optimize_service.stops.formatter import plan_body
 from optimize_service.stops.model import MAX_TIME_LIMIT_S, OptimizeRequest, Plan
 from optimize_service.stops.parsing import parse_request
 from optimize_service.stops.planner import plan_tour
@@ -46,10 +50,6 @@ class Optimizer:
         return self.rules.allowance(caller, api_max_s) if self.rules is not None else None
 
     # ------------------------------------------------------------ stop order
-
-    async def solve(self, body: Any, query: Mapping[str, str], now: datetime | None = None) -> Plan:
-        """On nobody's behalf: parse and plan."""
-        return await self.plan(await self.parse(body, query, None, now))
 
     async def parse(
         self, body: Any, query: Mapping[str, str], allowance: Allowance | None, now: datetime | None = None
@@ -88,8 +88,11 @@ class Optimizer:
 
     # ------------------------------------------------------------ fleet routing
 
-    def parse_fleet(self, body: Any, allowance: Allowance | None, now: datetime | None = None) -> FleetRequest:
-        """Raises the request's violations (400, 413) within the tier's bounds."""
+    async def parse_fleet(
+        self, body: Any, query: Mapping[str, str], allowance: Allowance | None, now: datetime | None = None
+    ) -> FleetRequest:
+        """Raises the request's violations (400, 413) within the tier's bounds (a fleet's request
+        is its body: `query` is not read)."""
         fleet = parse_fleet_request(body, now or datetime.now(UTC), allowance)
         places, _ = locate(fleet)
         check_cells(len(places.points), len(fleet.profiles), allowance, f"{len(places.points)} distinct places", "jobs")
@@ -108,3 +111,22 @@ class Optimizer:
 
     async def plan_fleet(self, fleet: FleetRequest, account: str = "") -> FleetPlan:
         return await plan_fleet(fleet, self.routes, self.scheduler, account)
+
+
+@dataclass(frozen=True)
+class Product[Q, P]:
+    """One optimize product: its parser, its price, its planner and its formatter, and the
+    longest time limit its requests may ask (the tier's allowance is bounded by it)."""
+
+    name: str
+    longest_s: float
+    parse: Callable[[Optimizer, Any, Mapping[str, str], Allowance | None], Awaitable[Q]]
+    price: Callable[[Optimizer, Q], Cost]
+    plan: Callable[[Optimizer, Q, str], Awaitable[P]]
+    respond: Callable[[P], dict[str, Any]]
+
+
+STOPS = Product[OptimizeRequest, Plan]("stop order", MAX_TIME_LIMIT_S, Optimizer.parse, Optimizer.price, Optimizer.plan, plan_body)
+FLEET = Product[FleetRequest, FleetPlan](
+    "fleet plan", FLEET_MAX_TIME_LIMIT_S, Optimizer.parse_fleet, Optimizer.price_fleet, Optimizer.plan_fleet, fleet_body
+)

@@ -28,7 +28,8 @@ from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import RouteConfig
 from route_service.detour_handlers import detour_file
-from route_service.handlers import isochrone, match, matrix, providers, public_matrix, route, route_waypoints
+from route_service.handlers import handler, providers
+from route_service.operations import ISOCHRONE, MATCH, MATRIX, PUBLIC_MATRIX, ROUTE, WAYPOINTS
 from route_service.state import STATE_KEY, RouteState
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
@@ -69,13 +70,13 @@ def create_app(config: RouteConfig) -> web.Application:
     app = base_app(config, with_cache=True)
     app.cleanup_ctx.append(state_context(config))
     app[HEALTH_CHECKS_KEY].append(dataset_health)
-    app.router.add_get("/v1/route", route)
+    app.router.add_get("/v1/route", handler(ROUTE))
     app.router.add_get("/v1/providers", providers)
     app.router.add_get("/internal/providers", providers)  # gathered by the gateway into /v1/providers
-    app.router.add_post("/v1/matrix", public_matrix)
-    app.router.add_post("/v1/match", match)
-    app.router.add_get("/v1/isochrone", isochrone)
-    app.router.add_post("/internal/matrix", matrix)
-    app.router.add_post("/internal/route", route_waypoints)
+    app.router.add_post("/v1/matrix", handler(PUBLIC_MATRIX))
+    app.router.add_post("/v1/match", handler(MATCH))
+    app.router.add_get("/v1/isochrone", handler(ISOCHRONE))
+    app.router.add_post("/internal/matrix", handler(MATRIX))
+    app.router.add_post("/internal/route", handler(WAYPOINTS))
     app.router.add_post("/v1/detour/file", detour_file)
     return app

@@ -8,30 +8,29 @@ then computes every answer itself and stays correct.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
+import orjson
+
+from common.geo import LatLon
 from common.redis import ResilientRedis
 from route_service.model import RouteQuery
 
-KEY_PREFIX = "route:v1:"
+KEY_PREFIX = "route:v2:"
 
 
 def cache_key(query: RouteQuery, provider: str, dataset: str) -> str:
-    # 6 decimals (~0.1 m): closer points are the same request for every practical purpose.
-    parts = (
-        f"{query.origin.lat:.6f},{query.origin.lon:.6f}",
-        f"{query.destination.lat:.6f},{query.destination.lon:.6f}",
-        query.vehicle,
-        query.route_type,
-        str(query.alternatives),
-        str(query.emergency_radius_m),
-        str(query.steps),
-        repr(query.restrictions),  # avoid polygons and truck dimensions, in full: hashed below
-        query.wording.language,
-        query.wording.units,
-        provider,
-        dataset,
-    )
-    return KEY_PREFIX + hashlib.sha256("|".join(parts).encode()).hexdigest()
+    """Every field of the query decides the answer (a field added to RouteQuery is in the key
+    with nothing to change here), its points to 6 decimals (~0.1 m: closer points are the same
+    request for every practical purpose), avoid polygons and truck dimensions in full. orjson
+    writes the dataclasses field by field, the same in every process (a set would be refused)."""
+    rounded = replace(query, origin=to_micro_degrees(query.origin), destination=to_micro_degrees(query.destination))
+    text = orjson.dumps([rounded, provider, dataset], option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_SORT_KEYS)
+    return KEY_PREFIX + hashlib.sha256(text).hexdigest()
+
+
+def to_micro_degrees(point: LatLon) -> LatLon:
+    return LatLon(round(point.lat, 6), round(point.lon, 6))
 
 
 class RouteCache:

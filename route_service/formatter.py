@@ -108,12 +108,12 @@ def leg(item: Leg, wording: Wording = ENGLISH, index: int = 0, count: int = 1) -
     }
 
 
-def route(item: Route, wording: Wording = ENGLISH) -> dict[str, Any]:
+def route(item: Route, wording: Wording = ENGLISH, with_geometry: bool = True) -> dict[str, Any]:
     count = len(item.legs)
     return {
         "distance": item.distance_m,
         "duration": item.duration_s,
-        "geometry": geometry(item.geometry),
+        "geometry": geometry(item.geometry) if with_geometry else None,
         "legs": [leg(each, wording, index, count) for index, each in enumerate(item.legs)],
         "emergencySegments": [emergency_segment(s) for s in item.emergency_segments],
     }
@@ -122,7 +122,7 @@ def route(item: Route, wording: Wording = ENGLISH) -> dict[str, Any]:
 def route_body(result: RouteResult, query: RouteQuery, provider: str, dataset: str) -> dict[str, Any]:
     """The best route first, then the alternatives."""
     return {
-        "routes": [route(r, query.wording) for r in result.routes],
+        "routes": [route(r, query.wording, query.geometry) for r in result.routes],
         "language": query.wording.language,
         "units": query.wording.units,
         "provider": provider,

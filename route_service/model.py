@@ -118,6 +118,7 @@ class RouteQuery:
     steps: bool = True
     restrictions: Restrictions = NO_RESTRICTIONS
     wording: Wording = ENGLISH  # the steps' sentences: the formatter's, no provider reads it
+    geometry: bool = True  # the routes' lines in the answer (false: distances, durations and steps)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
     alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
     radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
     steps = parse_bool(params, "steps", errors, default=True)
+    geometry = parse_bool(params, "geometry", errors, default=True)
     wording = parse_wording(params, headers, errors)
     name = params.get("provider")  # the registry reads it (common.providers: the one rule)
     restrictions = Restrictions(
@@ -89,7 +90,7 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
     assert origin is not None and destination is not None  # guaranteed: errors would have raised
     # the time stays in the query (the answer says it, the cache tells it apart) even when no
     # rule by time is near and the provider chosen ignores it
-    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions, wording)
+    query = RouteQuery(origin, destination, vehicle, route_type, alternatives, radius, steps, restrictions, wording, geometry)
     return RouteRequest(query, provider.name, provider.route)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -15,21 +15,29 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from common.admission import Admission
+from common.admission import Admission, measured
 from common.datasets import read_current
 from common.errors import ApiError, DatasetNotReady
 from common.service import dump_json
-from route_service import street_names
-from route_service.cache import RouteCache, cache_key
+from route_service.cache import RouteCache
 from route_service.calls import LargeCalls, ProviderCalls
 from route_service.config import DEFAULT_MATRIX_CELLS, MatrixLimits, RouteConfig, parse_matrix_cells
 from route_service.dataset import Dataset, current_dataset
-from route_service.formatter import route_body
-from route_service.providers.base import RouteRequest
+from route_service.operations import Operation
 from route_service.providers.registry import ProviderRegistry
 
 log = logging.getLogger("route_service")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An operation's answer: its JSON, its headers (X-Cache for cached operations), and what
+    it costs in the end when its operation settles (None: its price stands)."""
+
+    body: bytes
+    headers: dict[str, str]
+    settled: int | None = None
 
 
 @dataclass
@@ -109,19 +117,38 @@ class RouteState:
             raise DatasetNotReady(self.load_error or "the map data is still loading")
         return self.dataset, self.registry
 
-    async def route(self, request: RouteRequest, dataset: Dataset) -> tuple[bytes, str]:
-        """The answer's JSON and where it came from ("hit": the cache, "miss": computed)."""
-        key = cache_key(request.query, request.provider, dataset.hash)
-        cached = await self.cache.get(key)
-        if cached is not None:
-            self.counters["cache_hits"] += 1
-            return cached, "hit"
-        self.counters["cache_misses"] += 1
-        result = await self.calls.route(request)
-        result = street_names.of_dataset(dataset.path).translated(result, request.query.wording.language)
-        body = dump_json(route_body(result, request.query, request.provider, dataset.hash))
-        self.cache.put(key, body)
-        return body, "miss"
+    async def call[P, R](
+        self, operation: Operation[P, R], parsed: P, dataset: Dataset, watch: Callable[[Awaitable[R]], Awaitable[R]]
+    ) -> R | bytes:
+        """The operation's result for a parsed request, called where `calls` says (`watch`ed:
+        abandoned when its client goes), or its answer's JSON from the cache when the
+        operation's answers are cached and this one is there."""
+        if operation.cache_key is not None:
+            cached = await self.cache.get(operation.cache_key(parsed, dataset))
+            self.counters["cache_hits" if cached is not None else "cache_misses"] += 1
+            if cached is not None:
+                return cached
+        return await watch(operation.call(self.calls, parsed, dataset))
+
+    async def written[P, R](
+        self, operation: Operation[P, R], called: R | bytes, parsed: P, dataset: Dataset, registry: ProviderRegistry,
+        read_s: float = 0.0,
+    ) -> Answer:  # fmt: skip
+        """The answer: its JSON written (and cached behind it), what it settles at (`read_s`: the
+        CPU its request's reading took)."""
+        key = operation.cache_key(parsed, dataset) if operation.cache_key is not None else None
+        if isinstance(called, bytes):  # from the cache (no operation's result is bytes)
+            return Answer(called, {"X-Cache": "hit"})
+        result = called
+
+        def write() -> bytes:
+            return dump_json(operation.respond(result, parsed, dataset, registry))
+
+        body, write_s = await asyncio.to_thread(measured, write) if operation.in_thread else (write(), 0.0)
+        if key is not None:
+            self.cache.put(key, body)
+        settled = operation.settle(result, read_s + write_s) if operation.settle is not None else None
+        return Answer(body, {"X-Cache": "miss"} if key is not None else {}, settled)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """In the thread pool (detour files)."""

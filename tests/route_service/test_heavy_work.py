@@ -21,7 +21,7 @@ from common.errors import CostTooHigh
 from common.geo import LatLon, haversine_m
 from common.internal_auth import INTERNAL_SUBJECT_HEADER, INTERNAL_TIER_HEADER
 from route_service import costs
-from route_service import handlers as route_handlers
+from route_service import operations as route_operations
 from route_service.app import create_app
 from route_service.calls import LARGE_MATRIX_CELLS, is_large_matrix
 from route_service.importing.importer import ImportResult
@@ -186,7 +186,7 @@ async def test_a_match_is_charged_the_work_it_took_not_its_envelope(
         settled.append(cpu_s)
         return 7
 
-    monkeypatch.setattr(route_handlers, "match_settled", recorded)
+    monkeypatch.setattr(route_operations, "match_settled", recorded)
     body = {"points": [{"lat": p.lat, "lon": p.lon} for p in ALONG], "gpsAccuracy": 50}
     response = await client.post("/v1/match", json=body, headers=account("standard"))
     assert response.status == 200, await response.text()

@@ -16,8 +16,9 @@ import shapely
 from common.geo import METRES_PER_DEGREE
 from route_service.dataset import Dataset
 from route_service.diagnostics import MIN_AREA_SAMPLES
+from route_service.importing import map_facts
 from route_service.importing.importer import ImportResult
-from route_service.importing.map_facts import CUT_NEAR_EDGE_DEG, is_road
+from route_service.importing.map_facts import CUT_NEAR_EDGE_DEG, is_road, read_coverage
 from tests.conftest import CITIES, EVERY_MAP, SHARED_OSM
 
 # How far past its last road the outline may end (m): the isochrones clipped to it must not run
@@ -156,3 +157,17 @@ def test_the_map_cuts_its_through_roads_at_its_edge(imported: tuple[str, Dataset
     outline = shapely.geometry.shape(dataset.outline)
     edge = shapely.union_all([part.exterior for part in getattr(outline, "geoms", [outline])])
     assert shapely.dwithin(edge, points, CUT_NEAR_EDGE_DEG).all()
+
+
+def test_a_map_past_the_most_cells_gets_coarser_cells_still_covering_every_road(
+    shared_osm: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outline's cells are bounded whatever the map's size (its union is superlinear: 746 k
+    cells took 32 s on 10x Heidelberg): past MOST_CELLS each cell doubles, and the roads stay inside."""
+    pbf = shared_osm / "heidelberg.osm.pbf"
+    whole = read_coverage(pbf)
+    monkeypatch.setattr(map_facts, "MOST_CELLS", whole["cells"] // 10)
+    bounded = read_coverage(pbf)
+    assert bounded["cells"] <= whole["cells"] // 10 and bounded["cell_deg"] >= 4 * whole["cell_deg"]
+    lines = shapely.union_all([shapely.LineString(road) for road in road_lines([pbf])])
+    assert shapely.difference(lines, shapely.geometry.shape(bounded["outline"])).length * METRES_PER_DEGREE < 1.0

@@ -56,6 +56,17 @@ async def test_every_vehicle_and_type(client: Client, vehicle: str, kind: str) -
     assert (body["vehicle"], body["type"]) == (vehicle, kind) and body["routes"][0]["legs"][0]["steps"] == []
 
 
+async def test_geometry_false_answers_the_same_route_without_its_line(client: Client) -> None:
+    with_line = await (await client.get(f"/v1/route?{OK}&vehicle=truck")).json()
+    response = await client.get(f"/v1/route?{OK}&vehicle=truck&geometry=false")
+    assert response.status == 200 and response.headers["X-Cache"] == "miss"  # not the answer with a line
+    route, lined = (await response.json())["routes"][0], with_line["routes"][0]
+    assert route["geometry"] is None and lined["geometry"]["type"] == "LineString"
+    assert (route["distance"], route["duration"], route["legs"]) == (lined["distance"], lined["duration"], lined["legs"])
+    refused = await client.get(f"/v1/route?{OK}&geometry=maybe", headers=PROBLEM)
+    assert refused.status == 400 and "geometry" in await refused.text()
+
+
 async def test_second_identical_request_is_a_cache_hit(client: Client) -> None:
     query = f"/v1/route?{OK}&vehicle=bicycle&alternatives=2"
     first = await client.get(query)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from typing import Any
+
 import pytest
 
 from common.errors import DatasetNotReady, InvalidParameter, ParameterErrors
@@ -15,8 +18,11 @@ from route_service.model import (
     MatrixQuery,
     MatrixResult,
     ProviderInfo,
+    Restrictions,
     RouteQuery,
     RouteResult,
+    TruckDimensions,
+    Wording,
 )
 from route_service.parsing import MAX_MATRIX_SIDE, parse_matrix, parse_route
 from route_service.providers.base import Plugins
@@ -204,19 +210,19 @@ def test_instructions() -> None:
 
 
 def test_cache_key_covers_everything_that_changes_the_answer() -> None:
+    """Every field of RouteQuery, the provider and the dataset: a field added to the query is in
+    the key with nothing else to change (issue 57)."""
     base = RouteQuery(LatLon(49.41, 8.69), LatLon(49.42, 8.70))
     key = cache_key(base, "osrm", "abc")
     assert key == cache_key(RouteQuery(LatLon(49.41000001, 8.69), LatLon(49.42, 8.70)), "osrm", "abc")
-    variants = [
-        cache_key(base, "valhalla", "abc"),
-        cache_key(base, "osrm", "abd"),
-        cache_key(RouteQuery(base.origin, base.destination, vehicle="truck"), "osrm", "abc"),
-        cache_key(RouteQuery(base.origin, base.destination, route_type="shortest"), "osrm", "abc"),
-        cache_key(RouteQuery(base.origin, base.destination, alternatives=1), "osrm", "abc"),
-        cache_key(RouteQuery(base.origin, base.destination, emergency_radius_m=10), "osrm", "abc"),
-        cache_key(RouteQuery(base.origin, base.destination, steps=False), "osrm", "abc"),
-        cache_key(RouteQuery(base.destination, base.origin), "osrm", "abc"),
-    ]
+    changed: dict[str, Any] = {
+        "origin": LatLon(49.4101, 8.69), "destination": LatLon(49.42, 8.7001), "vehicle": "truck",
+        "route_type": "shortest", "alternatives": 1, "emergency_radius_m": 10, "steps": False,
+        "restrictions": Restrictions(truck=TruckDimensions(height_m=3.0)), "wording": Wording("de"), "geometry": False,
+    }  # fmt: skip
+    assert changed.keys() == {field.name for field in fields(RouteQuery)}
+    variants = [cache_key(replace(base, **{name: value}), "osrm", "abc") for name, value in changed.items()]
+    variants += [cache_key(base, "valhalla", "abc"), cache_key(base, "osrm", "abd")]
     assert len({key, *variants}) == len(variants) + 1
 
 
