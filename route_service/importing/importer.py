@@ -508,7 +508,7 @@ def add_map_arguments(parser: argparse.ArgumentParser) -> None:
         "for every route, CH besides for car and truck matrices; mld alone imports faster on a very large map, "
         "its matrices take up to 10x longer)",
     )
-    parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs)")
+    parser.add_argument("--jobs", type=int, default=None, help="steps run in parallel (default: 2 when 2+ CPUs; 1 holds one osrm-extract's memory peak, not two)")
 
 
 def vehicles_named(text: str, setting: str = "ROUTING_VEHICLES") -> list[str]:
