@@ -10,6 +10,7 @@ from typing import Any
 
 from common.errors import ApiError, ParameterErrors
 from common.geo import LatLon
+from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 
 MISSING = object()
 # An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
@@ -143,6 +144,29 @@ def short(value: Any) -> str:
     """A bad value echoed in a message, at most 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_truck_dimensions(
+    source: Mapping[str, Any], vehicle: str, errors: ParameterErrors, where: str = "", *, text: bool = True
+) -> dict[str, float] | None:
+    """Truck dimensions by their API names (TRUCK_DIMENSIONS: `height`, `width`, `length` in m,
+    `weight`, `axleLoad` in t), each above 0 and at most its maximum, for a vehicle that takes
+    dimensions only; None when none is given. `where` prefixes the violations' names
+    (`truck.`); `text`: query texts are read as numbers (else a JSON number is required)."""
+    given = {name: source[name] for name in TRUCK_DIMENSIONS if source.get(name) is not None}
+    if not given:
+        return None
+    values: dict[str, float] = {}
+    for name, raw in given.items():
+        _, most, unit = TRUCK_DIMENSIONS[name]
+        number = number_or_nan(raw) if text or is_number(raw) else math.nan
+        if vehicle not in VEHICLE_TABLE or not VEHICLE_TABLE[vehicle].takes_dimensions:
+            errors.add(where + name, "applies only to vehicle=truck")
+        elif not 0 < number <= most:
+            errors.add(where + name, f"must be a number of {unit} above 0 and at most {most:g}, got {short(raw)}")
+        else:
+            values[name] = number
+    return values
 
 
 def is_number(value: Any) -> bool:

@@ -6,7 +6,6 @@ the provider that answers it, whose plugin the typed request carries (`providers
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -25,9 +24,10 @@ from common.params import (
     parse_int,
     parse_latlon,
     parse_latlon_text,
+    parse_truck_dimensions,
     short,
 )
-from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
+from common.vehicles import TRUCK_DIMENSIONS
 from common.vocabulary import (
     DEFAULT_ROUTE_TYPE,
     DEFAULT_UNITS,
@@ -119,22 +119,12 @@ def parse_route_time(params: Mapping[str, str], errors: ParameterErrors) -> Rout
 def parse_truck(
     source: Mapping[str, Any], vehicle: str, errors: ParameterErrors, prefix: str = ""
 ) -> TruckDimensions | None:
-    """`height`, `width`, `length` (m), `weight`, `axleLoad` (t): query texts or JSON numbers,
-    each > 0 and at most its maximum, and only for vehicle=truck. None when none is given."""
-    given = {name: source[name] for name in TRUCK_DIMENSIONS if source.get(name) is not None}
-    if not given:
+    """`height`, `width`, `length` (m), `weight`, `axleLoad` (t): query texts or JSON numbers
+    (common.params.parse_truck_dimensions). None when none is given."""
+    values = parse_truck_dimensions(source, vehicle, errors, prefix)
+    if values is None:
         return None
-    values: dict[str, float] = {}
-    for name, raw in given.items():
-        field, most, unit = TRUCK_DIMENSIONS[name]
-        number = truck_number(raw)
-        if vehicle not in VEHICLE_TABLE or not VEHICLE_TABLE[vehicle].takes_dimensions:
-            errors.add(prefix + name, "applies only to vehicle=truck")
-        elif number is None or not 0 < number <= most:
-            errors.add(prefix + name, f"must be a number of {unit} above 0 and at most {most:g}, got {str(raw)[:40]!r}")
-        else:
-            values[field] = number
-    return TruckDimensions(**values)
+    return TruckDimensions(**{TRUCK_DIMENSIONS[name][0]: value for name, value in values.items()})
 
 
 def parse_truck_object(body: Mapping[str, Any], vehicle: str, errors: ParameterErrors) -> TruckDimensions | None:
@@ -146,11 +136,6 @@ def parse_truck_object(body: Mapping[str, Any], vehicle: str, errors: ParameterE
     for key in sorted(set(truck or {}) - set(TRUCK_DIMENSIONS))[:5]:
         errors.add(f"truck.{str(key)[:40]}", f"is not a truck dimension (those are {', '.join(TRUCK_DIMENSIONS)})")
     return parse_truck(truck or {}, vehicle, errors, prefix="truck.")
-
-
-def truck_number(raw: Any) -> float | None:
-    number = number_or_nan(raw)
-    return number if math.isfinite(number) else None
 
 
 def parse_avoid(

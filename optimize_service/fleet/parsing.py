@@ -18,7 +18,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
-from common.params import is_number, parse_point_object, short
+from common.params import is_number, parse_point_object, parse_truck_dimensions, short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance, tier_cap_message
@@ -325,15 +325,7 @@ def parse_truck(value: Any, kind: str, where: str, errors: ParameterErrors) -> t
         errors.add(where, f"must be an object {{{', '.join(f'{n}?' for n in TRUCK_DIMENSIONS)}}}, for kind truck only")
         return ()
     check_keys(value, set(TRUCK_DIMENSIONS), where, errors)
-    found = []
-    for name in sorted(set(value) & set(TRUCK_DIMENSIONS)):
-        _, most, unit = TRUCK_DIMENSIONS[name]
-        number = value[name]
-        if not is_number(number) or not 0 < number <= most:
-            errors.add(f"{where}.{name}", f"must be a number of {unit} above 0 and at most {most:g}, got {short(number)}")
-        else:
-            found.append((name, float(number)))
-    return tuple(found)
+    return tuple(sorted((parse_truck_dimensions(value, kind, errors, f"{where}.", text=False) or {}).items()))
 
 
 def parse_limits(item: dict[str, Any], where: str, errors: ParameterErrors) -> Limits:

@@ -55,3 +55,21 @@ def test_time_offsets_are_whole_minutes(text: str, accepted: bool) -> None:
     errors = ParameterErrors()
     assert (parse_instant(text, "departureTime", errors) is not None) is accepted
     assert bool(errors.violations) is not accepted
+
+
+def test_truck_dimensions_are_one_grammar_for_routes_and_fleets() -> None:
+    """GET /v1/route's query texts, a matrix's `truck` object and a fleet vehicle's `truck` are
+    read by one function: the same limits, the same words (issue 57, item 2)."""
+    from optimize_service.fleet.parsing import parse_truck as fleet_truck
+    from route_service.parsing import parse_truck as route_truck
+
+    route_errors, fleet_errors = ParameterErrors(), ParameterErrors()
+    route = route_truck({"height": "7", "weight": "18"}, "truck", route_errors)
+    fleet = fleet_truck({"height": 7, "weight": 18}, "truck", "vehicles[0].truck", fleet_errors)
+    [(route_name, route_message)] = [(v.parameter, v.message) for v in route_errors.violations]
+    [(fleet_name, fleet_message)] = [(v.parameter, v.message) for v in fleet_errors.violations]
+    assert (route_name, fleet_name) == ("height", "vehicles[0].truck.height")
+    assert route_message.split(", got")[0] == fleet_message.split(", got")[0] == "must be a number of m above 0 and at most 6"
+    assert route is not None and route.weight_t == 18.0 and fleet == (("weight", 18.0),)
+    text_in_json = ParameterErrors()
+    assert fleet_truck({"height": "4"}, "truck", "t", text_in_json) == () and text_in_json  # a body's must be numbers
