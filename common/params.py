@@ -54,20 +54,37 @@ def json_kind(value: Any) -> str:
 def parse_int(
     params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: int, minimum: int, maximum: int
 ) -> int:
-    raw = params.get(name)
-    if raw is None:
+    """A query parameter's whole number (`parse_whole`); missing or wrong: `default`."""
+    value = parse_whole(params.get(name), name, minimum, maximum, errors, default=default, text=True)
+    return default if value is None else value
+
+
+def parse_whole(
+    value: Any, where: str, low: int, high: int, errors: ParameterErrors, *,
+    default: int | None, required: bool = True, text: bool = False,
+) -> int | None:  # fmt: skip
+    """A whole number from `low` to `high`: a JSON number (1 and 1.0 alike) or, with `text`, a
+    query text; missing: `default`, a violation when that is None and the number `required`."""
+    if value is None:
+        if default is None and required:
+            errors.add(where, f"is required: a whole number from {low} to {high}")
         return default
-    text = raw.strip()
-    # ASCII digits with at most one sign: str.isdigit() also accepts "²" and "①", and
-    # lstrip("+-") accepts "+-1", all of which int() then refuses.
-    if not _INTEGER.fullmatch(text):
-        errors.add(name, f"must be an integer between {minimum} and {maximum}, got {raw[:40]!r}")
+    number = whole_of(value, text)
+    if number is None or not low <= number <= high:
+        errors.add(where, f"must be a whole number from {low} to {high}, got {short(value if number is None else number)}")
         return default
-    value = int(text)
-    if not minimum <= value <= maximum:
-        errors.add(name, f"must be between {minimum} and {maximum}, got {value}")
-        return default
-    return value
+    return number
+
+
+def whole_of(value: Any, text: bool) -> int | None:
+    if text and isinstance(value, str):
+        # ASCII digits with at most one sign: str.isdigit() also accepts "²" and "①", and
+        # lstrip("+-") accepts "+-1", all of which int() then refuses.
+        stripped = value.strip()
+        return int(stripped) if _INTEGER.fullmatch(stripped) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, float) and math.isfinite(value) and value.is_integer() else None
 
 
 def parse_choice(

@@ -18,7 +18,7 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
-from common.params import is_number, parse_point_object, parse_truck_dimensions, short
+from common.params import is_number, parse_point_object, parse_truck_dimensions, parse_whole, short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance, tier_cap_message
@@ -287,7 +287,7 @@ def parse_reloads(item: dict[str, Any], where: str, ctx: Context) -> tuple[tuple
                 ctx.errors.add(f"{where}.reloadDepots[{i}]", f"must be the id of one of the request's depots, got {short(ident)}")
             elif ctx.depot_ids[ident] not in found:
                 found.append(ctx.depot_ids[ident])
-    trips = parse_int(item.get("maxTrips"), f"{where}.maxTrips", 1, MAX_TRIPS, ctx.errors, default=None, required=False)
+    trips = parse_whole(item.get("maxTrips"), f"{where}.maxTrips", 1, MAX_TRIPS, ctx.errors, default=None, required=False)
     if trips is not None and value is None:
         ctx.errors.add(f"{where}.maxTrips", "needs reloadDepots: where the vehicle reloads between its trips")
     return tuple(found), trips
@@ -330,11 +330,11 @@ def parse_truck(value: Any, kind: str, where: str, errors: ParameterErrors) -> t
 
 def parse_limits(item: dict[str, Any], where: str, errors: ParameterErrors) -> Limits:
     """maxWorkingTime (s), maxDistance (m) and maxStops of one route (issue 36, item 3)."""
-    working = parse_int(item.get("maxWorkingTime"), f"{where}.maxWorkingTime", 1, MAX_HORIZON_S, errors, default=None,
+    working = parse_whole(item.get("maxWorkingTime"), f"{where}.maxWorkingTime", 1, MAX_HORIZON_S, errors, default=None,
                         required=False)  # fmt: skip
-    distance = parse_int(item.get("maxDistance"), f"{where}.maxDistance", 1, MAX_DISTANCE_M, errors, default=None,
+    distance = parse_whole(item.get("maxDistance"), f"{where}.maxDistance", 1, MAX_DISTANCE_M, errors, default=None,
                          required=False)  # fmt: skip
-    stops = parse_int(item.get("maxStops"), f"{where}.maxStops", 1, MAX_STOPS, errors, default=None, required=False)
+    stops = parse_whole(item.get("maxStops"), f"{where}.maxStops", 1, MAX_STOPS, errors, default=None, required=False)
     return Limits(working, distance, stops)
 
 
@@ -378,7 +378,7 @@ def parse_break(item: Any, where: str, ctx: Context) -> Break | None:
         return None
     ident = parse_id(item.get("id"), f"{where}.id", ctx.errors)
     windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=True)
-    duration = parse_int(item.get("duration"), f"{where}.duration", 0, MAX_SERVICE_TIME_S, ctx.errors, default=None)
+    duration = parse_whole(item.get("duration"), f"{where}.duration", 0, MAX_SERVICE_TIME_S, ctx.errors, default=None)
     if len(ctx.errors.violations) > before or duration is None:
         return None
     return Break(ident, windows, duration)
@@ -392,9 +392,9 @@ def parse_costs(value: Any, where: str, errors: ParameterErrors) -> Costs:
         return Costs()
     check_keys(value, COST_FIELDS, where, errors)
     default = Costs()
-    fixed = parse_int(value.get("fixed"), f"{where}.fixed", 0, MAX_COST, errors, default=default.fixed)
-    per_hour = parse_int(value.get("perHour"), f"{where}.perHour", 0, MAX_COST, errors, default=default.per_hour)
-    per_km = parse_int(value.get("perKm"), f"{where}.perKm", 0, MAX_COST, errors, default=default.per_km)
+    fixed = parse_whole(value.get("fixed"), f"{where}.fixed", 0, MAX_COST, errors, default=default.fixed)
+    per_hour = parse_whole(value.get("perHour"), f"{where}.perHour", 0, MAX_COST, errors, default=default.per_hour)
+    per_km = parse_whole(value.get("perKm"), f"{where}.perKm", 0, MAX_COST, errors, default=default.per_km)
     if per_hour == 0 and per_km == 0:
         errors.add(where, "perHour and perKm cannot both be 0: the route would cost nothing to drive")
     return Costs(fixed or 0, per_hour or 0, per_km or 0)
@@ -411,12 +411,12 @@ def parse_job(item: Any, where: str, ctx: Context) -> FleetJob | None:
     place = parse_place(item, where, ctx)
     demand = parse_amount(item.get("demand"), f"{where}.demand", ctx, default=0)
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
-    priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    priority = parse_whole(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
     release = parse_moment(item.get("releaseTime"), f"{where}.releaseTime", ctx, default=0)
     group = item.get("group")
     if group is not None and (not isinstance(group, str) or not group.strip() or len(group) > MAX_ID_LENGTH):
         ctx.errors.add(f"{where}.group", f"must be a non-blank string of at most {MAX_ID_LENGTH} characters, got {short(group)}")
-    prize = parse_int(item.get("prize"), f"{where}.prize", 0, MAX_PRIZE, ctx.errors, default=None, required=False)
+    prize = parse_whole(item.get("prize"), f"{where}.prize", 0, MAX_PRIZE, ctx.errors, default=None, required=False)
     if len(ctx.errors.violations) > before or place is None:
         return None
     return FleetJob(ident, place, demand, skills, priority or 0, max(0, release or 0), group, prize)
@@ -430,7 +430,7 @@ def parse_shipment(item: Any, where: str, ctx: Context) -> FleetShipment | None:
     ends = [parse_shipment_end(item.get(key), f"{where}.{key}", ctx) for key in ("pickup", "delivery")]
     amount = parse_amount(item.get("amount"), f"{where}.amount", ctx, default=0)
     skills = parse_skills(item.get("skills"), f"{where}.skills", ctx.errors)
-    priority = parse_int(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
+    priority = parse_whole(item.get("priority"), f"{where}.priority", 0, MAX_PRIORITY, ctx.errors, default=0)
     release = parse_moment(item.get("releaseTime"), f"{where}.releaseTime", ctx, default=0)
     pickup, delivery = ends
     if len(ctx.errors.violations) > before or pickup is None or delivery is None or release is None:
@@ -456,7 +456,7 @@ def parse_shipment_end(item: Any, where: str, ctx: Context) -> Place | None:
 
 def parse_place(item: dict[str, Any], where: str, ctx: Context) -> Place | None:
     location = parse_point_object(item.get("location"), f"{where}.location", ctx.errors)
-    service = parse_int(item.get("serviceTime"), f"{where}.serviceTime", 0, MAX_SERVICE_TIME_S, ctx.errors, default=0)
+    service = parse_whole(item.get("serviceTime"), f"{where}.serviceTime", 0, MAX_SERVICE_TIME_S, ctx.errors, default=0)
     windows = parse_windows(item.get("timeWindows"), f"{where}.timeWindows", ctx, required=False)
     if location is None or service is None:
         return None
@@ -473,22 +473,6 @@ def parse_id(value: Any, where: str, errors: ParameterErrors) -> str:
     return value
 
 
-def parse_int(
-    value: Any, where: str, low: int, high: int, errors: ParameterErrors, *, default: int | None, required: bool = True
-) -> int | None:
-    """A whole number from `low` to `high`; missing: `default`, a violation when it is None and
-    the number `required`."""
-    if value is None:
-        if default is None and required:
-            errors.add(where, f"is required: a whole number from {low} to {high}")
-        return default
-    whole = is_number(value) and math.isfinite(value) and float(value).is_integer()
-    if not whole or not low <= value <= high:
-        errors.add(where, f"must be a whole number from {low} to {high}, got {short(value)}")
-        return default
-    return int(value)
-
-
 def parse_amount(value: Any, where: str, ctx: Context, *, default: int) -> tuple[int, ...]:
     """A list of whole numbers, one per capacity dimension; missing: `default` in each."""
     if value is None:
@@ -500,7 +484,7 @@ def parse_amount(value: Any, where: str, ctx: Context, *, default: int) -> tuple
             f"(as many as the first capacity, demand or amount sent), got {short(value)}",
         )
         return (default,) * ctx.dimensions
-    parsed = [parse_int(v, f"{where}[{i}]", 0, MAX_AMOUNT, ctx.errors, default=0) for i, v in enumerate(value)]
+    parsed = [parse_whole(v, f"{where}[{i}]", 0, MAX_AMOUNT, ctx.errors, default=0) for i, v in enumerate(value)]
     return tuple(v or 0 for v in parsed)
 
 

@@ -73,3 +73,19 @@ def test_truck_dimensions_are_one_grammar_for_routes_and_fleets() -> None:
     assert route is not None and route.weight_t == 18.0 and fleet == (("weight", 18.0),)
     text_in_json = ParameterErrors()
     assert fleet_truck({"height": "4"}, "truck", "t", text_in_json) == () and text_in_json  # a body's must be numbers
+
+
+def test_whole_numbers_are_one_grammar_for_query_texts_and_json() -> None:
+    """`alternatives=2` in a query and `"maxStops": 2` in a fleet's body are read by one function
+    (issue 57, item 2): a text of ASCII digits, a JSON number with nothing after the point."""
+    from common.params import parse_whole
+
+    def read(value: object, text: bool) -> int | None:
+        errors = ParameterErrors()
+        found = parse_whole(value, "n", 0, 5, errors, default=None, required=False, text=text)
+        return None if errors else found
+
+    assert [read(v, True) for v in ("2", " +3 ", "2.0", "²", "-1", "9")] == [2, 3, None, None, None, None]
+    assert [read(v, False) for v in (2, 3.0, 2.5, True, "2", 10**400, math.nan)] == [2, 3, None, None, None, None, None]
+    missing = ParameterErrors()
+    assert parse_whole(None, "n", 0, 5, missing, default=None) is None and "is required" in missing.violations[0].message
