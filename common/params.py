@@ -229,6 +229,27 @@ def parse_point_object(value: Any, where: str, errors: ParameterErrors) -> LatLo
     return LatLon(lat, lon) if lat is not None and lon is not None else None
 
 
+def parse_point_value(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
+    """A point in a JSON body: `{"lat": …, "lon": …}` (parse_point_object) or a "<lat>,<lon>" text."""
+    if not isinstance(value, str):
+        return parse_point_object(value, where, errors)
+    parsed = parse_latlon_text(value.strip())
+    if isinstance(parsed, str):
+        errors.add(where, parsed)
+        return None
+    return parsed
+
+
+def parse_point_list(value: Any, where: str, errors: ParameterErrors, fewest: int, most: int) -> list[LatLon]:
+    """`fewest` to `most` points (parse_point_value), each wrong one named by its index
+    (`sources[3].lat`), so the caller sees which one of thousands to fix."""
+    if not isinstance(value, list) or not fewest <= len(value) <= most:
+        errors.add(where, f"must be a list of {fewest} to {most} points {{lat, lon}}")
+        return []
+    points = [parse_point_value(item, f"{where}[{index}]", errors) for index, item in enumerate(value)]
+    return [point for point in points if point is not None]
+
+
 def parse_instant(raw: str, name: str, errors: ParameterErrors) -> datetime | None:
     """An ISO 8601 date-time with a UTC offset (`startTime`, `departureTime` …); None, with the
     violation added, when it is not one."""

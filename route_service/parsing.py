@@ -19,11 +19,10 @@ from common.params import (
     number_or_nan,
     parse_bool,
     parse_choice,
-    parse_degrees,
     parse_instant,
     parse_int,
     parse_latlon,
-    parse_latlon_text,
+    parse_point_list,
     parse_truck_dimensions,
     short,
 )
@@ -155,30 +154,8 @@ def parse_avoid(
 # ---------------------------------------------------------------- matrix
 
 
-def parse_point(value: Any, name: str, errors: ParameterErrors) -> LatLon | None:
-    """`{"lat": .., "lon": ..}` (or a "<lat>,<lon>" string); a wrong number is named by its
-    field (`sources[3].lat`), so the caller sees which one of thousands to fix."""
-    if isinstance(value, str):
-        parsed = parse_latlon_text(value.strip())
-        if isinstance(parsed, str):
-            errors.add(name, parsed)
-            return None
-        return parsed
-    if not isinstance(value, dict) or not {"lat", "lon"} <= value.keys():
-        errors.add(name, "must be an object {lat, lon}")
-        return None
-    lat = parse_degrees(value["lat"], f"{name}.lat", 90, errors)
-    lon = parse_degrees(value["lon"], f"{name}.lon", 180, errors)
-    return None if lat is None or lon is None else LatLon(lat, lon)
-
-
 def parse_points(body: Mapping[str, Any], name: str, errors: ParameterErrors, fewest: int, most: int) -> list[LatLon]:
-    raw = body.get(name)
-    if not isinstance(raw, list) or not fewest <= len(raw) <= most:
-        errors.add(name, f"must be a list of {fewest} to {most} points {{lat, lon}}")
-        return []
-    points = [parse_point(item, f"{name}[{index}]", errors) for index, item in enumerate(raw)]
-    return [p for p in points if p is not None]
+    return parse_point_list(body.get(name), name, errors, fewest, most)
 
 
 def internal_body_options(body: Any, fields: str, errors: ParameterErrors) -> dict[str, str]:

@@ -118,7 +118,7 @@ BAD_BODIES = [
     ({"sources": "49.4,8.6"}, ["sources"]),
     ({"sources": POINTS, "destinations": []}, ["destinations"]),
     ({"sources": POINTS, "destinations": {"lat": 1, "lon": 2}}, ["destinations"]),
-    ({"sources": [POINTS[0], 7, {"lat": 49.4}]}, ["sources[1]", "sources[2]"]),
+    ({"sources": [POINTS[0], 7, {"lat": 49.4}]}, ["sources[1]", "sources[2].lon"]),
     ({"sources": [{"lat": 91, "lon": 8.7}, {"lat": 49.4, "lon": -180.5}]}, ["sources[0].lat", "sources[1].lon"]),
     (
         {"sources": [{"lat": "49.4", "lon": None}, {"lat": True, "lon": 8.7}]},

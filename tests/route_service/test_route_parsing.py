@@ -179,7 +179,7 @@ def test_matrix_body() -> None:
             {"sources": [{"lat": 1, "lon": 1}] * (MAX_MATRIX_SIDE + 1), "destinations": [{"lat": 1, "lon": 1}]},
             ["sources"],
         ),
-        ({"sources": [{"lat": 1, "lon": 1}], "destinations": [{"lat": 1}], "type": "x"}, ["destinations[0]", "type"]),
+        ({"sources": [{"lat": 1, "lon": 1}], "destinations": [{"lat": 1}], "type": "x"}, ["destinations[0].lon", "type"]),
     ],
 )
 def test_matrix_body_violations(body: object, parameters: list[str | None]) -> None:
