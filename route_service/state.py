@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from aiohttp import web
 
@@ -38,6 +38,16 @@ class Answer:
     body: bytes
     headers: dict[str, str]
     settled: int | None = None
+
+
+@dataclass(frozen=True)
+class Called[R]:
+    """What `call` found: the operation's result, or its answer's JSON from the cache; `key`
+    is its cache key (None: its answers are not cached)."""
+
+    key: str | None
+    result: R | None = None
+    cached: bytes | None = None
 
 
 @dataclass
@@ -119,36 +129,36 @@ class RouteState:
 
     async def call[P, R](
         self, operation: Operation[P, R], parsed: P, dataset: Dataset, watch: Callable[[Awaitable[R]], Awaitable[R]]
-    ) -> R | bytes:
+    ) -> Called[R]:
         """The operation's result for a parsed request, called where `calls` says (`watch`ed:
         abandoned when its client goes), or its answer's JSON from the cache when the
         operation's answers are cached and this one is there."""
-        if operation.cache_key is not None:
-            cached = await self.cache.get(operation.cache_key(parsed, dataset))
+        key = operation.cache_key(parsed, dataset) if operation.cache_key is not None else None
+        if key is not None:
+            cached = await self.cache.get(key)
             self.counters["cache_hits" if cached is not None else "cache_misses"] += 1
             if cached is not None:
-                return cached
-        return await watch(operation.call(self.calls, parsed, dataset))
+                return Called(key, cached=cached)
+        return Called(key, await watch(operation.call(self.calls, parsed, dataset)))
 
     async def written[P, R](
-        self, operation: Operation[P, R], called: R | bytes, parsed: P, dataset: Dataset, registry: ProviderRegistry,
+        self, operation: Operation[P, R], called: Called[R], parsed: P, dataset: Dataset, registry: ProviderRegistry,
         read_s: float = 0.0,
     ) -> Answer:  # fmt: skip
         """The answer: its JSON written (and cached behind it), what it settles at (`read_s`: the
         CPU its request's reading took)."""
-        key = operation.cache_key(parsed, dataset) if operation.cache_key is not None else None
-        if isinstance(called, bytes):  # from the cache (no operation's result is bytes)
-            return Answer(called, {"X-Cache": "hit"})
-        result = called
+        if called.cached is not None:
+            return Answer(called.cached, {"X-Cache": "hit"})
+        result = cast(R, called.result)  # not cached: called
 
         def write() -> bytes:
             return dump_json(operation.respond(result, parsed, dataset, registry))
 
         body, write_s = await asyncio.to_thread(measured, write) if operation.in_thread else (write(), 0.0)
-        if key is not None:
-            self.cache.put(key, body)
+        if called.key is not None:
+            self.cache.put(called.key, body)
         settled = operation.settle(result, read_s + write_s) if operation.settle is not None else None
-        return Answer(body, {"X-Cache": "miss"} if key is not None else {}, settled)
+        return Answer(body, {"X-Cache": "miss"} if called.key is not None else {}, settled)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """In the thread pool (detour files)."""
