@@ -8,7 +8,7 @@ the address (street only: within 500 m of that street's geometry in the same cit
 must answer an empty list. Accuracy is judged on the answers over HTTP through the gateway;
 the in-process matcher answers the same queries for its latency and as a cross-check.
 Latency: a real stack (Redis, auth, geo, gateway) with an `unlimited` token, one sequential
-client; cache misses are requests whose cache key (geo_service.cache.normalized_text) was not
+client; cache misses are requests whose cache key (geo_service.analysis.folded_text) was not
 asked before, then the same requests again as cache hits.
 
 `run()` returns a Markdown section; `python -m bench.geocoder` prints it.
@@ -41,7 +41,7 @@ import osmium
 from common.config import DEFAULT_PORTS, REPO_ROOT
 from common.datasets import read_current
 from common.geo import haversine_m_arrays
-from geo_service.cache import normalized_text
+from geo_service.analysis import folded_text
 from geo_service.importing.importer import ImportResult, run_import
 from geo_service.index import open_index
 from geo_service.model import GeocodeQuery
@@ -305,8 +305,8 @@ class Case:
     def cache_key(self) -> tuple[str, ...]:
         """What the service keys its cache on (handlers.geocode): the normalized text and the filter."""
         if self.fields:
-            return ("structured", *(normalized_text(value) for _, value in self.fields))
-        return (normalized_text(self.text), self.country or "")
+            return ("structured", *(folded_text(value) for _, value in self.fields))
+        return (folded_text(self.text), self.country or "")
 
 
 def full(a: TrueAddress, street: str | None = None, postcode: bool = True) -> str:
@@ -548,8 +548,8 @@ def prefixes(samples: dict[str, list[TrueAddress]]) -> list[tuple[str, str, str]
     for city, sample in samples.items():
         for street in list(dict.fromkeys(a.street for a in sample))[:AUTOCOMPLETE_SAMPLE]:
             prefix = street[: max(3, math.ceil(len(street) * 0.6))]
-            if normalized_text(prefix) not in seen:
-                seen.add(normalized_text(prefix))
+            if folded_text(prefix) not in seen:
+                seen.add(folded_text(prefix))
                 chosen.append((city, street, prefix))
     return chosen
 

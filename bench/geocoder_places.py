@@ -200,7 +200,7 @@ def kind_cases(index: LoadedIndex, rng: random.Random) -> list[Case]:
         counts = Counter(c for (c,) in connection.execute("SELECT category FROM names WHERE kind = 'poi' AND city = ?", (city,)))
         for category in sorted(c for c, n in counts.items() if n >= 3):
             for word in sorted({w.name for w in presets if w.category == category}):
-                found = index.matcher.kinds.find(index.matcher.normalizer.words(word))
+                found = index.matcher.lexicon.kinds.find(index.matcher.lexicon.normalizer.words(word))
                 if found is not None:
                     cases.append(Case(KIND, f"{word} {city}", of_kind(frozenset(found.categories), city)))
     return rng.sample(cases, min(PER_KIND, len(cases)))
@@ -216,7 +216,7 @@ def unanswered_unless_a_kind(name: str, index: LoadedIndex) -> Callable[[Geocode
     """No answer; or, when the name is a kind's preset name alone ("Geldautomat", "Policia"),
     a POI of that kind: the words say what they mean, and the map has it (rule added
     2026-11-29: before, such an answer counted as a false positive)."""
-    found = index.matcher.kinds.find(index.matcher.normalizer.words(name))
+    found = index.matcher.lexicon.kinds.find(index.matcher.lexicon.normalizer.words(name))
     kind = found.categories if found is not None and found.preset_name and not found.rest else frozenset()
 
     def check(a: GeocodeAnswer) -> bool:

@@ -27,13 +27,12 @@ import numpy as np
 from rapidfuzz import fuzz, process
 
 from common.geo import EARTH_RADIUS_M
-from geo_service.formatter import label
-from geo_service.matcher import address_result
-from geo_service.model import AutocompleteQuery, GeocodeResult, ResultAddress
+from geo_service.model import AutocompleteQuery, GeocodeResult
 from geo_service.normalize import ABBREVIATIONS, Normalizer, compact, fold, raw_tokens, unify_digraphs
 from geo_service.parser import parse_house_number
+from geo_service.ranking import address_result, distinct, name_result, postcode_factor
 from geo_service.records import Address
-from geo_service.store import IndexReader, NameRow
+from geo_service.store import IndexReader
 
 MAX_WORDS = 10
 MAX_NAME_WORDS = 8  # words of a name compared; longer names are POI descriptions
@@ -74,8 +73,6 @@ ADDRESS_PREFIX = 0.99
 NUMBER_STREETS = 3  # the best streets whose addresses are listed
 STREET_WITH_NUMBER = 0.9
 OTHER_WITH_NUMBER = 0.85
-POSTCODE_MISMATCH = 0.85
-POSTCODE_UNKNOWN = 0.95
 
 KINDS = ("street", "place", "poi")
 _COARSE_SPLIT = re.compile(r"[\s,;]+")
@@ -317,7 +314,7 @@ class Autocompleter:
         text = self.text_similarity(typed, [t[1] for t in texts], [t[2] for t in texts])
         score = text * self.prior(ids, focus)
         if typed.postcode is not None:
-            score *= np.array([postcode_factor(typed.postcode, t[3], t[4]) for t in texts])
+            score *= np.array([postcode_factor(typed.postcode, t[3], *(t[4] or "").split()) for t in texts])
         return Scored(ids, text, score)
 
     def text_similarity(self, typed: Typed, keys: list[str], cities: list[str | None]) -> np.ndarray:
@@ -385,7 +382,7 @@ class Autocompleter:
                     streets_with_numbers += 1
                     for address in self.addresses(row.id, typed, limit):
                         factor = ADDRESS_EXACT if address.house_key == typed.number else ADDRESS_PREFIX
-                        factor *= address_postcode_factor(address, typed.postcode)
+                        factor *= postcode_factor(typed.postcode, address.postcode)
                         address_tie = (-row.importance, address.house_base, address.house_key)
                         ranked.append((score * factor, address_tie, address_result(address, score * factor)))
                 ranked.append((score * STREET_WITH_NUMBER, tie, name_result(row, score * STREET_WITH_NUMBER)))
@@ -410,38 +407,4 @@ def first_distinct(
 ) -> list[GeocodeResult]:
     """Best score first (importance, then house number order, breaks ties); the same label once."""
     ranked.sort(key=lambda item: (-round(item[0], 6), item[1]))
-    seen: set[tuple[str, str]] = set()
-    out: list[GeocodeResult] = []
-    for score, _, result in ranked:
-        identity = (result.type, label(result.address, result.name))
-        if identity in seen:
-            continue
-        seen.add(identity)
-        out.append(GeocodeResult(**{**result.__dict__, "score": min(1.0, max(0.0, score))}))
-        if len(out) == limit:
-            break
-    return out
-
-
-def name_result(row: NameRow, score: float) -> GeocodeResult:
-    if row.kind == "street":
-        address = ResultAddress(street=row.name, postcode=row.postcode, city=row.city, country=row.country)
-        return GeocodeResult(row.lat, row.lon, address, "street", score)
-    kind = row.kind if row.kind in KINDS else "poi"
-    address = ResultAddress(
-        street=row.street, house_number=row.house_number, postcode=row.postcode, city=row.city, country=row.country
-    )
-    return GeocodeResult(row.lat, row.lon, address, kind, score, name=row.name, category=row.category)
-
-
-def postcode_factor(typed: str, postcode: str | None, postcodes: str | None) -> float:
-    known = {p.lower() for p in (postcodes or "").split()} | ({postcode.lower()} if postcode else set())
-    if not known:
-        return POSTCODE_UNKNOWN
-    return 1.0 if typed in known else POSTCODE_MISMATCH
-
-
-def address_postcode_factor(address: Address, typed: str | None) -> float:
-    if typed is None:
-        return 1.0
-    return postcode_factor(typed, address.postcode, None)
+    return distinct([result for _, _, result in ranked], limit)

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 
 from common.redis import ResilientRedis
+from geo_service.analysis import folded_text
 from geo_service.autocomplete import last_word_complete
-from geo_service.model import AutocompleteQuery, GeocodeQuery, ReverseQuery
-from geo_service.normalize import fold, tidy
+from geo_service.model import AutocompleteQuery, ReverseQuery
 from geo_service.providers.base import GeocodeProvider
 
 KEY_PREFIX = "geo:v1:"
@@ -24,17 +24,6 @@ KEY_PREFIX = "geo:v1:"
 def cache_key(operation: str, provider: str, dataset: str, parts: tuple[Any, ...]) -> str:
     text = "\x1f".join(str(p) for p in (operation, provider, dataset, *parts))
     return KEY_PREFIX + hashlib.sha256(text.encode()).hexdigest()
-
-
-def normalized_text(text: str) -> str:
-    """Case, accents and spacing do not change the answer, so they share a cache entry."""
-    return tidy(fold(text))
-
-
-def geocode_parts(query: GeocodeQuery) -> tuple[Any, ...]:
-    structured = query.structured
-    text = query.text if structured is None else "\x1e".join(p or "" for p in structured.__dict__.values())
-    return ("structured" if structured else "text", normalized_text(text), query.country, query.limit)
 
 
 def reverse_parts(query: ReverseQuery) -> tuple[Any, ...]:
@@ -46,7 +35,7 @@ def autocomplete_parts(query: AutocompleteQuery) -> tuple[Any, ...]:
     # A trailing space changes the answer (the last word is finished), so it is part of the key.
     # The focus is rounded to ~10 m: a focus factor over kilometres does not tell such points apart.
     focus = None if query.focus is None else (round(query.focus[0], 4), round(query.focus[1], 4))
-    text = (normalized_text(query.text), last_word_complete(query.text))
+    text = (folded_text(query.text), last_word_complete(query.text))
     return (*text, query.country, query.limit, focus)
 
 

@@ -41,7 +41,7 @@ def open_index(index_dir: Path, hash_: str) -> LoadedIndex:
     reader = IndexReader(path)
     matcher = Matcher(reader)
     # The geocoder's trigram query (common trigrams left out) is the autocompleter's typo fallback.
-    return LoadedIndex(hash_, path, reader, matcher, Autocompleter(reader, matcher.normalizer, matcher.fts_query))
+    return LoadedIndex(hash_, path, reader, matcher, Autocompleter(reader, matcher.lexicon.normalizer, matcher.lexicon.fts_query))
 
 
 class IndexLoader:

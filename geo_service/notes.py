@@ -2,7 +2,7 @@
 the text names against the filter, a town the map does not hold, or a map that covers elsewhere.
 
 Of answers with results, only one that matched less than asked gets a note (a house number not
-on the map, `matcher.number_not_found`): each result's `matchLevel` says the rest, and guessing
+on the map, `number_not_found`): each result's `matchLevel` says the rest, and guessing
 at which words were meant as a town costs time on every query.
 """
 
@@ -11,20 +11,20 @@ from __future__ import annotations
 from rapidfuzz import fuzz, process
 
 from geo_service.countries import country_of_name
-from geo_service.model import GeocodeQuery, Note
-from geo_service.normalize import Normalizer
+from geo_service.kinds import KindWords
+from geo_service.lexicon import Lexicon
+from geo_service.model import GeocodeQuery, GeocodeResult, Note
 from geo_service.parser import ParsedQuery
-from geo_service.store import IndexReader
 
 # The same threshold the matcher uses to accept words as a candidate's city.
 PLACE_MATCH = 85
 
 
 class EmptyAnswerNotes:
-    def __init__(self, reader: IndexReader, normalizer: Normalizer) -> None:
-        self.normalizer = normalizer
-        self.countries: list[str] = sorted(reader.meta.get("countries", []))
-        self.place_keys = sorted({key for name in reader.place_names() if (key := normalizer.key(name))})
+    def __init__(self, lexicon: Lexicon) -> None:
+        self.normalizer = lexicon.normalizer
+        self.countries = lexicon.countries
+        self.place_keys = lexicon.place_keys
 
     def why_empty(self, query: GeocodeQuery, parsed: ParsedQuery, named_country: str | None) -> tuple[Note, ...]:
         """`named_country`: the country the text ends with, if any."""
@@ -68,3 +68,23 @@ class EmptyAnswerNotes:
         if not key or not self.place_keys:
             return True
         return process.extractOne(key, self.place_keys, scorer=fuzz.token_set_ratio, score_cutoff=PLACE_MATCH) is not None
+
+
+def kind_not_found(kind: KindWords, coverage: str) -> Note:
+    where = f" in {kind.rest}" if kind.rest else " near the point"
+    kinds = ", ".join(sorted(kind.categories))
+    return Note("KIND_NOT_FOUND", f"the loaded map has no {kind.kind!r} ({kinds}){where}{coverage}")
+
+
+def number_not_found(parsed: ParsedQuery, best: GeocodeResult) -> tuple[Note, ...]:
+    """A house number asked that no street found holds: said so, beside the street (or the town)
+    answered in its place. A POI that carries the number is no such case."""
+    number = parsed.house_number
+    if number is None or best.type not in ("street", "place"):
+        return ()
+    where = ", ".join(p for p in (best.address.street, best.address.city) if p)
+    if best.type == "street":
+        message = f"house number {number.text} was not found on {where}: the street is answered"
+    else:
+        message = f"no street with house number {number.text} was found: {where or best.name} is answered"
+    return (Note("HOUSE_NUMBER_NOT_FOUND", message),)

@@ -17,8 +17,9 @@ from common.admission import Admission, Caller, parse_cost_budgets
 from common.errors import ApiError, BatchWorkSpent
 from common.pools import SharedThreads
 from common.service import CACHE_REDIS_KEY, REDIS_KEY
+from geo_service.analysis import cache_parts
 from geo_service.batch import BatchLine, LineAnswer, LineResult, ParsedBatch, decode, line_error, parse_batch
-from geo_service.cache import AnswerCache, autocomplete_parts, geocode_parts, reverse_parts
+from geo_service.cache import AnswerCache, autocomplete_parts, reverse_parts
 from geo_service.config import GeoConfig
 from geo_service.formatter import response_json
 from geo_service.index import IndexLoader
@@ -51,7 +52,7 @@ async def answer_autocomplete(provider: GeocodeProvider, query: AutocompleteQuer
     return GeocodeAnswer(await provider.autocomplete(query))
 
 
-GEOCODE = Operation[GeocodeQuery]("geocode", lambda provider, query: provider.geocode(query), geocode_parts)
+GEOCODE = Operation[GeocodeQuery]("geocode", lambda provider, query: provider.geocode(query), cache_parts)
 REVERSE = Operation[ReverseQuery]("reverse", lambda provider, query: provider.reverse(query), reverse_parts)
 AUTOCOMPLETE = Operation[AutocompleteQuery]("autocomplete", answer_autocomplete, autocomplete_parts)
 LineFound = dict[str, Any] | ApiError  # a batch line's answer JSON, or its request's violations

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from bench.synthetic_map import write_copies
+from geo_service.candidates import GROUP_ADDRESS_ROWS
 from geo_service.importing.importer import run_import
 from geo_service.importing.store_writer import name_groups
 from geo_service.index import LoadedIndex
-from geo_service.matcher import GROUP_ADDRESS_ROWS
 from geo_service.model import GeocodeQuery
 from geo_service.records import Named
 from geo_service.store import IndexReader

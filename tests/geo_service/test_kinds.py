@@ -15,11 +15,13 @@ import pytest
 
 from common.geo import LatLon, haversine_m
 from gateway.vendor import ID_TAGGING_SCHEMA, KIND_LANGUAGES
+from geo_service.candidates import KIND_DISTANCE_M
 from geo_service.index import LoadedIndex
 from geo_service.kinds import KindVocabulary, KindWords, PresetWords, kind_vocabulary, preset_words
-from geo_service.matcher import KIND_DISTANCE_M, MIN_PART_CHARS, NAMED_AS_ASKED
 from geo_service.model import GeocodeAnswer, GeocodeQuery, match_level
 from geo_service.normalize import Normalizer
+from geo_service.ranking import NAMED_AS_ASKED
+from geo_service.similarity import MIN_PART_CHARS
 
 INDEXES = ("munich", "heidelberg", "andorra_monaco_helsinki", "all_extracts")
 ASKED_LANGUAGES = ("en", "de", "fr", "fi")
@@ -77,11 +79,11 @@ def known(index: LoadedIndex, category: str) -> bool:
 def test_a_kind_in_each_language_and_a_city_finds_that_kind_there_nearest_the_centre_first(index: LoadedIndex) -> None:
     city, categories = kinds_of_the_busiest_city(index)
     assert categories, city
-    vocabulary = kind_vocabulary(tuple(sorted(index.matcher.normalizer.expansions.items())))
+    vocabulary = kind_vocabulary(tuple(sorted(index.matcher.lexicon.normalizer.expansions.items())))
     asked = 0
     for category in categories:
         for word in {w.name for w in preset_words() if w.category == category and w.name and w.language in ASKED_LANGUAGES}:
-            found = vocabulary.find(index.matcher.normalizer.words(word))
+            found = vocabulary.find(index.matcher.lexicon.normalizer.words(word))
             assert found is not None
             there = len([p for p in index.reader.pois_of(found.categories, None) if p.city == city])
             answer = ask(index, f"{word} {city}")
@@ -128,7 +130,7 @@ def test_a_search_term_alone_is_no_kind_but_a_preset_name_is(index: LoadedIndex)
     """iD's search terms hold brands ("KappAhl", "Cubus": a clothes shop in Finnish): asked
     alone, a term is a name, not every POI of its kind; a preset's name alone still is a kind,
     and a term with a place too. Drawn by rule: terms of one word that no name of the index holds."""
-    kinds = index.matcher.kinds
+    kinds = index.matcher.lexicon.kinds
     terms = sorted(word for word in kinds.kinds if word not in kinds.preset_names and " " not in word)
     unknown = [t for t in terms[:: max(1, len(terms) // 300)] if not index.reader.names_with_keys([t], None)][:60]
     assert len(unknown) >= 30
@@ -153,7 +155,7 @@ def preset_names_held_by_names(index: LoadedIndex) -> list[tuple[str, frozenset[
     """Each preset name of one word (a kind alone, asked without a place) that names of the index
     hold as a whole word, long enough to be found as a part of them (MIN_PART_CHARS): (the word,
     its kind's categories, those names' (name, category))."""
-    kinds, normalizer = index.matcher.kinds, index.matcher.normalizer
+    kinds, normalizer = index.matcher.lexicon.kinds, index.matcher.lexicon.normalizer
     rows = index.reader.connection().execute("SELECT name, key, category FROM names WHERE kind = 'poi'").fetchall()
     holders: dict[str, list[tuple[str, str]]] = {}
     for name, key, category in rows:
@@ -174,7 +176,7 @@ def test_a_kind_alone_answers_first_its_poi_whose_name_holds_the_word(index: Loa
         if any(category in categories for _, category in held):
             # the first of the kind: names matched exactly may come before ("Casino", a shop so named)
             top = next(r for r in ask(index, word, limit=20).results if r.category in categories)
-            key = index.matcher.normalizer.key(top.name or "")
+            key = index.matcher.lexicon.normalizer.key(top.name or "")
             assert f" {word} " in f" {key} ", (word, top)
             asked += 1
     assert asked >= 3
@@ -187,7 +189,7 @@ def test_a_kind_the_map_lacks_asked_alone_answers_a_name_that_holds_the_word(ind
     for word, categories, _ in preset_names_held_by_names(index):
         results = ask(index, word).results
         if not index.reader.pois_of(categories, None):
-            key = index.matcher.normalizer.key(results[0].name or "") if results else ""
+            key = index.matcher.lexicon.normalizer.key(results[0].name or "") if results else ""
             assert f" {word} " in f" {key} ", (word, results[:1])
             asked += 1
         else:  # below the names matched exactly ("Marktplatz", the streets)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from gateway.docs import SPEC_PATH
+from geo_service.analysis import analyse
 from geo_service.formatter import result_json
 from geo_service.index import LoadedIndex
 from geo_service.model import MATCH_LEVELS, GeocodeAnswer, GeocodeQuery, match_level
@@ -85,15 +86,15 @@ def test_postcode_and_city_answer_the_postcode_s_area_and_keep_the_postcode(inde
     object's addr:postcode, named or not: "AD300 Llorts" as well as "AD300 Ordino"): the area
     there, not the town alone, which drops the postcode."""
     matcher, asked = index.matcher, 0
-    for postcode in sorted(set(matcher.postcodes.values())):
+    for postcode in sorted(set(matcher.lexicon.postcodes.values())):
         for area in index.reader.postcode_areas(postcode, None):
             if not area.city or not any(c.isalpha() for c in area.city):
                 continue  # addr:city=7, mapped in Helsinki: a number, no town
-            if matcher.parse(GeocodeQuery(f"{postcode} {area.city}")).postcode is None:
+            if analyse(GeocodeQuery(f"{postcode} {area.city}"), matcher.lexicon).parsed.postcode is None:
                 continue  # a tag that is no postcode ("100", mapped in Andorra): read as a number
             best = ask(index, f"{postcode} {area.city}").results[0]
-            town = matcher.city_key(best.address.city)  # "Pas de La Casa" is "Pas de la Casa"
-            assert (best.address.postcode, town, match_level(best)) == (postcode, matcher.city_key(area.city), "postcode")
+            town = matcher.lexicon.city_key(best.address.city)  # "Pas de La Casa" is "Pas de la Casa"
+            assert (best.address.postcode, town, match_level(best)) == (postcode, matcher.lexicon.city_key(area.city), "postcode")
             asked += 1
     assert asked >= 2
 

@@ -179,7 +179,7 @@ def test_a_street_s_names_are_searched_once_for_all_its_house_numbers(
         return search_keys(fts_query, limit)
 
     monkeypatch.setattr(munich.reader, "search_keys", counted)
-    munich.matcher.candidates.cache_clear()  # what other tests asked
+    munich.matcher.candidates.names.cache_clear()  # what other tests asked
     numbers = [top(munich, f"Sendlinger Straße {n}, München").address.house_number for n in (3, 28, 49)]
     assert numbers == ["3", "28", "49"]
     assert len(searches) == 1

@@ -141,7 +141,7 @@ def test_a_word_of_a_place_s_name_says_something_unless_the_whole_name_is_there(
     """On the merged map "la" is a word of places' names (Andorra la Vella, La Massana): left over
     alone ("La Terrasse" for Nepomuk-Terrasse) it names something else; a place's whole name
     left over (a district with its town) says nothing of its own."""
-    leftover = all_extracts.matcher.find_leftover_words
+    leftover = all_extracts.matcher.candidates.scorer.find_leftover_words
     assert leftover("la") == ("la",)
     assert leftover("la massana") == ()
     assert leftover("la vella") == ("la", "vella")
@@ -157,7 +157,7 @@ def test_a_name_that_is_the_whole_text_outranks_a_place_in_the_town_its_words_na
     counts = Counter(key for _, key, *_ in rows)
     places = {key for _, key, kind, _ in rows if kind == "place"}
     split = [name for name, key, kind, city in rows
-             if kind != "place" and counts[key] == 1 and (town := matcher.city_key(city))
+             if kind != "place" and counts[key] == 1 and (town := matcher.lexicon.city_key(city))
              and key.startswith(f"{town} ") and key.removeprefix(f"{town} ") in places]  # fmt: skip
     assert len(split) >= 2, split
     answered = {name: [r.name for r in matcher.geocode(GeocodeQuery(name, limit=1)).results] for name in split}
