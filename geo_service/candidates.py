@@ -124,9 +124,10 @@ class CandidateFinder:
         addresses: dict[int, list[Address]] = {}
         for address in self.reader.addresses_on([m for ms in members.values() for m, _ in ms], number.base):
             addresses.setdefault(address.street_id, []).append(address)
-        without = {m for ms in members.values() for m in first_without(ms, addresses)}
-        rows = self.reader.names_by_ids(sorted(without), None) if without else []
-        return Streets(members, addresses, {row.id: row for row in rows})
+        rows = {row.id: row for row in streets}
+        missing = sorted({m for ms in members.values() for m in first_without(ms, addresses)} - rows.keys())
+        rows |= {row.id: row for row in self.reader.names_by_ids(missing, None)} if missing else {}
+        return Streets(members, addresses, rows)
 
     def group_members(self, streets: list[NameRow], country: str | None) -> dict[int, list[Member]]:
         """(id, importance) of the streets of each candidate's group (`store`), most important

@@ -116,7 +116,7 @@ def street_results(row: NameRow, base: float, number: HouseNumber | None, street
             factor_here = factor * (0.99 if address.interpolated else 1.0)
             found.append((address_result(address, base * factor_here * postcode_factor(postcode, address.postcode)), importance))
     if without is not None:
-        street = row if without == row.id else streets.rows[without]
+        street = streets.rows[without]
         score = base * STREET_NUMBER_UNKNOWN * postcode_factor(postcode, street.postcode, *street.postcodes)
         found.append((name_result(street, score), street.importance))
     return found
