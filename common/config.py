@@ -40,11 +40,6 @@ def env_int(name: str, default: int) -> int:
     return default if raw is None or raw == "" else parse_int(name, raw)
 
 
-def env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return default if raw is None or raw == "" else parse_float(name, raw)
-
-
 def parse_int(name: str, raw: str) -> int:
     try:
         return int(raw)

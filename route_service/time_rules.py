@@ -187,14 +187,6 @@ def limits_hold(limits: Iterable[tuple[str, str, float]], size: Mapping[str, flo
     return all(compare[op](float(size.get(dimension, 0.0)), bound) for dimension, op, bound in limits)
 
 
-@dataclass(frozen=True)
-class AppliedRule:
-    """A rule that held when a road was reached: what the answer lists (issue 33, item 4)."""
-
-    rule: ConditionalRule
-    at: datetime
-
-
 def tags_at(
     tags: Mapping[str, str], rules: Iterable[ConditionalRule], holds: Iterable[bool]
 ) -> tuple[dict[str, str], list[ConditionalRule]]:

@@ -330,11 +330,6 @@ def resolve_choice(
     return ImportChoice(tuple(served_vehicles), tuple(osrm_profiles_of(with_osrm)), algorithm)
 
 
-def resolve_profiles(profiles: Iterable[str] | None) -> list[str]:
-    """The OSRM profiles an import builds (`resolve_choice`)."""
-    return list(resolve_choice(profiles).profiles)
-
-
 def build_parts(
     profiles: Sequence[str],
     pbf: Path,
