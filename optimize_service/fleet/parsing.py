@@ -18,10 +18,10 @@ from typing import Any
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
 from common.geo import LatLon
-from common.params import is_number, parse_point_object, parse_truck_dimensions, parse_whole, short
+from common.params import parse_point_object, parse_truck_dimensions, parse_whole, short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
-from optimize_service.costs import Allowance, tier_cap_message
+from optimize_service.costs import Allowance
 from optimize_service.fleet.model import (
     MAX_AMOUNT,
     MAX_DEPOTS,
@@ -53,7 +53,7 @@ from optimize_service.fleet.model import (
     breaks_over,
     working_shift,
 )
-from optimize_service.formats import parse_start_time
+from optimize_service.formats import parse_start_time, parse_time_limit
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
 BALANCES = ("duration",)
@@ -107,7 +107,7 @@ def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = 
     if jobs == [] and shipments == []:
         errors.add("jobs", "at least one job or shipment is required")
     avoid = parse_avoid_area(body["avoid"], "avoid", errors) if body.get("avoid") is not None else None
-    time_limit = parse_time_limit(body.get("timeLimit"), errors, allowance)
+    time_limit = parse_time_limit(body.get("timeLimit"), False, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S, errors, allowance)
     balance = parse_objective(body.get("objective"), errors)
     check_duplicate_ids(body, errors)
     check_fleet(vehicles or [], jobs or [], shipments or [], errors)
@@ -552,18 +552,6 @@ def parse_moment(value: Any, where: str, ctx: Context, *, default: int) -> int |
         ctx.errors.add(where, f"must lie within {MAX_HORIZON_S // 86_400} days after startTime, got {short(value)}")
         return None
     return seconds
-
-
-def parse_time_limit(value: Any, errors: ParameterErrors, allowance: Allowance | None = None) -> float | None:
-    if value is None:
-        return None
-    if not is_number(value) or not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:
-        errors.add("timeLimit", f"must be a number of seconds from {MIN_TIME_LIMIT_S} to {MAX_TIME_LIMIT_S:g}, got {short(value)}")
-        return None
-    if allowance is not None and value > allowance.max_time_limit_s:
-        errors.add("timeLimit", tier_cap_message(MIN_TIME_LIMIT_S, allowance, value))
-        return None
-    return float(value)
 
 
 # ---------------------------------------------------------------- the fleet as a whole

@@ -14,11 +14,11 @@ from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
-from common.params import is_number, number_or_nan, parse_bool, parse_choice, parse_point_object, short
+from common.params import is_number, parse_bool, parse_choice, parse_point_object, short
 from common.providers import requested_provider
 from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
-from optimize_service.costs import Allowance, check_cells, tier_cap_message
-from optimize_service.formats import parse_start_time
+from optimize_service.costs import Allowance, check_cells
+from optimize_service.formats import parse_start_time, parse_time_limit
 from optimize_service.geo import farthest_pair
 from optimize_service.stops.model import (
     MAX_DIAMETER_M,
@@ -147,7 +147,7 @@ def parse_options(
         vehicle=parse_choice(query, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES),
         route_type=parse_choice(query, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES),
         provider=parse_provider(query.get("provider"), errors, known_providers),
-        time_limit_s=parse_time_limit(query.get("timeLimit"), errors, allowance),
+        time_limit_s=parse_time_limit(query.get("timeLimit"), True, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S, errors, allowance),
         # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
         avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
         strict=parse_bool(query, "strict", errors, default=False),
@@ -158,16 +158,3 @@ def parse_options(
 def parse_provider(raw: str | None, errors: ParameterErrors, known: frozenset[str] | None) -> str | None:
     # `known` is None when the route service could not list its providers: it checks itself then.
     return requested_provider(raw, known, errors)
-
-
-def parse_time_limit(raw: str | None, errors: ParameterErrors, allowance: Allowance | None = None) -> float | None:
-    if raw is None:
-        return None
-    value = number_or_nan(raw)
-    if not MIN_TIME_LIMIT_S <= value <= MAX_TIME_LIMIT_S:  # NaN fails too
-        errors.add("timeLimit", f"must be a number of seconds between {MIN_TIME_LIMIT_S} and {MAX_TIME_LIMIT_S:g}, got {short(raw)}")
-        return None
-    if allowance is not None and value > allowance.max_time_limit_s:
-        errors.add("timeLimit", tier_cap_message(MIN_TIME_LIMIT_S, allowance, raw))
-        return None
-    return value
