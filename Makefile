@@ -45,12 +45,14 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(PACKAGES)
 
-# The session's slow map imports start ahead, in the background, while the first tests run (tests/imports_ahead.py).
+# The session's slow map imports start ahead, in the background, while the first tests run
+# (tests/imports_ahead.py), once for the TEST_WORKERS processes that run the test files.
+TEST_WORKERS ?= 2
 test: install lint browser
-	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest
+	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 unit: install
-	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest --ignore=tests/integration
+	TEST_IMPORTS_AHEAD=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --ignore=tests/integration
 
 integration: install browser
 	$(PY) -m pytest tests/integration

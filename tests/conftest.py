@@ -15,7 +15,7 @@ from common.config import REPO_ROOT
 from common.vocabulary import VEHICLES
 from launcher.redis_server import free_port, redis_url, start_redis
 from route_service.importing.importer import DEFAULT_ALGORITHM, ImportResult, Progress, import_maps
-from tests.imports_ahead import ImportsAhead
+from tests.imports_ahead import ImportsAhead, shared_root
 from tests.imports_ahead import wanted as imports_ahead_wanted
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 from tests.route_service.osm_samples import write_cut_off_map
@@ -89,7 +89,7 @@ def city_maps(
 
     def maps(name: str) -> ImportResult:
         if name not in made:
-            out = tmp_path_factory.mktemp(f"maps-{name}")
+            out = imports_ahead.out(f"city-maps-{name}")
             made[name] = imports_ahead.result(f"city-maps-{name}", lambda: import_city_map(name, shared_osm, out))
         return made[name]
 
@@ -115,7 +115,7 @@ CITY_MAPS_AHEAD = (*EVERY_MAP, CUT_OFF_MAP)
 def imports_ahead(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ImportsAhead]:
     """With TEST_IMPORTS_AHEAD=1, the session's slow imports start at once in the background,
     each only when a collected test uses its fixture (`tests.imports_ahead`)."""
-    ahead = ImportsAhead()
+    ahead = ImportsAhead(shared_root(tmp_path_factory.getbasetemp()))
     if imports_ahead_wanted():
         used = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
         start_imports_ahead(ahead, used, request, tmp_path_factory)
@@ -135,7 +135,7 @@ def start_imports_ahead(
 
     def start_index(fixture: str) -> None:
         if fixture in used:
-            ahead.start(fixture, import_index, shared_osm, tmp_path_factory.mktemp(fixture), SESSION_INDEXES[fixture])
+            ahead.start(fixture, import_index, shared_osm, ahead.out(fixture), SESSION_INDEXES[fixture])
 
     # The geocoder's tests come first, then the end-to-end ones, then the route service's. Each
     # geocoder index took 5-36 s in its first test's set-up (Munich, the merged three, Heidelberg,
@@ -144,16 +144,16 @@ def start_imports_ahead(
     start_index("andorra_monaco_helsinki_import")
     start_index("heidelberg_import")
     if "monaco_copies_indexes" in used:  # test_copies comes between test_autocomplete and test_countries
-        ahead.start("geo-copies", import_copies, shared_osm, tmp_path_factory.mktemp("geo-copies"), (1, COPIES))
+        ahead.start("geo-copies", import_copies, shared_osm, ahead.out("geo-copies"), (1, COPIES))
     start_index("all_extracts_import")
     if "full_platform" in used:
-        ahead.start("full-platform", import_platform_data, shared_osm, tmp_path_factory.mktemp("full-platform"))
+        ahead.start("full-platform", import_platform_data, shared_osm, ahead.out("full-platform"))
     if "city_maps" in used:
         for name in CITY_MAPS_AHEAD:
-            ahead.start(f"city-maps-{name}", import_city_map, name, shared_osm, tmp_path_factory.mktemp(f"maps-{name}"))
+            ahead.start(f"city-maps-{name}", import_city_map, name, shared_osm, ahead.out(f"city-maps-{name}"))
     if "heidelberg_maps" in used:
         ahead.start("heidelberg-every-profile", import_every_profile, shared_osm / "heidelberg.osm.pbf",
-                    tmp_path_factory.mktemp("maps"))  # fmt: skip
+                    ahead.out("heidelberg-every-profile"))  # fmt: skip
 
 
 def made_map_algorithm(name: str) -> str:

@@ -39,8 +39,8 @@ def session_index(request: pytest.FixtureRequest) -> ImportResult:
     assert fixture is not None  # None only for a test's own request
     names = SESSION_INDEXES[fixture]
     shared_osm: Path = request.getfixturevalue("shared_osm")
-    out = request.getfixturevalue("tmp_path_factory").mktemp(fixture)
     ahead: ImportsAhead = request.getfixturevalue("imports_ahead")
+    out = ahead.out(fixture)
     return ahead.result(fixture, lambda: import_index(shared_osm, out, names))
 
 

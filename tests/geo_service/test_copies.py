@@ -41,7 +41,7 @@ def import_copies(shared_osm: Path, tmp: Path, counts: tuple[int, ...]) -> list[
 def monaco_copies_indexes(
     shared_osm: Path, tmp_path_factory: pytest.TempPathFactory, imports_ahead: ImportsAhead
 ) -> Iterator[tuple[LoadedIndex, LoadedIndex]]:
-    tmp = tmp_path_factory.mktemp("geo-copies")
+    tmp = imports_ahead.out("geo-copies")
     folders = imports_ahead.result("geo-copies", lambda: import_copies(shared_osm, tmp, (1, COPIES)))
     one, many = (open_current(folder) for folder in folders)
     yield one, many

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -97,9 +98,12 @@ def full_platform(
     """Every service on real data: Monaco for routing (car fastest and Valhalla's tiles),
     Munich for geocoding. One stack for all end-to-end modules: starting it is the slow part."""
     # Services open their datasets at start, so the imports come first (ahead: `tests.imports_ahead`).
-    data_dir = imports_ahead.result(
-        "full-platform", lambda: import_platform_data(shared_osm, tmp_path_factory.mktemp("full-platform"))
+    imported = imports_ahead.result(
+        "full-platform", lambda: import_platform_data(shared_osm, imports_ahead.out("full-platform"))
     )
+    # The stack writes its accounts, keys and logs beside the data: each worker its own copy
+    data_dir = tmp_path_factory.mktemp("full-platform")
+    shutil.copytree(imported, data_dir, dirs_exist_ok=True)
     # One solver process per lane (small, large): the machine has few cores and most tests send
     # one request at a time.
     services = ["auth_service", "geo_service", "route_service", "optimize_service", "job_service"]

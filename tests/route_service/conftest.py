@@ -27,7 +27,7 @@ def heidelberg_pbf(shared_osm: Path) -> Path:
 def heidelberg_maps(
     tmp_path_factory: pytest.TempPathFactory, heidelberg_pbf: Path, imports_ahead: ImportsAhead
 ) -> ImportResult:
-    out = tmp_path_factory.mktemp("maps")
+    out = imports_ahead.out("heidelberg-every-profile")
     result = imports_ahead.result("heidelberg-every-profile", lambda: import_every_profile(heidelberg_pbf, out))
     IMPORT_SECONDS["heidelberg"] = result.seconds
     return result
