@@ -31,15 +31,22 @@ def wanted() -> bool:
     return os.environ.get(IMPORTS_AHEAD_ENV) == "1"
 
 
-def once[T](root: Path, key: str, function: Callable[..., T], *args: Any) -> T:
+BUSY = "another process of the run is making it"
+
+
+def once[T](root: Path, key: str, function: Callable[..., T], *args: Any, wait: bool = True) -> T | str:
     """`function(*args)` run once for every process of the test run that asks under `key`: the
     first runs it, holding `key`'s lock in `root`, and leaves its result there; the others wait
-    for the lock and read it. A failed run leaves nothing: the next to ask runs it again."""
+    for the lock and read it (or, not to `wait`, are told BUSY). A failed run leaves nothing: the
+    next to ask runs it again."""
     done = root / f"{key}.pickle"
     with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)  # released at close
+        except BlockingIOError:
+            return BUSY
         if done.exists():
-            result: T = pickle.loads(done.read_bytes())  # noqa: S301 - written by this run, above
+            result: T = pickle.loads(done.read_bytes())  # noqa: S301 - written by this run, below
             return result
         result = function(*args)
         done.write_bytes(pickle.dumps(result))
@@ -66,13 +73,15 @@ class ImportsAhead:
         if self._pool is None:
             # spawn: the worker starts clean, not a fork of a process with Redis clients and threads
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        self._started[key] = self._pool.submit(once, self.root, key, function, *args)
+        # Not waiting: while another worker's process makes this import, this one makes the next
+        self._started[key] = self._pool.submit(once, self.root, key, function, *args, wait=False)
 
     def result[T](self, key: str, here: Callable[[], T]) -> T:
         """What was started under `key` (waiting for it), else made now (`here()`), or by another
         worker of the run."""
         started = self._started.pop(key, None)
-        return once(self.root, key, here) if started is None else started.result()
+        made = BUSY if started is None else started.result()
+        return once(self.root, key, here) if made == BUSY else made  # type: ignore[return-value]
 
     @property
     def keys(self) -> list[str]:

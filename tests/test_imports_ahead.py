@@ -3,7 +3,9 @@ background process, or runs its import itself when none was started for it."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,20 @@ def test_an_import_is_made_once_for_every_worker_of_the_run(tmp_path: Path) -> N
     finally:
         first.close()
         second.close()
+
+
+def test_an_import_started_ahead_while_another_worker_makes_it_is_taken_from_that_worker(tmp_path: Path) -> None:
+    """The background process does not wait for an import another worker is making (it makes
+    the next one meanwhile); the fixture then waits for that worker's and takes it."""
+    ahead = ImportsAhead(tmp_path)
+    try:
+        with open(tmp_path / "pid.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another worker is making it
+            ahead.start("pid", os.getpid)
+            ahead.start("next", os.getpid)
+            made_next = ahead.result("next", lambda: -1)
+            assert made_next not in (os.getpid(), -1)  # made meanwhile, in the background
+            (tmp_path / "pid.pickle").write_bytes(pickle.dumps("the other worker's"))
+        assert ahead.result("pid", lambda: "made here") == "the other worker's"
+    finally:
+        ahead.close()
