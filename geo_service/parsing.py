@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from common.errors import MissingAddress, ParameterErrors, UnsupportedMediaType
+from common.errors import ApiError, InvalidParameter, MissingAddress, ParameterErrors, UnsupportedMediaType
 from common.languages import NO_HEADERS, parse_language
 from common.params import parse_degrees_text, parse_int, parse_latlon_text
 from common.providers import requested_provider
@@ -59,16 +59,26 @@ def parse_provider(params: Mapping[str, str], registry: ProviderRegistry, errors
 
 def parse_address(params: Mapping[str, str], errors: ParameterErrors) -> str:
     """Control characters (NUL included) are ignored; blank or missing → MissingAddress."""
-    raw = params.get("address")
+    return required_text(params, "address", "the address to look up", errors, MissingAddress) or ""
+
+
+def required_text(
+    params: Mapping[str, str], name: str, what: str, errors: ParameterErrors, missing: type[ApiError] = InvalidParameter
+) -> str | None:
+    """A text parameter that must be given, at most MAX_ADDRESS_CHARS long and not blank: tidied
+    (control characters and runs of spaces as one space); a missing or blank one is `missing`'s
+    problem (an invalid parameter unless said)."""
+    raw = params.get(name)
     if raw is None:
-        errors.add("address", "is required: the address to look up", MissingAddress)
-        return ""
+        errors.add(name, f"is required: {what}", missing)
+        return None
     if len(raw) > MAX_ADDRESS_CHARS:
-        errors.add("address", f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
-        return ""
+        errors.add(name, f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
+        return None
     text = tidy(raw)
     if not text:
-        errors.add("address", "must not be blank", MissingAddress)
+        errors.add(name, "must not be blank", missing)
+        return None
     return text
 
 
@@ -169,18 +179,10 @@ def parse_text(params: Mapping[str, str], errors: ParameterErrors) -> str:
     """The text typed so far, spaces collapsed, but a trailing space kept: it says the last word
     is finished. Missing or blank is an invalid `text`, not MissingAddress: that problem names the
     geocoder's `address` parameter, and a client acting on its code would look at the wrong field."""
-    raw = params.get("text")
-    if raw is None:
-        errors.add("text", "is required: the text typed so far")
+    text = required_text(params, "text", "the text typed so far", errors)
+    if text is None:
         return ""
-    if len(raw) > MAX_ADDRESS_CHARS:
-        errors.add("text", f"must be at most {MAX_ADDRESS_CHARS} characters, got {len(raw)}")
-        return ""
-    text = tidy(raw)
-    if not text:
-        errors.add("text", "must not be blank")
-        return ""
-    return text + " " if clean(raw)[-1].isspace() else text
+    return text + " " if clean(params["text"])[-1].isspace() else text
 
 
 def parse_focus(params: Mapping[str, str], errors: ParameterErrors) -> tuple[float, float] | None:
