@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from common.errors import ApiError, ParameterErrors
 from common.geo import LatLon
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
+from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 
 MISSING = object()
 # An unencoded '+' in a query string arrives as a space: "…T08:00:00 05:30" means "+05:30".
@@ -51,14 +53,6 @@ def json_kind(value: Any) -> str:
     return "an object"
 
 
-def parse_int(
-    params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: int, minimum: int, maximum: int
-) -> int:
-    """A query parameter's whole number (`parse_whole`); missing or wrong: `default`."""
-    value = parse_whole(params.get(name), name, minimum, maximum, errors, default=default, text=True)
-    return default if value is None else value
-
-
 def parse_whole(
     value: Any, where: str, low: int, high: int, errors: ParameterErrors, *,
     default: int | None, required: bool = True, text: bool = False,
@@ -87,19 +81,6 @@ def whole_of(value: Any, text: bool) -> int | None:
     return int(value) if isinstance(value, float) and math.isfinite(value) and value.is_integer() else None
 
 
-def parse_choice(
-    params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: str, choices: tuple[str, ...]
-) -> str:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value not in choices:
-        errors.add(name, f"must be one of {', '.join(choices)}, got {raw[:40]!r}")
-        return default
-    return value
-
-
 def parse_latlon_text(text: str) -> LatLon | str:
     """A `<lat>,<lon>` pair, or the message saying why it is not one."""
     parts = text.split(",")
@@ -113,18 +94,6 @@ def parse_latlon_text(text: str) -> LatLon | str:
     if not -180 <= lon <= 180:
         return f"longitude must be between -180 and 180, got {lon}"
     return LatLon(lat, lon)
-
-
-def parse_latlon(params: Mapping[str, str], name: str, errors: ParameterErrors) -> LatLon | None:
-    raw = params.get(name)
-    if raw is None or not raw.strip():
-        errors.add(name, "is required, as '<lat>,<lon>'")
-        return None
-    parsed = parse_latlon_text(raw.strip())
-    if isinstance(parsed, str):
-        errors.add(name, parsed)
-        return None
-    return parsed
 
 
 def number_or_nan(value: Any) -> float:
@@ -143,18 +112,6 @@ def number_or_nan(value: Any) -> float:
 
 
 BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def parse_bool(params: Mapping[str, str], name: str, errors: ParameterErrors, *, default: bool) -> bool:
-    """A query flag: true/false, 1/0, yes/no (any case); anything else a violation."""
-    raw = params.get(name)
-    if raw is None:
-        return default
-    value = BOOLEANS.get(raw.strip().lower())
-    if value is None:
-        errors.add(name, f"must be true or false, got {raw[:40]!r}")
-        return default
-    return value
 
 
 def short(value: Any) -> str:
@@ -203,20 +160,6 @@ def parse_degrees(value: Any, name: str, limit: float, errors: ParameterErrors) 
         errors.add(name, f"must be between -{limit:g} and {limit:g}, got {value:g}")
         return None
     return float(value)
-
-
-def parse_degrees_text(params: Mapping[str, str], name: str, limit: float, errors: ParameterErrors) -> float:
-    """A latitude or longitude sent as query text (`lat=49.41`), ASCII digits only; 0.0 where it
-    is wrong (the violation is in `errors`)."""
-    raw = params.get(name)
-    if raw is None or not raw.strip():
-        errors.add(name, "is required, in decimal degrees")
-        return 0.0
-    value = parse_decimal(raw)
-    if value is None:
-        errors.add(name, f"must be a decimal number, got {raw[:40]!r}")
-        return 0.0
-    return parse_degrees(value, name, limit, errors) or 0.0
 
 
 def parse_point_object(value: Any, where: str, errors: ParameterErrors) -> LatLon | None:
@@ -285,3 +228,106 @@ def utf8_text(body: bytes, invalid: Callable[[str], ApiError], advice: str) -> s
     except UnicodeDecodeError as exc:
         line = body.count(b"\n", 0, exc.start) + 1
         raise invalid(f"byte {exc.start} (line {line}) is not valid UTF-8; {advice}") from exc
+
+
+# ---------------------------------------------------------------- query parameters, declared
+
+class QueryField[T](Protocol):
+    """One query parameter of an operation, declared: its name and how its text is read. An
+    operation's parameters are a tuple of them (`read_query`), each violation added to `errors`
+    (all reported at once), the field's fallback value standing in for a refused one."""
+
+    @property
+    def name(self) -> str: ...
+
+    def read(self, params: Mapping[str, str], errors: ParameterErrors) -> T: ...
+
+
+def read_query(params: Mapping[str, str], fields: Sequence[QueryField[Any]], errors: ParameterErrors) -> list[Any]:
+    """Every field's value, in the fields' order."""
+    return [field.read(params, errors) for field in fields]
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number from `low` to `high` (`parse_whole`); missing or refused: `default`."""
+
+    name: str
+    low: int
+    high: int
+    default: int
+
+    def read(self, params: Mapping[str, str], errors: ParameterErrors) -> int:
+        value = parse_whole(params.get(self.name), self.name, self.low, self.high, errors, default=self.default, text=True)
+        return self.default if value is None else value
+
+
+@dataclass(frozen=True)
+class Choice[T]:
+    """One of `values`' words (any case), read as its value; missing or refused: `default`."""
+
+    name: str
+    values: Mapping[str, T]
+    default: T
+    says: str  # what a refused value is told it must be
+
+    def read(self, params: Mapping[str, str], errors: ParameterErrors) -> T:
+        raw = params.get(self.name)
+        if raw is None:
+            return self.default
+        value = self.values.get(raw.strip().lower(), MISSING)
+        if value is MISSING:
+            errors.add(self.name, f"must be {self.says}, got {raw[:40]!r}")
+            return self.default
+        return value  # type: ignore[return-value]
+
+
+def one_of(name: str, choices: tuple[str, ...], default: str) -> Choice[str]:
+    return Choice(name, {choice: choice for choice in choices}, default, f"one of {', '.join(choices)}")
+
+
+def flag(name: str, default: bool) -> Choice[bool]:
+    """true/false, 1/0, yes/no (any case)."""
+    return Choice(name, BOOLEANS, default, "true or false")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A required `<lat>,<lon>` (`parse_latlon_text`); None when missing or refused."""
+
+    name: str
+
+    def read(self, params: Mapping[str, str], errors: ParameterErrors) -> LatLon | None:
+        raw = params.get(self.name)
+        if raw is None or not raw.strip():
+            errors.add(self.name, "is required, as '<lat>,<lon>'")
+            return None
+        parsed = parse_latlon_text(raw.strip())
+        if isinstance(parsed, str):
+            errors.add(self.name, parsed)
+            return None
+        return parsed
+
+
+@dataclass(frozen=True)
+class Degrees:
+    """A required latitude (`limit` 90) or longitude (180) in decimal degrees, ASCII digits only;
+    0.0 when missing or refused."""
+
+    name: str
+    limit: float
+
+    def read(self, params: Mapping[str, str], errors: ParameterErrors) -> float:
+        raw = params.get(self.name)
+        if raw is None or not raw.strip():
+            errors.add(self.name, "is required, in decimal degrees")
+            return 0.0
+        value = parse_decimal(raw)
+        if value is None:
+            errors.add(self.name, f"must be a decimal number, got {raw[:40]!r}")
+            return 0.0
+        return parse_degrees(value, self.name, self.limit, errors) or 0.0
+
+
+# The vehicle and route type of every operation that routes (route service and optimizer alike).
+PROFILE = (one_of("vehicle", VEHICLES, DEFAULT_VEHICLE), one_of("type", ROUTE_TYPES, DEFAULT_ROUTE_TYPE))

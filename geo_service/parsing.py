@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from common.errors import ApiError, InvalidParameter, MissingAddress, ParameterErrors, UnsupportedMediaType
 from common.languages import NO_HEADERS, parse_language
-from common.params import parse_degrees_text, parse_int, parse_latlon_text
+from common.params import Degrees, Whole, parse_latlon_text, read_query
 from common.providers import requested_provider
 from common.vocabulary import GEOCODER_BATCH_CSV_TYPES, GEOCODER_BATCH_JSON_LINES_TYPES, LANGUAGES
 from geo_service.batch import MAX_JOB_LINES, MAX_SYNC_LINES, BatchLine, Form, LineKind
@@ -19,10 +19,11 @@ from geo_service.normalize import clean, tidy
 from geo_service.parser import parse_house_number
 from geo_service.providers import GeocodeProvider, ProviderRegistry
 
-DEFAULT_LIMIT = 5
-# Reverse geocoding answers the one nearest address unless asked for more (as the spec says).
-REVERSE_DEFAULT_LIMIT = 1
 MAX_LIMIT = 50
+GEOCODE_LIMIT = Whole("limit", 1, MAX_LIMIT, 5)
+# Reverse geocoding answers the one nearest address unless asked for more (as the spec says).
+REVERSE_LIMIT = Whole("limit", 1, MAX_LIMIT, 1)
+REVERSE_POINT = (Degrees("lat", 90.0), Degrees("lon", 180.0))
 
 
 @dataclass(frozen=True)
@@ -141,17 +142,13 @@ def parse_country(params: Mapping[str, str], errors: ParameterErrors) -> str | N
     return code
 
 
-def parse_limit(params: Mapping[str, str], errors: ParameterErrors, default: int = DEFAULT_LIMIT) -> int:
-    return parse_int(params, "limit", errors, default=default, minimum=1, maximum=MAX_LIMIT)
-
-
 def geocode_request(params: Mapping[str, str], registry: ProviderRegistry,
                     headers: Mapping[str, str] = NO_HEADERS) -> GeocodeRequest:
     errors = ParameterErrors()
     address, structured = parse_address_or_parts(params, errors)
     provider = parse_provider(params, registry, errors)
     country = parse_country(params, errors)
-    limit = parse_limit(params, errors)
+    limit = GEOCODE_LIMIT.read(params, errors)
     language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
     return GeocodeRequest(provider, GeocodeQuery(address, country, limit, structured), language)
@@ -160,10 +157,9 @@ def geocode_request(params: Mapping[str, str], registry: ProviderRegistry,
 def reverse_request(params: Mapping[str, str], registry: ProviderRegistry,
                     headers: Mapping[str, str] = NO_HEADERS) -> ReverseRequest:
     errors = ParameterErrors()
-    lat = parse_degrees_text(params, "lat", 90.0, errors)
-    lon = parse_degrees_text(params, "lon", 180.0, errors)
+    lat, lon = read_query(params, REVERSE_POINT, errors)
     provider = parse_provider(params, registry, errors)
-    limit = parse_limit(params, errors, default=REVERSE_DEFAULT_LIMIT)
+    limit = REVERSE_LIMIT.read(params, errors)
     language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
     return ReverseRequest(provider, ReverseQuery(lat, lon, limit), language)
@@ -171,8 +167,7 @@ def reverse_request(params: Mapping[str, str], registry: ProviderRegistry,
 
 # ---------------------------------------------------------------- autocomplete
 
-AUTOCOMPLETE_DEFAULT_LIMIT = 5
-AUTOCOMPLETE_MAX_LIMIT = 20  # a list of suggestions under a text field, not a search result page
+AUTOCOMPLETE_LIMIT = Whole("limit", 1, 20, 5)  # a list of suggestions under a text field, not a result page
 
 
 def parse_text(params: Mapping[str, str], errors: ParameterErrors) -> str:
@@ -203,9 +198,7 @@ def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry,
     text = parse_text(params, errors)
     provider = parse_provider(params, registry, errors)
     country = parse_country(params, errors)
-    limit = parse_int(
-        params, "limit", errors, default=AUTOCOMPLETE_DEFAULT_LIMIT, minimum=1, maximum=AUTOCOMPLETE_MAX_LIMIT
-    )
+    limit = AUTOCOMPLETE_LIMIT.read(params, errors)
     focus = parse_focus(params, errors)
     language = parse_names_language(params, headers, errors)
     errors.raise_if_any()
@@ -216,8 +209,7 @@ def autocomplete_request(params: Mapping[str, str], registry: ProviderRegistry,
 
 # Each batch line answers its best result unless asked for more; at most a few: a batch is
 # a list of addresses to place, not a search result page per line.
-BATCH_DEFAULT_LIMIT = 1
-BATCH_MAX_LIMIT = 5
+BATCH_LIMIT = Whole("limit", 1, 5, 1)
 BATCH_TYPES = {
     **dict.fromkeys(GEOCODER_BATCH_CSV_TYPES, Form.CSV),
     **dict.fromkeys(GEOCODER_BATCH_JSON_LINES_TYPES, Form.JSON_LINES),
@@ -255,7 +247,7 @@ def batch_request(params: Mapping[str, str], content_type: str, charset: str | N
     errors = ParameterErrors()
     provider = parse_provider(params, registry, errors)
     country = parse_country(params, errors)
-    limit = parse_int(params, "limit", errors, default=BATCH_DEFAULT_LIMIT, minimum=1, maximum=BATCH_MAX_LIMIT)
+    limit = BATCH_LIMIT.read(params, errors)
     errors.raise_if_any()
     defaults = {"provider": provider.name, "limit": str(limit)}
     if country is not None:

@@ -15,27 +15,21 @@ from common.errors import DatasetNotReady, InvalidParameter, MatrixTooLarge, Par
 from common.geo import LatLon
 from common.languages import NO_HEADERS, parse_language
 from common.params import (
+    PROFILE,
+    Point,
+    Whole,
+    flag,
     json_kind,
     number_or_nan,
-    parse_bool,
-    parse_choice,
+    one_of,
     parse_instant,
-    parse_int,
-    parse_latlon,
     parse_point_list,
     parse_truck_dimensions,
+    read_query,
     short,
 )
 from common.vehicles import TRUCK_DIMENSIONS
-from common.vocabulary import (
-    DEFAULT_ROUTE_TYPE,
-    DEFAULT_UNITS,
-    DEFAULT_VEHICLE,
-    INSTRUCTION_LANGUAGES,
-    ROUTE_TYPES,
-    UNITS,
-    VEHICLES,
-)
+from common.vocabulary import DEFAULT_UNITS, INSTRUCTION_LANGUAGES, UNITS
 from route_service.model import (
     ISOCHRONE_METRICS,
     MATRIX_ANNOTATIONS,
@@ -57,18 +51,26 @@ from route_service.providers.registry import ProviderRegistry
 from route_service.traces import Trace
 
 MAX_MATRIX_SIDE = 1000
+# GET /v1/route's own parameters (the profile, wording, restrictions and provider are read as
+# every routing operation reads them).
+ROUTE_QUERY = (
+    Point("from"),
+    Point("to"),
+    Whole("alternatives", 0, MAX_ALTERNATIVES, 0),
+    Whole("emergencyRoutingRadius", 0, MAX_EMERGENCY_RADIUS_M, 0),
+    flag("steps", True),
+    flag("geometry", True),
+)
+UNITS_FIELD = one_of("units", UNITS, DEFAULT_UNITS)
+
+
 def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
                 headers: Mapping[str, str] = NO_HEADERS) -> RouteRequest:  # fmt: skip
     """GET /v1/route's parameters (and Accept-Language); raises one InvalidParameter listing
     every violation."""
     errors = ParameterErrors()
-    origin = parse_latlon(params, "from", errors)
-    destination = parse_latlon(params, "to", errors)
+    origin, destination, alternatives, radius, steps, geometry = read_query(params, ROUTE_QUERY, errors)
     vehicle, route_type = parse_vehicle_and_type(params, errors)
-    alternatives = parse_int(params, "alternatives", errors, default=0, minimum=0, maximum=MAX_ALTERNATIVES)
-    radius = parse_int(params, "emergencyRoutingRadius", errors, default=0, minimum=0, maximum=MAX_EMERGENCY_RADIUS_M)
-    steps = parse_bool(params, "steps", errors, default=True)
-    geometry = parse_bool(params, "geometry", errors, default=True)
     wording = parse_wording(params, headers, errors)
     name = params.get("provider")  # the registry reads it (common.providers: the one rule)
     restrictions = Restrictions(
@@ -93,12 +95,11 @@ def parse_route(params: Mapping[str, str], registry: ProviderRegistry,
     return RouteRequest(query, provider.name, provider.route)
 
 
-
 def parse_wording(params: Mapping[str, str], headers: Mapping[str, str], errors: ParameterErrors) -> Wording:
     """`language` (BCP 47, else Accept-Language, else English; common.languages) and `units`
     of the steps' sentences (issue 35)."""
     language = parse_language(params, headers, INSTRUCTION_LANGUAGES, errors)
-    units = parse_choice(params, "units", errors, default=DEFAULT_UNITS, choices=UNITS)
+    units = UNITS_FIELD.read(params, errors)
     return Wording(language, units)
 
 
@@ -269,8 +270,7 @@ def parse_annotations(raw: Any, errors: ParameterErrors) -> tuple[str, ...]:
 
 def parse_vehicle_and_type(params: Mapping[str, str], errors: ParameterErrors) -> tuple[str, str]:
     """`vehicle` and `type`, for every operation that routes (the one place they are read)."""
-    vehicle = parse_choice(params, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES)
-    route_type = parse_choice(params, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES)
+    vehicle, route_type = read_query(params, PROFILE, errors)
     return vehicle, route_type
 
 
@@ -350,7 +350,7 @@ MAX_ISOCHRONE_METRES = 100_000
 def parse_isochrone(params: Mapping[str, str], registry: ProviderRegistry) -> IsochroneRequest:
     """GET /v1/isochrone: `point`, and `time` (s) or `distance` (m): 1 to 4 ascending values."""
     errors = ParameterErrors()
-    point = parse_latlon(params, "point", errors)
+    point = Point("point").read(params, errors)
     vehicle, route_type = parse_vehicle_and_type(params, errors)
     metric, limits = parse_limits(params, errors)
     departure = parse_departure(params, errors)

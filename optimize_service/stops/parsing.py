@@ -14,9 +14,8 @@ from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import DiameterTooLarge, MalformedBody, ParameterErrors, TooManyStops
-from common.params import is_number, parse_bool, parse_choice, parse_point_object, short
+from common.params import PROFILE, flag, is_number, parse_point_object, read_query, short
 from common.providers import requested_provider
-from common.vocabulary import DEFAULT_ROUTE_TYPE, DEFAULT_VEHICLE, ROUTE_TYPES, VEHICLES
 from optimize_service.costs import Allowance, check_cells
 from optimize_service.formats import parse_start_time, parse_time_limit
 from optimize_service.geo import farthest_pair
@@ -31,6 +30,9 @@ from optimize_service.stops.model import (
     Stop,
     TourEnds,
 )
+
+# With strict=true a stop that cannot be served fails the request (its 400 names each one).
+STRICT = flag("strict", False)
 
 
 def parse_request(
@@ -114,9 +116,9 @@ def tour_ends(stops: list[Stop], errors: ParameterErrors) -> TourEnds:
     without a destination the tour is open; one stop both → round trip."""
     starts = [i for i, stop in enumerate(stops) if stop.start]
     destinations = [i for i, stop in enumerate(stops) if stop.destination]
-    for flag, marked in (("start", starts), ("destination", destinations)):
+    for role, marked in (("start", starts), ("destination", destinations)):
         for extra in marked[1:]:
-            errors.add(f"stops[{extra}].{flag}", f"only one stop may be the {flag} (stops[{marked[0]}] already is)")
+            errors.add(f"stops[{extra}].{role}", f"only one stop may be the {role} (stops[{marked[0]}] already is)")
     return TourEnds(starts[0] if starts else 0, destinations[0] if destinations else None)
 
 
@@ -142,15 +144,17 @@ def parse_options(
     known_providers: frozenset[str] | None,
     allowance: Allowance | None = None,
 ) -> Options:
+    start_time = parse_start_time(query.get("startTime"), now, errors)
+    vehicle, route_type = read_query(query, PROFILE, errors)
     return Options(
-        start_time=parse_start_time(query.get("startTime"), now, errors),
-        vehicle=parse_choice(query, "vehicle", errors, default=DEFAULT_VEHICLE, choices=VEHICLES),
-        route_type=parse_choice(query, "type", errors, default=DEFAULT_ROUTE_TYPE, choices=ROUTE_TYPES),
+        start_time=start_time,
+        vehicle=vehicle,
+        route_type=route_type,
         provider=parse_provider(query.get("provider"), errors, known_providers),
         time_limit_s=parse_time_limit(query.get("timeLimit"), True, MIN_TIME_LIMIT_S, MAX_TIME_LIMIT_S, errors, allowance),
         # A query parameter, as on /v1/route: the contract fixes the body as the array of stops.
         avoid=parse_avoid_area(query["avoid"], "avoid", errors) if "avoid" in query else None,
-        strict=parse_bool(query, "strict", errors, default=False),
+        strict=STRICT.read(query, errors),
         timed="startTime" in query,
     )
 

@@ -7,7 +7,19 @@ import math
 import pytest
 
 from common.errors import ParameterErrors
-from common.params import json_kind, number_or_nan, parse_decimal, parse_degrees_text, parse_instant, parse_latlon_text
+from common.params import (
+    Degrees,
+    Point,
+    Whole,
+    flag,
+    json_kind,
+    number_or_nan,
+    one_of,
+    parse_decimal,
+    parse_instant,
+    parse_latlon_text,
+    read_query,
+)
 from route_service.detour.csvfile import number
 
 # Arabic-Indic, Extended Arabic-Indic and Devanagari "10", which float() reads as 10.0.
@@ -31,7 +43,7 @@ def test_coordinates_with_underscores_or_other_scripts_digits_are_refused() -> N
     assert isinstance(parse_latlon_text("\u0664\u0669.\u0664,\u0668.\u0666\u0669"), str)
     assert parse_latlon_text("49.4,8.69") is not None and not isinstance(parse_latlon_text("49.4,8.69"), str)
     errors = ParameterErrors()
-    parse_degrees_text({"lat": "\u0664\u0669"}, "lat", 90, errors)
+    Degrees("lat", 90).read({"lat": "\u0664\u0669"}, errors)
     assert errors.violations and errors.violations[0].parameter == "lat"
 
 
@@ -89,3 +101,16 @@ def test_whole_numbers_are_one_grammar_for_query_texts_and_json() -> None:
     assert [read(v, False) for v in (2, 3.0, 2.5, True, "2", 10**400, math.nan)] == [2, 3, None, None, None, None, None]
     missing = ParameterErrors()
     assert parse_whole(None, "n", 0, 5, missing, default=None) is None and "is required" in missing.violations[0].message
+
+
+def test_declared_query_fields_report_every_violation_at_once_with_their_fallbacks() -> None:
+    """An operation's parameters as a tuple of fields: each refused one named, each absent or
+    refused one read as its fallback, the rest as given."""
+    fields = (Point("from"), Whole("limit", 1, 50, 5), flag("steps", True), one_of("units", ("metric", "imperial"), "metric"))
+    errors = ParameterErrors()
+    values = read_query({"limit": "51", "steps": "maybe", "units": "Imperial"}, fields, errors)
+    assert values == [None, 5, True, "imperial"]
+    assert [v.parameter for v in errors.violations] == ["from", "limit", "steps"]
+    errors = ParameterErrors()
+    assert read_query({"from": "49.4,8.69", "limit": "7", "steps": "no"}, fields, errors)[1:] == [7, False, "metric"]
+    assert not errors.violations

@@ -29,14 +29,9 @@ def parameter(path: str, method: str, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "name", "default", "maximum"),
     [
-        ("/v1/geocoder", "limit", geo_parsing.DEFAULT_LIMIT, geo_parsing.MAX_LIMIT),
-        ("/v1/geocoder/reverse", "limit", geo_parsing.REVERSE_DEFAULT_LIMIT, geo_parsing.MAX_LIMIT),
-        (
-            "/v1/geocoder/autocomplete",
-            "limit",
-            geo_parsing.AUTOCOMPLETE_DEFAULT_LIMIT,
-            geo_parsing.AUTOCOMPLETE_MAX_LIMIT,
-        ),
+        ("/v1/geocoder", "limit", geo_parsing.GEOCODE_LIMIT.default, geo_parsing.GEOCODE_LIMIT.high),
+        ("/v1/geocoder/reverse", "limit", geo_parsing.REVERSE_LIMIT.default, geo_parsing.REVERSE_LIMIT.high),
+        ("/v1/geocoder/autocomplete", "limit", geo_parsing.AUTOCOMPLETE_LIMIT.default, geo_parsing.AUTOCOMPLETE_LIMIT.high),
         ("/v1/match", "gpsAccuracy", DEFAULT_GPS_ACCURACY_M, GPS_ACCURACY_RANGE_M[1]),
     ],
 )
