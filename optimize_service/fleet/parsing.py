@@ -9,21 +9,18 @@ Unknown fields are refused (a misspelt `timeWindow` would silently mean "any tim
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from common.areas import check_points_outside, parse_avoid_area
 from common.errors import MalformedBody, ParameterErrors, PayloadTooLarge, TooManyStops
-from common.geo import LatLon
 from common.params import parse_point_object, parse_truck_dimensions, parse_whole, short
 from common.vehicles import TRUCK_DIMENSIONS, VEHICLE_TABLE
 from common.vocabulary import DEFAULT_VEHICLE, VEHICLES
 from optimize_service.costs import Allowance
+from optimize_service.fleet.fleet_rules import check_duplicate_ids, check_fleet, duplicates, named_points
 from optimize_service.fleet.model import (
-    MAX_AMOUNT,
     MAX_DEPOTS,
     MAX_DIMENSIONS,
     MAX_DISTANCE_M,
@@ -32,7 +29,6 @@ from optimize_service.fleet.model import (
     MAX_PRIORITY,
     MAX_PRIZE,
     MAX_SERVICE_TIME_S,
-    MAX_SKILLS,
     MAX_STOPS,
     MAX_TIME_LIMIT_S,
     MAX_VEHICLES,
@@ -53,6 +49,18 @@ from optimize_service.fleet.model import (
     breaks_over,
     working_shift,
 )
+from optimize_service.fleet.values import (
+    Context,
+    check_keys,
+    open_object,
+    parse_amount,
+    parse_id,
+    parse_moment,
+    parse_skills,
+    parse_window,
+    parse_windows,
+    whole_horizon,
+)
 from optimize_service.formats import parse_start_time, parse_time_limit
 
 TOP_FIELDS = {"vehicles", "jobs", "shipments", "startTime", "avoid", "timeLimit", "objective", "depots"}
@@ -67,21 +75,8 @@ DEPOT_FIELDS = {"id", "location"}
 MAX_TRIPS = 100
 PLACE_FIELDS = {"location", "serviceTime", "timeWindows"}
 BREAK_FIELDS = {"id", "timeWindows", "duration"}
-WINDOW_FIELDS = {"start", "end"}
 COST_FIELDS = {"fixed", "perHour", "perKm"}
 MAX_COST = 10_000_000
-
-
-class Context:
-    """What every field's parser needs: the violations so far, the start time and the number
-    of capacity dimensions (the first list of amounts sent sets it)."""
-
-    def __init__(self, errors: ParameterErrors, start_time: datetime, dimensions: int) -> None:
-        self.errors = errors
-        self.start_time = start_time
-        self.dimensions = dimensions
-        self.depot_ids: dict[str, int] = {}  # the named depots' ids → their index
-        self.committed: dict[str, list[Any]] = {}  # "vehicles[i].current" → its committed ids as sent
 
 
 def parse_fleet_request(body: Any, now: datetime, allowance: Allowance | None = None) -> FleetRequest:
@@ -147,25 +142,6 @@ def check_sizes(body: dict[str, Any]) -> None:
         raise TooManyStops(
             f"{stops} stops sent (a job is one, a shipment two), at most {MAX_STOPS} are allowed", parameter="jobs"
         )
-
-
-def open_object(item: Any, where: str, allowed: set[str], shape: str, errors: ParameterErrors) -> int | None:
-    """Before an object's fields are read: its unknown keys refused, and the count of violations
-    so far (more after its fields: the object is refused); None when `item` is no object (`shape`
-    says what it must be, added as a violation)."""
-    if not isinstance(item, dict):
-        errors.add(where, shape)
-        return None
-    before = len(errors.violations)
-    check_keys(item, allowed, where, errors)
-    return before
-
-
-def check_keys(item: dict[str, Any], allowed: set[str], where: str | None, errors: ParameterErrors) -> None:
-    for key in item:
-        if key not in allowed:
-            name = f"{where}.{key}" if where else str(key)
-            errors.add(name[:120], f"is not a known field (known: {', '.join(sorted(allowed))})")
 
 
 def first_dimensions(body: dict[str, Any]) -> int:
@@ -461,205 +437,3 @@ def parse_place(item: dict[str, Any], where: str, ctx: Context) -> Place | None:
     if location is None or service is None:
         return None
     return Place(location, service, windows)
-
-
-# ---------------------------------------------------------------- values
-
-
-def parse_id(value: Any, where: str, errors: ParameterErrors) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_LENGTH:
-        errors.add(where, f"is required: a non-blank string of at most {MAX_ID_LENGTH} characters, got {short(value)}")
-        return ""
-    return value
-
-
-def parse_amount(value: Any, where: str, ctx: Context, *, default: int) -> tuple[int, ...]:
-    """A list of whole numbers, one per capacity dimension; missing: `default` in each."""
-    if value is None:
-        return (default,) * ctx.dimensions
-    if not isinstance(value, list) or len(value) != ctx.dimensions:
-        ctx.errors.add(
-            where,
-            f"must be an array of {ctx.dimensions} whole numbers, one per capacity dimension "
-            f"(as many as the first capacity, demand or amount sent), got {short(value)}",
-        )
-        return (default,) * ctx.dimensions
-    parsed = [parse_whole(v, f"{where}[{i}]", 0, MAX_AMOUNT, ctx.errors, default=0) for i, v in enumerate(value)]
-    return tuple(v or 0 for v in parsed)
-
-
-def parse_skills(value: Any, where: str, errors: ParameterErrors) -> frozenset[str]:
-    if value is None:
-        return frozenset()
-    good = isinstance(value, list) and len(value) <= MAX_SKILLS
-    if not good or not all(isinstance(s, str) and s.strip() and len(s) <= MAX_ID_LENGTH for s in value):
-        errors.add(where, f"must be an array of at most {MAX_SKILLS} non-blank strings, got {short(value)}")
-        return frozenset()
-    return frozenset(value)
-
-
-def whole_horizon() -> Window:
-    return Window(0, MAX_HORIZON_S)
-
-
-def parse_windows(value: Any, where: str, ctx: Context, *, required: bool) -> tuple[Window, ...]:
-    """Sorted, overlapping ones merged; missing (when allowed): the whole horizon."""
-    if value is None and not required:
-        return (whole_horizon(),)
-    if not isinstance(value, list) or not value or len(value) > MAX_WINDOWS:
-        ctx.errors.add(where, f"must be an array of 1 to {MAX_WINDOWS} time windows {{start, end}}")
-        return (whole_horizon(),)
-    windows = [parse_window(item, f"{where}[{i}]", ctx) for i, item in enumerate(value)]
-    return merged([w for w in windows if w is not None])
-
-
-def merged(windows: list[Window]) -> tuple[Window, ...]:
-    result: list[Window] = []
-    for window in sorted(windows, key=lambda w: w.start_s):
-        if result and window.start_s <= result[-1].end_s:
-            result[-1] = Window(result[-1].start_s, max(result[-1].end_s, window.end_s))
-        else:
-            result.append(window)
-    return tuple(result) or (whole_horizon(),)
-
-
-def parse_window(item: Any, where: str, ctx: Context) -> Window | None:
-    if open_object(item, where, WINDOW_FIELDS, "must be an object {start?, end?} of ISO 8601 date-times with a UTC offset", ctx.errors) is None:
-        return None
-    opens = parse_moment(item.get("start"), f"{where}.start", ctx, default=0)
-    closes = parse_moment(item.get("end"), f"{where}.end", ctx, default=MAX_HORIZON_S)
-    if opens is None or closes is None:
-        return None
-    if closes < opens:
-        ctx.errors.add(where, f"closes ({item.get('end')}) before it opens ({item.get('start')})")
-        return None
-    if closes < 0:
-        ctx.errors.add(f"{where}.end", f"closes before startTime ({ctx.start_time.isoformat()})")
-        return None
-    return Window(max(0, opens), closes)
-
-
-def parse_moment(value: Any, where: str, ctx: Context, *, default: int) -> int | None:
-    """Whole seconds after startTime (negative: before it), or None after a violation."""
-    if value is None:
-        return default
-    moment = parse_start_time(value, ctx.start_time, probe := ParameterErrors()) if isinstance(value, str) else None
-    if moment is None or probe:
-        ctx.errors.add(where, f"must be an ISO 8601 date-time with a UTC offset (e.g. 2026-11-23T09:00:00+02:00), got {short(value)}")
-        return None
-    seconds = math.floor((moment - ctx.start_time).total_seconds())
-    if seconds > MAX_HORIZON_S:
-        ctx.errors.add(where, f"must lie within {MAX_HORIZON_S // 86_400} days after startTime, got {short(value)}")
-        return None
-    return seconds
-
-
-# ---------------------------------------------------------------- the fleet as a whole
-
-
-def check_duplicate_ids(body: dict[str, Any], errors: ParameterErrors) -> None:
-    """Ids repeated, named on the repeat; on the raw items, so a repeat is found even when the
-    item it repeats is broken otherwise."""
-    for keys, what in ((("vehicles",), "vehicle"), (("jobs", "shipments"), "job or shipment")):
-        named = [
-            (f"{key}[{i}].id", item["id"])
-            for key in keys
-            for i, item in enumerate(body[key] if isinstance(body.get(key), list) else [])
-            if isinstance(item, dict) and isinstance(item.get("id"), str)
-        ]
-        for index in duplicates(ident for _, ident in named):
-            errors.add(named[index][0], f"{short(named[index][1])} is used by an earlier {what}")
-
-
-def duplicates(ids: Iterable[str]) -> list[int]:
-    """Indexes of the ids an earlier one repeats."""
-    seen: set[str] = set()
-    repeated = []
-    for index, ident in enumerate(ids):
-        if ident in seen:
-            repeated.append(index)
-        seen.add(ident)
-    return repeated
-
-
-def check_fleet(
-    vehicles: list[FleetVehicle | None],
-    jobs: list[FleetJob | None],
-    shipments: list[FleetShipment | None],
-    errors: ParameterErrors,
-) -> None:
-    """On the items that parsed; what needs every vehicle only when all of them did."""
-    tasks = [(f"jobs[{i}]", j.id, j.skills, j.demand) for i, j in enumerate(jobs) if j is not None]
-    tasks += [(f"shipments[{i}]", s.id, s.skills, s.amount) for i, s in enumerate(shipments) if s is not None]
-    fleet = [v for v in vehicles if v is not None]
-    if fleet and len(fleet) == len(vehicles):
-        for where, _, skills, demand in tasks:
-            check_servable(where, skills, demand, fleet, errors)
-    check_pyvrp_rules(vehicles, jobs, shipments, errors)
-
-
-def check_servable(
-    where: str, skills: frozenset[str], demand: tuple[int, ...], vehicles: list[FleetVehicle], errors: ParameterErrors
-) -> None:
-    skilled = [v for v in vehicles if skills <= v.skills]
-    fitting = [v for v in vehicles if fits(demand, v.capacity)]
-    field = "amount" if where.startswith("shipments") else "demand"
-    if not skilled:
-        errors.add(f"{where}.skills", f"no vehicle has all of the skills {sorted(skills)}")
-    if not fitting:
-        errors.add(f"{where}.{field}", f"{list(demand)} is more than any vehicle's capacity")
-    if skilled and fitting and not any(fits(demand, v.capacity) for v in skilled):
-        errors.add(where, f"no vehicle with the skills {sorted(skills)} has the capacity for {list(demand)}")
-
-
-PYVRP_RULES = "reloads, job release times, groups and prizes"
-
-
-def check_pyvrp_rules(
-    vehicles: list[FleetVehicle | None], jobs: list[FleetJob | None], shipments: list[FleetShipment | None],
-    errors: ParameterErrors,
-) -> None:  # fmt: skip
-    """Reloads, job release times, groups and prizes are planned by PyVRP's model alone (VROOM has
-    none of them): with jobs of one time window and vehicles without breaks, skills,
-    maxDistance or maxStops (`fleet.solver.pyvrp_fits`); each clash named. A job released after
-    every shift ends is refused (by the vehicles that parsed)."""
-    fleet = [v for v in vehicles if v is not None]
-    rich = any(j is not None and j.planned_by_pyvrp for j in jobs) or any(v.reload_depots for v in fleet)
-    for i, job in enumerate(jobs):
-        if job is not None and job.release_s > 0 and fleet and all(job.release_s > v.shift.end_s for v in fleet):
-            errors.add(f"jobs[{i}].releaseTime", "is after every vehicle's shift ends")
-    if not rich:
-        return
-    clash = f"cannot be planned with {PYVRP_RULES} (only PyVRP's model has those, and it has not this)"
-    if any(s is not None for s in shipments):
-        errors.add("shipments", clash)
-    for i, job in enumerate(jobs):
-        if job is not None and len(job.place.windows) > 1:
-            errors.add(f"jobs[{i}].timeWindows", f"more than one {clash}")
-        if job is not None and job.skills:
-            errors.add(f"jobs[{i}].skills", clash)
-    for i, vehicle in enumerate(vehicles):
-        if vehicle is None:
-            continue
-        for name, used in (("breaks", vehicle.breaks), ("skills", vehicle.skills), ("maxDistance", vehicle.limits.distance_m),
-                           ("maxStops", vehicle.limits.stops)):  # fmt: skip
-            if used:
-                errors.add(f"vehicles[{i}].{name}", clash)
-
-
-def fits(demand: tuple[int, ...], capacity: tuple[int, ...]) -> bool:
-    return all(d <= c for d, c in zip(demand, capacity, strict=True))
-
-
-def named_points(
-    vehicles: list[FleetVehicle | None], jobs: list[FleetJob | None], shipments: list[FleetShipment | None]
-) -> list[tuple[str, LatLon]]:
-    points = [(f"vehicles[{i}].start", v.start) for i, v in enumerate(vehicles) if v is not None]
-    points += [(f"vehicles[{i}].end", v.end) for i, v in enumerate(vehicles) if v is not None and v.end is not None]
-    points += [(f"jobs[{i}].location", j.place.location) for i, j in enumerate(jobs) if j is not None]
-    for i, s in enumerate(shipments):
-        if s is None:
-            continue
-        points += [(f"shipments[{i}].pickup.location", s.pickup.location)]
-        points += [(f"shipments[{i}].delivery.location", s.delivery.location)]
-    return points
