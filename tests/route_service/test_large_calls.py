@@ -21,7 +21,8 @@ from route_service.config import RouteConfig
 from route_service.importing.importer import ImportResult
 from route_service.model import MatrixQuery, WaypointsQuery
 from route_service.providers import osrm_provider
-from route_service.providers.osrm_provider import OsrmProvider, plain
+from route_service.providers.osrm_answers import plain
+from route_service.providers.osrm_provider import OsrmProvider
 from route_service.state import STATE_KEY
 from tests.route_service.osm_samples import DENSE_BOX
 
